@@ -1,0 +1,106 @@
+"""Settings: one pydantic model per component, loaded with pydantic-settings.
+
+Precedence, highest first: command-line flags, `WORKINGSET_*` environment variables
+(nested with `__`, e.g. `WORKINGSET_TOOLS__BASH_TIMEOUT_S=30`), the project's
+`.workingset/config.toml`, the user's `~/.workingset/config.toml`, the defaults here.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from agents.errors import ConfigError
+from tools.base import ToolLimits
+
+__all__ = ["AgentSettings", "ToolSettings", "WorkingsetSettings", "load_settings", "config_files"]
+
+ENV_PREFIX = "WORKINGSET_"
+
+
+class ToolSettings(BaseModel):
+    """Caps for the workspace tools."""
+
+    bash_timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit of one Bash call, seconds.")
+    bash_output_max_chars: int = Field(30_000, ge=200, description="Bash output kept (head + tail).")
+    read_max_bytes: int = Field(2_000_000, ge=1, description="Files larger than this are refused by Read.")
+    read_default_lines: int = Field(2_000, ge=1, description="Lines Read returns when no limit is given.")
+    grep_max_matches: int = Field(200, ge=1, description="Matches Grep returns before cutting.")
+    glob_max_paths: int = Field(500, ge=1, description="Paths Glob returns before cutting.")
+
+    def limits(self) -> ToolLimits:
+        return ToolLimits(**self.model_dump())
+
+
+class AgentSettings(BaseModel):
+    """How long one run may go and how much each reply may say."""
+
+    max_turns: int = Field(50, ge=1, description="Model calls allowed in one outer turn.")
+    max_output_tokens: int = Field(8192, ge=1, description="max_tokens sent with each model call.")
+
+
+class WorkingsetSettings(BaseSettings):
+    """All of Workingset's settings."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    model: str = Field("anthropic:claude-sonnet-4-5", description="Model spec: anthropic:<model> or scripted:<file>.")
+    agent: AgentSettings = Field(default_factory=AgentSettings, description="Loop limits.")
+    tools: ToolSettings = Field(default_factory=ToolSettings, description="Tool caps.")
+
+
+def config_files(cwd: Path, home: Path | None = None) -> list[Path]:
+    """The TOML files that apply to a workspace, highest precedence first."""
+    home = home if home is not None else Path.home()
+    return [cwd / ".workingset" / "config.toml", home / ".workingset" / "config.toml"]
+
+
+def _check_toml(path: Path) -> None:
+    try:
+        tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path} cannot be read ({exc}); fix or remove it") from exc
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error["loc"])
+    env = ENV_PREFIX + "__".join(str(p).upper() for p in error["loc"])
+    return f"setting '{loc}' ({env}): {error['msg']}"
+
+
+def load_settings(cwd: Path, overrides: dict[str, Any] | None = None, home: Path | None = None) -> WorkingsetSettings:
+    """Settings for a workspace; `overrides` are the flags (nested dicts allowed)."""
+    files = [p for p in config_files(cwd, home) if p.is_file()]
+    for path in files:
+        _check_toml(path)
+
+    class _Loaded(WorkingsetSettings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            tomls = [TomlConfigSettingsSource(settings_cls, toml_file=p) for p in files]
+            return (init_settings, env_settings, *tomls)
+
+    try:
+        return _Loaded(**(overrides or {}))
+    except ValidationError as exc:
+        problems = "; ".join(_describe(e) for e in exc.errors())
+        where = ", ".join(str(p) for p in files) or "no config files"
+        raise ConfigError(f"invalid settings: {problems} (sources: flags, environment, {where})") from exc

@@ -1,0 +1,94 @@
+"""The event stream: what a run reports, one JSON object per line with `--json`.
+
+The schema is stable and versioned (`EVENT_SCHEMA_VERSION` in session_started);
+later capabilities add event types, never change existing fields.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from agents.ports import Usage
+
+__all__ = [
+    "EVENT_SCHEMA_VERSION",
+    "AssistantText",
+    "Event",
+    "EventSink",
+    "ModelCall",
+    "SessionEnded",
+    "SessionStarted",
+    "ToolCall",
+    "ToolResult",
+    "EVENT_ADAPTER",
+]
+
+EVENT_SCHEMA_VERSION = 1
+
+
+class _EventBase(BaseModel):
+    session_id: str
+    ts: float = Field(default_factory=time.time, description="Unix time the event was made.")
+
+
+class SessionStarted(_EventBase):
+    type: Literal["session_started"] = "session_started"
+    schema_version: int = EVENT_SCHEMA_VERSION
+    model: str
+    cwd: str
+
+
+class ModelCall(_EventBase):
+    type: Literal["model_call"] = "model_call"
+    turn: int = Field(description="1-based model call number within the outer turn.")
+    estimated_input_tokens: int = Field(description="Workingset's estimate of the request.")
+    usage: Usage = Field(description="What the provider reported.")
+    stop_reason: str
+    duration_ms: float
+
+
+class ToolCall(_EventBase):
+    type: Literal["tool_call"] = "tool_call"
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResult(_EventBase):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    name: str
+    is_error: bool
+    content: str = Field(description="The result text as the model sees it.")
+    duration_ms: float
+
+
+class AssistantText(_EventBase):
+    type: Literal["assistant_text"] = "assistant_text"
+    text: str
+
+
+class SessionEnded(_EventBase):
+    type: Literal["session_ended"] = "session_ended"
+    reason: Literal["end_turn", "turn_limit", "error", "user_exit"]
+    final_text: str
+    turns: int
+    usage: Usage
+    error: str | None = None
+
+
+Event = Annotated[
+    SessionStarted | ModelCall | ToolCall | ToolResult | AssistantText | SessionEnded,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+EventSink = Callable[[BaseModel], None]
+
+
+def discard_events(event: BaseModel) -> None:
+    """An EventSink that drops everything."""

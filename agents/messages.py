@@ -1,0 +1,162 @@
+"""The typed conversation: content blocks shaped like the Anthropic Messages API.
+
+Blocks are frozen pydantic models joined in one discriminated union, so a conversation
+validates, encodes and decodes through a single adapter and round-trips exactly.
+Compaction steps build new messages; they never mutate old ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+
+__all__ = [
+    "ContentBlock",
+    "Message",
+    "TextBlock",
+    "ToolInteraction",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "completed_tool_interactions",
+    "protocol_problems",
+    "is_protocol_complete",
+    "tool_results_by_id",
+    "tool_uses_by_id",
+    "MESSAGES_ADAPTER",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextBlock(BaseModel):
+    model_config = _FROZEN
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolUseBlock(BaseModel):
+    model_config = _FROZEN
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultBlock(BaseModel):
+    model_config = _FROZEN
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str = ""
+    is_error: bool = False
+
+
+ContentBlock = Annotated[TextBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")]
+
+
+class Message(BaseModel):
+    """One turn of the conversation. `content` is always a list of typed blocks."""
+
+    model_config = _FROZEN
+    role: Literal["user", "assistant"]
+    content: tuple[ContentBlock, ...]
+
+    # Per-counter token estimates, cached on the (immutable) message so that a turn's
+    # estimate only pays for messages it has not seen before.
+    _token_cache: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", content=(TextBlock(text=text),))
+
+    @classmethod
+    def assistant(cls, *blocks: TextBlock | ToolUseBlock) -> Message:
+        return cls(role="assistant", content=tuple(blocks))
+
+    @classmethod
+    def tool_results(cls, results: Iterable[ToolResultBlock]) -> Message:
+        return cls(role="user", content=tuple(results))
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Message:
+        copy = super().model_copy(update=update, deep=deep)
+        copy._token_cache = {}  # an edited copy must be re-estimated
+        return copy
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined; tool blocks are left out."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results_in(self) -> list[ToolResultBlock]:
+        return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+
+MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+class ToolInteraction(BaseModel):
+    """A tool_use and its tool_result, with the indexes of the messages holding them."""
+
+    model_config = _FROZEN
+    use: ToolUseBlock
+    result: ToolResultBlock
+    use_index: int
+    result_index: int
+
+
+def tool_uses_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, ToolUseBlock]]:
+    return {b.id: (i, b) for i, m in enumerate(messages) for b in m.tool_uses}
+
+
+def tool_results_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, ToolResultBlock]]:
+    return {b.tool_use_id: (i, b) for i, m in enumerate(messages) for b in m.tool_results_in}
+
+
+def completed_tool_interactions(messages: Sequence[Message]) -> list[ToolInteraction]:
+    """Every tool_use that has a later tool_result, in the order the uses were made."""
+    results = tool_results_by_id(messages)
+    done: list[ToolInteraction] = []
+    for i, m in enumerate(messages):
+        for use in m.tool_uses:
+            found = results.get(use.id)
+            if found is not None and found[0] > i:
+                done.append(
+                    ToolInteraction(use=use, result=found[1], use_index=i, result_index=found[0])
+                )
+    return done
+
+
+def protocol_problems(messages: Sequence[Message], *, allow_trailing_uses: bool = True) -> list[str]:
+    """What breaks the tool protocol: a result without an earlier use, or a use left
+    unanswered when the next user turn arrives. An unanswered use in the very last
+    message is allowed by default (its results are still being produced)."""
+    problems: list[str] = []
+    pending: dict[str, int] = {}
+    seen_uses: set[str] = set()
+    for i, m in enumerate(messages):
+        if m.role == "user":
+            for r in m.tool_results_in:
+                if r.tool_use_id not in seen_uses:
+                    problems.append(f"message {i}: tool_result {r.tool_use_id} has no earlier tool_use")
+                pending.pop(r.tool_use_id, None)
+            for use_id, at in pending.items():
+                problems.append(f"message {at}: tool_use {use_id} unanswered before message {i}")
+            pending.clear()
+        else:
+            for u in m.tool_uses:
+                seen_uses.add(u.id)
+                pending[u.id] = i
+    if not allow_trailing_uses:
+        problems.extend(f"message {at}: tool_use {uid} unanswered" for uid, at in pending.items())
+    return problems
+
+
+def is_protocol_complete(messages: Sequence[Message]) -> bool:
+    """True when every result has its use and no use is left dangling at the end."""
+    return not protocol_problems(messages, allow_trailing_uses=False)

@@ -1,0 +1,113 @@
+"""The five ports: the only ways the agent loop reaches the world.
+
+Each is a small Protocol; implementations fit by shape. The same loop runs in one
+process (tests, `--local`) and inside a Ray actor, with different implementations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.messages import Message, TextBlock, ToolUseBlock
+from tools.base import Tool, ToolContext, ToolOutput
+
+__all__ = [
+    "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
+    "SnapshotStore",
+    "SubagentSpawner",
+    "Summarizer",
+    "ToolExecutor",
+    "ToolSchema",
+    "Usage",
+]
+
+
+class ToolSchema(BaseModel):
+    """A tool as the model sees it (Anthropic `tools` entry)."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class ModelRequest(BaseModel):
+    """One compiled working set: everything a single model call sees."""
+
+    model_config = ConfigDict(frozen=True)
+    system: str
+    tools: tuple[ToolSchema, ...] = ()
+    messages: tuple[Message, ...]
+    max_tokens: int = 4096
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+        )
+
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]
+
+
+class ModelResponse(BaseModel):
+    content: tuple[TextBlock | ToolUseBlock, ...]
+    stop_reason: StopReason = "end_turn"
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+
+    def as_message(self) -> Message:
+        return Message(role="assistant", content=self.content)
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """One model call: working set in, content blocks and usage out."""
+
+    name: str
+
+    async def create(self, request: ModelRequest) -> ModelResponse: ...
+
+
+@runtime_checkable
+class ToolExecutor(Protocol):
+    """Run one tool call whose input already passed validation."""
+
+    async def execute(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput: ...
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turn older history into a handoff summary (tools disabled)."""
+
+    async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class SnapshotStore(Protocol):
+    """Save and load session state, as bytes, by session id."""
+
+    def save(self, session_id: str, payload: bytes) -> None: ...
+
+    def load(self, session_id: str) -> bytes | None: ...
+
+
+@runtime_checkable
+class SubagentSpawner(Protocol):
+    """Run a child agent on a fresh conversation and return only its final text."""
+
+    async def spawn(self, description: str, prompt: str, *, depth: int) -> str: ...

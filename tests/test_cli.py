@@ -1,0 +1,82 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from cluster.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "benchmarks" / "demo"
+
+
+def _events(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _demo_workspace(tmp_path) -> Path:
+    import shutil
+
+    ws = tmp_path / "ws"
+    shutil.copytree(DEMO / "workspace", ws)
+    return ws
+
+
+def test_run_with_scripted_model_prints_json_events_and_edits_the_file(tmp_path, capsys):
+    ws = _demo_workspace(tmp_path)
+    code = main(["run", "fix it", "--cwd", str(ws), "--model", f"scripted:{DEMO / 'script.yaml'}", "--json"])
+    events = _events(capsys.readouterr().out)
+    assert code == 0
+    assert events[0]["type"] == "session_started" and events[0]["schema_version"] == 1
+    assert [e["name"] for e in events if e["type"] == "tool_call"] == ["Read", "Edit", "Bash"]
+    bash = [e for e in events if e["type"] == "tool_result"][-1]
+    assert "1 passed" in bash["content"] and "exit code: 0" in bash["content"]
+    assert events[-1]["type"] == "session_ended" and events[-1]["reason"] == "end_turn"
+    assert "Verified" in events[-1]["final_text"]
+    assert '"Hello, "' in (ws / "greeting.py").read_text()
+
+
+def test_human_output_shows_tool_calls(tmp_path, capsys):
+    ws = _demo_workspace(tmp_path)
+    assert main(["run", "fix it", "--cwd", str(ws), "--model", f"scripted:{DEMO / 'script.yaml'}"]) == 0
+    out = capsys.readouterr().out
+    assert "▸ Edit" in out and "ended (end_turn)" in out
+
+
+def test_unknown_model_spec_is_one_clear_line_and_exit_2(tmp_path, capsys):
+    assert main(["run", "x", "--cwd", str(tmp_path), "--model", "gpt:4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown model provider 'gpt'" in err
+
+
+def test_missing_api_key_is_a_clear_error(tmp_path, capsys):
+    assert main(["run", "x", "--cwd", str(tmp_path), "--model", "anthropic:claude-sonnet-4-5"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+def test_missing_cwd_is_a_clear_error(tmp_path, capsys):
+    assert main(["run", "x", "--cwd", str(tmp_path / "nope"), "--model", "scripted:x.yaml"]) == 2
+    assert "is not an existing directory" in capsys.readouterr().err
+
+
+def test_bad_config_value_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("WORKINGSET_AGENT__MAX_TURNS", "zero")
+    assert main(["run", "x", "--cwd", str(tmp_path)]) == 2
+    assert "WORKINGSET_AGENT__MAX_TURNS" in capsys.readouterr().err
+
+
+def test_console_script_runs_the_repl_help_and_exit(tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("turns: []\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "run", "--cwd", str(tmp_path), "--model", f"scripted:{script}"],
+        input="/help\nhello\n/exit\n", capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "/exit" in proc.stdout and "Done." in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_turn_limit_exits_nonzero(tmp_path, capsys):
+    script = tmp_path / "loop.yaml"
+    script.write_text("turns:\n" + "  - tool_calls: [{name: Glob, input: {pattern: '*'}}]\n" * 5)
+    code = main(["run", "x", "--cwd", str(tmp_path), "--model", f"scripted:{script}", "--max-turns", "2", "--json"])
+    assert code == 1 and _events(capsys.readouterr().out)[-1]["reason"] == "turn_limit"

@@ -1,0 +1,110 @@
+import time
+
+import pytest
+
+from agents.config import AgentSettings
+from agents.errors import Overloaded
+from agents.loop import Session, SessionPorts
+from agents.messages import TextBlock, ToolUseBlock, is_protocol_complete
+from tests.fakes import RecordingModel, SleepTool
+from tools import LocalToolExecutor, ToolContext, ToolRegistry, default_registry
+
+
+def _session(tmp_path, model, registry=None, max_turns=10) -> tuple[Session, list]:
+    events: list = []
+    ports = SessionPorts(
+        model=model,
+        executor=LocalToolExecutor(),
+        registry=registry or default_registry(),
+        tool_context=ToolContext(workspace=tmp_path),
+        emit=events.append,
+    )
+    return Session(ports, system_prompt="sys", settings=AgentSettings(max_turns=max_turns)), events
+
+
+def _use(i, name, **inp):
+    return ToolUseBlock(id=i, name=name, input=inp)
+
+
+async def test_reads_edits_and_runs_then_ends_naturally(tmp_path):
+    (tmp_path / "a.txt").write_text("hello wrld\n")
+    model = RecordingModel(
+        [
+            [_use("1", "Read", path="a.txt")],
+            [_use("2", "Edit", path="a.txt", old_string="wrld", new_string="world")],
+            [_use("3", "Bash", command="cat a.txt")],
+            [TextBlock(text="all good")],
+        ]
+    )
+    session, _ = _session(tmp_path, model)
+    outcome = await session.run_turn("fix the typo")
+    assert (outcome.reason, outcome.final_text, outcome.model_calls) == ("end_turn", "all good", 4)
+    assert (tmp_path / "a.txt").read_text() == "hello world\n"
+    bash_result = session.conversation[-2].tool_results_in[0]
+    assert "hello world" in bash_result.content and "exit code: 0" in bash_result.content
+    assert is_protocol_complete(session.conversation)
+
+
+async def test_each_request_carries_the_whole_conversation_so_far(tmp_path):
+    model = RecordingModel([[_use("1", "Glob", pattern="*")], [TextBlock(text="ok")]])
+    session, _ = _session(tmp_path, model)
+    await session.run_turn("list")
+    assert [len(r.messages) for r in model.requests] == [1, 3]
+    assert model.requests[0].system == "sys" and {t.name for t in model.requests[0].tools} >= {"Read", "Bash"}
+
+
+async def test_unknown_tool_becomes_an_error_result_and_the_loop_continues(tmp_path):
+    model = RecordingModel([[_use("1", "Teleport", where="mars")], [TextBlock(text="sorry")]])
+    session, _ = _session(tmp_path, model)
+    outcome = await session.run_turn("go")
+    result = session.conversation[2].tool_results_in[0]
+    assert result.is_error and "Teleport" in result.content and "Read" in result.content
+    assert outcome.final_text == "sorry"
+
+
+async def test_invalid_input_becomes_an_error_result_naming_the_field(tmp_path):
+    model = RecordingModel([[_use("1", "Read", pth="a.txt")], [TextBlock(text="oops")]])
+    session, _ = _session(tmp_path, model)
+    await session.run_turn("go")
+    result = session.conversation[2].tool_results_in[0]
+    assert result.is_error and "path" in result.content
+
+
+async def test_parallel_tool_calls_run_concurrently_and_keep_their_order(tmp_path):
+    registry = ToolRegistry([SleepTool()])
+    model = RecordingModel(
+        [[_use(str(i), "Sleep", seconds=0.3 - i * 0.1, label=f"L{i}") for i in range(3)], [TextBlock(text="ok")]]
+    )
+    session, _ = _session(tmp_path, model, registry=registry)
+    started = time.perf_counter()
+    await session.run_turn("go")
+    assert time.perf_counter() - started < 0.55  # sequential would be 0.6 s
+    assert [r.content for r in session.conversation[2].tool_results_in] == ["L0", "L1", "L2"]
+
+
+async def test_turn_limit_stops_a_model_that_never_finishes(tmp_path):
+    model = RecordingModel([[_use(str(i), "Glob", pattern="*")] for i in range(10)])
+    session, _ = _session(tmp_path, model, max_turns=3)
+    outcome = await session.run_turn("go")
+    assert (outcome.reason, outcome.model_calls) == ("turn_limit", 3)
+    assert is_protocol_complete(session.conversation)
+
+
+async def test_events_report_calls_results_and_text_in_order(tmp_path):
+    model = RecordingModel([[TextBlock(text="look"), _use("1", "Glob", pattern="*")], [TextBlock(text="ok")]])
+    session, events = _session(tmp_path, model)
+    await session.run_turn("go")
+    assert [e.type for e in events] == [
+        "model_call", "assistant_text", "tool_call", "tool_result", "model_call", "assistant_text",
+    ]
+    assert events[0].estimated_input_tokens > 0 and events[0].usage.input_tokens == 10
+
+
+async def test_model_errors_propagate_to_the_caller(tmp_path):
+    class Broken(RecordingModel):
+        async def create(self, request):
+            raise Overloaded("still overloaded", status_code=529, attempts=5)
+
+    session, _ = _session(tmp_path, Broken([]))
+    with pytest.raises(Overloaded):
+        await session.run_turn("go")

@@ -1,0 +1,49 @@
+from agents.messages import Message, TextBlock, ToolUseBlock
+from agents.ports import ToolSchema
+from agents.tokens import CharRatioEstimator, estimate_request_tokens
+
+
+def test_text_estimate_is_chars_over_four_rounded_up():
+    assert CharRatioEstimator().count_text("a" * 401) == 101
+
+
+def test_message_estimate_is_cached_on_the_message():
+    counter = CharRatioEstimator()
+    message = Message.user("hello " * 100)
+    first = counter.count_message(message)
+    assert message._token_cache[counter.key] == first
+    assert counter.count_message(message) == first
+
+
+def test_different_estimators_do_not_share_cache_entries():
+    message = Message.user("hello " * 100)
+    a, b = CharRatioEstimator(4.0), CharRatioEstimator(2.0)
+    assert b.count_message(message) > a.count_message(message)
+
+
+def test_tool_use_input_is_counted_as_json():
+    counter = CharRatioEstimator()
+    small = Message.assistant(ToolUseBlock(id="1", name="Bash", input={"command": "ls"}))
+    big = Message.assistant(ToolUseBlock(id="1", name="Bash", input={"command": "ls " * 300}))
+    assert counter.count_message(big) > counter.count_message(small) + 200
+
+
+def test_request_estimate_includes_system_prompt_and_tool_schemas():
+    counter = CharRatioEstimator()
+    messages = [Message.user("hi"), Message.assistant(TextBlock(text="hello"))]
+    bare = estimate_request_tokens(counter, system="", tools=[], messages=messages)
+    schema = ToolSchema(name="Read", description="Read a file " * 20, input_schema={"type": "object"})
+    full = estimate_request_tokens(counter, system="x" * 4000, tools=[schema], messages=messages)
+    assert full >= bare + 1000 + counter.count_json(schema.model_dump())
+
+
+def test_incremental_estimate_matches_a_full_recount_after_growth_and_rewrite():
+    from agents.tokens import IncrementalEstimate, estimate_messages_tokens
+
+    counter = CharRatioEstimator()
+    running = IncrementalEstimate(counter)
+    messages = [Message.user(f"message {i} " * (i + 1)) for i in range(20)]
+    assert running.total(messages[:10]) == estimate_messages_tokens(counter, messages[:10])
+    assert running.total(messages) == estimate_messages_tokens(counter, messages)
+    rewritten = messages[:5] + [Message.user("short")] + messages[6:]
+    assert running.total(rewritten) == estimate_messages_tokens(counter, rewritten)

@@ -1,0 +1,51 @@
+from pathlib import Path
+
+import pytest
+
+from tools import GlobTool, ToolContext, ToolError, ToolLimits
+from tools.glob import GlobInput
+
+
+async def glob(workspace: Path, limits: dict | None = None, **kwargs) -> str:
+    limits_obj = ToolLimits(**(limits or {}))
+    out = await GlobTool().run(
+        GlobInput(**kwargs), ToolContext(workspace=workspace, limits=limits_obj)
+    )
+    assert not out.is_error
+    return out.content
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    for rel in ["setup.py", "src/b.py", "src/a.py", "src/pkg/c.py", "src/notes.md", ".git/x.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    return tmp_path
+
+
+async def test_double_star_matches_at_any_depth_sorted(tree):
+    content = await glob(tree, pattern="**/*.py")
+    assert content.splitlines() == ["setup.py", "src/a.py", "src/b.py", "src/pkg/c.py"]
+
+
+async def test_single_star_stays_in_one_directory(tree):
+    assert (await glob(tree, pattern="src/*.py")).splitlines() == ["src/a.py", "src/b.py"]
+
+
+async def test_path_sets_search_root_but_results_stay_workspace_relative(tree):
+    assert (await glob(tree, pattern="*.md", path="src")).splitlines() == ["src/notes.md"]
+
+
+async def test_cap_adds_note(tree):
+    content = await glob(tree, {"glob_max_paths": 2}, pattern="**/*.py")
+    assert content.splitlines()[:2] == ["setup.py", "src/a.py"]
+    assert "[2 more paths not shown" in content
+
+
+async def test_no_match_says_so(tree):
+    assert "No files match" in await glob(tree, pattern="**/*.rs")
+
+
+async def test_absolute_pattern_is_refused(tree):
+    with pytest.raises(ToolError, match="relative"):
+        await glob(tree, pattern="/etc/*")

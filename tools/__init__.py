@@ -1,0 +1,55 @@
+"""Workingset tools: the workspace tools, their registry and a local executor.
+
+This package never imports agents/, cluster/ or ray: tools run anywhere.
+"""
+
+from tools.base import (
+    CommandRunner,
+    ExecutionDomain,
+    PlainCommandRunner,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolLimits,
+    ToolOutput,
+)
+from tools.bash import BashTool
+from tools.edit import EditTool
+from tools.executor import LocalToolExecutor
+from tools.glob import GlobTool
+from tools.grep import GrepTool
+from tools.read import ReadTool
+from tools.registry import (
+    ToolRegistry,
+    UnknownTool,
+    default_registry,
+    default_workspace_tools,
+    validate_input,
+)
+from tools.workspace import relative_display, resolve_in_workspace
+from tools.write import WriteTool
+
+__all__ = [
+    "BashTool",
+    "CommandRunner",
+    "EditTool",
+    "ExecutionDomain",
+    "GlobTool",
+    "GrepTool",
+    "LocalToolExecutor",
+    "PlainCommandRunner",
+    "ReadTool",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolLimits",
+    "ToolOutput",
+    "ToolRegistry",
+    "UnknownTool",
+    "WriteTool",
+    "default_registry",
+    "default_workspace_tools",
+    "relative_display",
+    "resolve_in_workspace",
+    "validate_input",
+]

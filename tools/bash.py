@@ -1,0 +1,187 @@
+"""Bash: run one shell command in the workspace, bounded in time and output.
+
+The command runs in its own session (start_new_session=True), so its process
+group holds everything it starts; killing that group is how a timeout, or a
+cancelled call, guarantees nothing outlives the call.
+
+We use a SubprocessProtocol rather than `create_subprocess_exec`'s streams
+because on Python 3.11 `Process.wait()` only returns once every holder of the
+output pipe has exited: `sleep 100 &` would make a finished command look like a
+timeout. The protocol tells us separately when the shell exits and when the
+pipe closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import signal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.base import ExecutionDomain, ToolContext, ToolOutput
+
+__all__ = ["BashInput", "BashTool", "OutputCapture"]
+
+# After the shell exits (or is killed), how long to wait for output still in the pipe.
+_DRAIN_GRACE_S = 2.0
+
+
+class BashInput(BaseModel):
+    """Input for Bash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(
+        min_length=1,
+        description="Shell command to run with bash, in the workspace root as working directory.",
+    )
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds before the command is killed. Omit for the default; values "
+        "above the harness limit are capped to it.",
+    )
+
+
+class BashTool:
+    name = "Bash"
+    description = (
+        "Run a shell command (bash) in the workspace and return its combined stdout and "
+        "stderr, followed by its exit code. Long output keeps its beginning and end. "
+        "The command is killed when it times out, and background processes do not "
+        "survive the call. Prefer Read, Grep and Glob for reading and searching files."
+    )
+    input_model = BashInput
+    is_read_only = False
+    execution_domain = ExecutionDomain.SANDBOX
+    root_only = False
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        assert isinstance(args, BashInput)
+        workspace = ctx.workspace.resolve()
+        limit = ctx.limits.bash_timeout_s
+        timeout = min(args.timeout_s, limit) if args.timeout_s else limit
+        capture = OutputCapture(ctx.limits.bash_output_max_chars)
+
+        loop = asyncio.get_running_loop()
+        transport, proto = await loop.subprocess_exec(
+            lambda: _CaptureProtocol(capture),
+            *ctx.runner.argv(args.command, workspace),
+            cwd=workspace,
+            env=ctx.runner.env(workspace),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proto.exited.wait(), timeout)
+            except TimeoutError:
+                timed_out = True
+        finally:
+            # Also runs when the call is cancelled: never leave the command running.
+            stragglers = _kill_group(transport.get_pid())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proto.closed.wait(), _DRAIN_GRACE_S)
+            # If something escaped the group and still holds the pipe, stop listening.
+            transport.close()
+        proto.flush()
+
+        output = capture.text().rstrip("\n")
+        if timed_out:
+            shown = output or "(no output before the timeout)"
+            return ToolOutput(
+                content=f"Command timed out after {timeout:g} s and was killed.\n"
+                f"Partial output:\n{shown}",
+                is_error=True,
+            )
+        code = transport.get_returncode()
+        lines = [output or "(no output)"]
+        if stragglers:
+            lines.append("[background processes still running when the command exited were killed]")
+        if code is not None and code < 0:
+            lines.append(f"[terminated by signal {_signal_name(-code)}]")
+        lines.append(f"exit code: {code}")
+        # Non-zero exit is information for the model, not a tool failure.
+        return ToolOutput(content="\n".join(lines))
+
+
+class OutputCapture:
+    """Keeps the first and last characters of a stream, counting what falls between.
+
+    Memory stays bounded however much the command prints. The tail gets the larger
+    share because test summaries and final errors are printed last.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self.head_cap = max_chars // 3
+        self.tail_cap = max_chars - self.head_cap
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail = ""
+        self.removed = 0
+
+    def feed(self, text: str) -> None:
+        if self._head_len < self.head_cap:
+            take = text[: self.head_cap - self._head_len]
+            self._head.append(take)
+            self._head_len += len(take)
+            text = text[len(take) :]
+        if not text:
+            return
+        self._tail += text
+        excess = len(self._tail) - self.tail_cap
+        if excess > 0:
+            self.removed += excess
+            self._tail = self._tail[excess:]
+
+    def text(self) -> str:
+        head = "".join(self._head)
+        if not self.removed:
+            return head + self._tail
+        marker = f"\n[... {self.removed} chars of output removed; start and end shown ...]\n"
+        return head + marker + self._tail
+
+
+class _CaptureProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, capture: OutputCapture) -> None:
+        self.capture = capture
+        # Incremental, so a UTF-8 character split across two reads decodes intact.
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.exited = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if isinstance(data, bytes):
+            self.capture.feed(self.decoder.decode(data))
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Called once the process has exited and all its pipes are closed.
+        self.closed.set()
+
+    def flush(self) -> None:
+        self.capture.feed(self.decoder.decode(b"", final=True))
+
+
+def _kill_group(pgid: int) -> bool:
+    """SIGKILL the command's process group; True if anything was still in it."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)

@@ -1,0 +1,99 @@
+"""Edit: exact string replacement in an existing file.
+
+Exact (not fuzzy, not regex) on purpose: the model must quote the file as it is,
+which catches edits based on a stale or imagined view of the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
+from tools.workspace import looks_binary, relative_display, resolve_in_workspace
+
+__all__ = ["EditInput", "EditTool"]
+
+
+class EditInput(BaseModel):
+    """Input for Edit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(
+        min_length=1,
+        description="File to edit: relative to the workspace root, or absolute inside it.",
+    )
+    old_string: str = Field(
+        min_length=1,
+        description="Exact text to replace, including whitespace and indentation, as it "
+        "appears in the file (without Read's line-number prefixes). Must occur exactly once "
+        "unless replace_all is true; include surrounding lines to make it unique.",
+    )
+    new_string: str = Field(
+        description="Text to put in place of old_string. Must differ from old_string.",
+    )
+    replace_all: bool = Field(
+        default=False,
+        description="Replace every occurrence of old_string instead of requiring exactly one.",
+    )
+
+
+class EditTool:
+    name = "Edit"
+    description = (
+        "Replace an exact string in an existing file. old_string must match the file "
+        "exactly (Read the file first) and be unique unless replace_all is true. "
+        "Use Write to create new files."
+    )
+    input_model = EditInput
+    is_read_only = False
+    execution_domain = ExecutionDomain.LOCAL
+    root_only = False
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        assert isinstance(args, EditInput)
+        if args.old_string == args.new_string:
+            raise ToolError("old_string and new_string are identical; there is nothing to change.")
+        path = resolve_in_workspace(ctx.workspace, args.path)
+        shown = relative_display(ctx.workspace, path)
+        text = _load_text(path, shown, ctx.limits.read_max_bytes)
+
+        count = text.count(args.old_string)
+        if count == 0:
+            raise ToolError(
+                f"old_string was not found in {shown}. It must match the file exactly, "
+                "including whitespace and indentation; Read the file first and copy the text."
+            )
+        if count > 1 and not args.replace_all:
+            raise ToolError(
+                f"old_string occurs {count} times in {shown}. Include more surrounding "
+                "context to make it unique, or set replace_all=true to replace every occurrence."
+            )
+
+        updated = text.replace(args.old_string, args.new_string)
+        try:
+            path.write_bytes(updated.encode("utf-8"))
+        except OSError as err:
+            raise ToolError(f"Could not write {shown}: {err.strerror or err}") from err
+        noun = "replacement" if count == 1 else "replacements"
+        return ToolOutput(content=f"Edited {shown}: {count} {noun}.")
+
+
+def _load_text(path: Path, shown: str, max_bytes: int) -> str:
+    if not path.exists():
+        raise ToolError(f"File not found: {shown}. Use Write to create a new file.")
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory, not a file.")
+    if path.stat().st_size > max_bytes:
+        raise ToolError(f"{shown} is larger than {max_bytes} bytes; edit it with Bash instead.")
+    if looks_binary(path):
+        raise ToolError(f"{shown} looks like a binary file; Edit only changes text files.")
+    try:
+        # Bytes, not text mode, so CRLF line endings survive the round trip.
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ToolError(
+            f"{shown} is not valid UTF-8 ({err.reason}); Edit cannot safely rewrite it."
+        ) from err
