@@ -4,17 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agents.compaction import load_summarizer
 from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
 from agents.events import EventSink, discard_events
-from agents.loop import Session, SessionPorts
-from agents.prompt import build_system_prompt
+from agents.loop import Session, SessionPorts, new_session_id
 from agents.providers import load_model_client
+from agents.system_prompt import (
+    SystemPrompt,
+    base_section,
+    environment_section,
+    project_instructions_section,
+    tool_catalog_section,
+)
+from agents.trace import TraceWriter
+from tools.artifacts import ArtifactStore
 from tools.base import ToolContext
 from tools.executor import LocalToolExecutor
-from tools.registry import default_registry
+from tools.recall import RecallTool
+from tools.registry import ToolRegistry, default_workspace_tools
 
-__all__ = ["build_session", "resolve_workspace"]
+__all__ = ["build_session", "build_system_prompt", "resolve_workspace"]
 
 
 def resolve_workspace(cwd: str | Path) -> Path:
@@ -24,12 +34,37 @@ def resolve_workspace(cwd: str | Path) -> Path:
     return path.resolve()
 
 
-def build_session(settings: WorkingsetSettings, workspace: Path, *, emit: EventSink = discard_events) -> Session:
-    ports = SessionPorts(
-        model=load_model_client(settings.model),
-        executor=LocalToolExecutor(),
-        registry=default_registry(),
-        tool_context=ToolContext(workspace=workspace, limits=settings.tools.limits()),
-        emit=emit,
+def build_system_prompt(workspace: Path, registry: ToolRegistry) -> SystemPrompt:
+    return SystemPrompt.assemble(
+        [
+            base_section(),
+            tool_catalog_section(registry),
+            environment_section(workspace),
+            project_instructions_section(workspace),
+        ]
     )
-    return Session(ports, system_prompt=build_system_prompt(workspace), settings=settings.agent)
+
+
+def build_session(
+    settings: WorkingsetSettings, workspace: Path, *, emit: EventSink = discard_events, session_id: str | None = None
+) -> Session:
+    registry = ToolRegistry([*default_workspace_tools(), RecallTool()])
+    model = load_model_client(settings.model)
+    summarizer = load_summarizer(settings.summarizer)
+    session_id = session_id or new_session_id()
+    trace = TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None
+    return Session(
+        SessionPorts(
+            model=model,
+            executor=LocalToolExecutor(),
+            registry=registry,
+            tool_context=ToolContext(workspace=workspace, limits=settings.tools.limits()),
+            summarizer=summarizer,
+            artifacts=ArtifactStore(settings.home / "sessions" / session_id / "artifacts"),
+            emit=emit,
+            trace=trace,
+        ),
+        system_prompt=build_system_prompt(workspace, registry),
+        settings=settings.session(),
+        session_id=session_id,
+    )

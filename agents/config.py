@@ -22,7 +22,12 @@ from pydantic_settings import (
 from agents.errors import ConfigError
 from tools.base import ToolLimits
 
-__all__ = ["AgentSettings", "ToolSettings", "WorkingsetSettings", "load_settings", "config_files"]
+__all__ = [
+    "AgentSettings",
+    "CompactSettings",
+    "SessionSettings",
+    "SummarizerSettings",
+    "ToolSettings", "WorkingsetSettings", "load_settings", "config_files"]
 
 ENV_PREFIX = "WORKINGSET_"
 
@@ -36,9 +41,45 @@ class ToolSettings(BaseModel):
     read_default_lines: int = Field(2_000, ge=1, description="Lines Read returns when no limit is given.")
     grep_max_matches: int = Field(200, ge=1, description="Matches Grep returns before cutting.")
     glob_max_paths: int = Field(500, ge=1, description="Paths Glob returns before cutting.")
+    result_max_tokens: int = Field(
+        8_000, ge=16, description="Per-result budget: a longer tool result keeps head + marker + tail."
+    )
 
     def limits(self) -> ToolLimits:
-        return ToolLimits(**self.model_dump())
+        fields = self.model_dump(exclude={"result_max_tokens"})
+        # Recall pages stay inside the per-result budget (4 chars/token, minus room for its note).
+        return ToolLimits(**fields, recall_max_chars=max(self.result_max_tokens * 4 - 400, 200))
+
+
+class CompactSettings(BaseModel):
+    """When and how the working set is compacted before a model call."""
+
+    strategy: str = Field("clear-then-summarize", description="Compaction strategy by name.")
+    ratio: float = Field(
+        0.8, gt=0, le=1, description="Budget = (context window - max output) x ratio."
+    )
+    context_window: int | None = Field(
+        None, ge=1_000, description="Override the model's context window (tokens)."
+    )
+    preserve_recent_messages: int = Field(12, ge=1, description="Last N messages never cleared; auto summary keeps them.")
+    preserve_recent_tool_uses: int = Field(3, ge=0, description="Last K completed tool interactions never cleared.")
+    manual_keep_messages: int = Field(2, ge=1, description="Messages /compact keeps verbatim.")
+    min_gain_tokens: int = Field(
+        1_024, ge=0, description="Skip clearing that would free fewer tokens than this (cache rewrite cost)."
+    )
+    summary_reserve_tokens: int = Field(
+        4_000, ge=100, description="Room kept for the summary when fitting recent messages after a refusal."
+    )
+
+
+class SummarizerSettings(BaseModel):
+    """Which summarizer writes handoff summaries, and its limits."""
+
+    spec: str = Field("extractive", description="extractive, or a model spec (anthropic:..., scripted:...).")
+    window_tokens: int = Field(100_000, ge=1_000, description="Older history above this is summarized in chunks.")
+    max_output_tokens: int = Field(4_000, ge=100, description="max_tokens of a summarizer model call.")
+    timeout_s: float = Field(120.0, gt=0, description="A summarizer call slower than this fails.")
+    extractive_max_chars: int = Field(6_000, ge=500, description="Cap on an extractive summary.")
 
 
 class AgentSettings(BaseModel):
@@ -46,6 +87,15 @@ class AgentSettings(BaseModel):
 
     max_turns: int = Field(50, ge=1, description="Model calls allowed in one outer turn.")
     max_output_tokens: int = Field(8192, ge=1, description="max_tokens sent with each model call.")
+
+
+class SessionSettings(BaseModel):
+    """The part of the settings one Session's loop reads."""
+
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    compact: CompactSettings = Field(default_factory=CompactSettings)
+    summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
+    result_max_tokens: int = Field(8_000, ge=16)
 
 
 class WorkingsetSettings(BaseSettings):
@@ -58,6 +108,21 @@ class WorkingsetSettings(BaseSettings):
     model: str = Field("anthropic:claude-sonnet-4-5", description="Model spec: anthropic:<model> or scripted:<file>.")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="Loop limits.")
     tools: ToolSettings = Field(default_factory=ToolSettings, description="Tool caps.")
+    compact: CompactSettings = Field(default_factory=CompactSettings, description="Compaction.")
+    summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings, description="Summaries.")
+    home: Path = Field(
+        default_factory=lambda: Path.home() / ".workingset",
+        description="Where Workingset keeps per-session state (artifacts, snapshots).",
+    )
+    trace_dir: Path | None = Field(None, description="Write every compiled working set here as JSON.")
+
+    def session(self) -> SessionSettings:
+        return SessionSettings(
+            agent=self.agent,
+            compact=self.compact,
+            summarizer=self.summarizer,
+            result_max_tokens=self.tools.result_max_tokens,
+        )
 
 
 def config_files(cwd: Path, home: Path | None = None) -> list[Path]:

@@ -12,11 +12,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from agents.compaction.ledger import CompactionEvent
 from agents.ports import Usage
 
 __all__ = [
     "EVENT_SCHEMA_VERSION",
     "AssistantText",
+    "CompactionEvent",
     "Event",
     "EventSink",
     "ModelCall",
@@ -82,7 +84,7 @@ class SessionEnded(_EventBase):
 
 
 Event = Annotated[
-    SessionStarted | ModelCall | ToolCall | ToolResult | AssistantText | SessionEnded,
+    SessionStarted | ModelCall | ToolCall | ToolResult | AssistantText | CompactionEvent | SessionEnded,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

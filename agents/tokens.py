@@ -72,10 +72,13 @@ class CharRatioEstimator:
         return body + BLOCK_OVERHEAD_TOKENS
 
     def count_message(self, message: Message) -> int:
-        cached = message._token_cache.get(self.key)
+        # Read the private dict directly: pydantic's attribute fallback costs ~3 µs a call,
+        # which adds up when a turn walks a thousand messages.
+        cache = message.__pydantic_private__["_token_cache"]
+        cached = cache.get(self.key)
         if cached is None:
             cached = MESSAGE_OVERHEAD_TOKENS + sum(self._count_block(b) for b in message.content)
-            message._token_cache[self.key] = cached
+            cache[self.key] = cached
         return cached
 
 

@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model spec: anthropic:<model> or scripted:<file>")
     run.add_argument("--max-turns", type=int, help="model calls allowed for the prompt")
     run.add_argument("--json", action="store_true", help="print one JSON event per line")
+    run.add_argument("--summarizer", help="summarizer spec: extractive (default) or a model spec")
+    run.add_argument("--strategy", help="compaction strategy (default: clear-then-summarize)")
+    run.add_argument("--trace-dir", help="write every compiled working set to this directory")
     return parser
 
 
@@ -43,6 +46,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         flags["model"] = args.model
     if args.max_turns is not None:
         flags["agent"] = {"max_turns": args.max_turns}
+    if args.summarizer:
+        flags["summarizer"] = {"spec": args.summarizer}
+    if args.strategy:
+        flags["compact"] = {"strategy": args.strategy}
+    if args.trace_dir:
+        flags["trace_dir"] = args.trace_dir
     return flags
 
 

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from agents.events import (
     AssistantText,
+    CompactionEvent,
     ModelCall,
     SessionEnded,
     SessionStarted,
@@ -60,6 +61,12 @@ class HumanRenderer:
                     f"[dim]model call {event.turn}: ~{event.estimated_input_tokens} est. · "
                     f"{u.input_tokens} in / {u.output_tokens} out · {event.duration_ms:.0f} ms[/]"
                 )
+            case CompactionEvent():
+                what = f"failed: {escape(event.failed)}" if event.failed else (
+                    f"{event.tokens_before} → {event.tokens_after} tokens, "
+                    f"{event.results_cleared} results cleared, {event.messages_summarized} messages summarized"
+                )
+                c.print(f"[yellow]compaction ({event.kind}, {event.trigger}): {what}[/]")
             case SessionEnded():
                 u = event.usage
                 tail = f" · {escape(event.error)}" if event.error else ""

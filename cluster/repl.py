@@ -23,8 +23,22 @@ async def _exit(session: Session, arg: str) -> bool:
     return False
 
 
+async def _compact(session: Session, arg: str) -> bool:
+    result = await session.compact_now(arg or None)
+    if result.failure:
+        print(f"compaction failed, history unchanged: {result.failure}")
+    else:
+        event = result.events[-1]
+        print(
+            f"compacted: {event.messages_summarized} messages summarized, "
+            f"{event.tokens_before} → {event.tokens_after} tokens"
+        )
+    return True
+
+
 SLASH_COMMANDS: dict[str, tuple[SlashHandler, str]] = {
     "help": (_help, "list the commands"),
+    "compact": (_compact, "summarize older history now, keeping the last 2 messages [focus]"),
     "exit": (_exit, "leave the session"),
 }
 

@@ -13,17 +13,20 @@ from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 
 class RecordingModel:
-    """Answers from a list of replies and records every request it saw."""
+    """Answers from a list of replies and records every request it saw.
+    A reply that is an exception instance is raised instead."""
 
     name = "fake:recording"
 
-    def __init__(self, replies: list[list[TextBlock | ToolUseBlock]]):
+    def __init__(self, replies: list[list[TextBlock | ToolUseBlock] | Exception]):
         self.replies = list(replies)
         self.requests: list[ModelRequest] = []
 
     async def create(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         blocks = self.replies.pop(0) if self.replies else [TextBlock(text="done")]
+        if isinstance(blocks, Exception):
+            raise blocks
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn"
         return ModelResponse(content=tuple(blocks), stop_reason=stop, usage=Usage(input_tokens=10, output_tokens=2))
 

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from agents.config import AgentSettings
+from agents.config import AgentSettings, SessionSettings
 from agents.errors import Overloaded
 from agents.loop import Session, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock, is_protocol_complete
@@ -19,7 +19,7 @@ def _session(tmp_path, model, registry=None, max_turns=10) -> tuple[Session, lis
         tool_context=ToolContext(workspace=tmp_path),
         emit=events.append,
     )
-    return Session(ports, system_prompt="sys", settings=AgentSettings(max_turns=max_turns)), events
+    return Session(ports, system_prompt="sys", settings=SessionSettings(agent=AgentSettings(max_turns=max_turns))), events
 
 
 def _use(i, name, **inp):

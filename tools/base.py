@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel
 
 __all__ = [
+    "ArtifactLookup",
     "CommandRunner",
     "PlainCommandRunner",
     "ExecutionDomain",
@@ -55,6 +56,7 @@ class ToolLimits:
     read_default_lines: int = 2_000
     grep_max_matches: int = 200
     glob_max_paths: int = 500
+    recall_max_chars: int = 31_600
 
 
 class CommandRunner(Protocol):
@@ -87,6 +89,13 @@ class ToolContext:
     workspace: Path
     limits: ToolLimits = field(default_factory=ToolLimits)
     runner: CommandRunner = field(default_factory=PlainCommandRunner)
+    artifacts: ArtifactLookup | None = None
+
+
+class ArtifactLookup(Protocol):
+    """Read access to stored tool-result bodies (see tools.artifacts)."""
+
+    def get(self, artifact_id: str) -> str | None: ...
 
 
 @runtime_checkable

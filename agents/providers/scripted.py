@@ -62,6 +62,7 @@ class Script(ScriptedAgent):
 
     subagents: dict[str, ScriptedAgent] = Field(default_factory=dict)
     judge: list[JudgeVerdict] = Field(default_factory=list)
+    summaries: list[str] = Field(default_factory=list, description="Replies of the summarizer role, in order.")
 
 
 def load_script(path: Path) -> Script:
@@ -95,13 +96,13 @@ class ScriptedModelClient:
         self._estimate = IncrementalEstimate(self._counter)
         self._cursor = 0
         self._id_prefix = hashlib.sha1(role.encode()).hexdigest()[:6]
-        if role == "root" or role == "judge":
+        if role in ("root", "judge", "summarizer"):
             self._agent: ScriptedAgent = script
         elif role.startswith("subagent:"):
             description = role.removeprefix("subagent:")
             self._agent = script.subagents.get(description, ScriptedAgent(final_text=f"No script for subagent '{description}'."))
         else:
-            raise ConfigError(f"unknown scripted role '{role}': use root, judge or subagent:<description>")
+            raise ConfigError(f"unknown scripted role '{role}': use root, judge, summarizer or subagent:<description>")
 
     @classmethod
     def from_file(cls, path: Path, *, role: str = "root") -> ScriptedModelClient:
@@ -112,7 +113,12 @@ class ScriptedModelClient:
         return ScriptedModelClient(self.script, role=role, source=self.name.removeprefix("scripted:"))
 
     async def create(self, request: ModelRequest) -> ModelResponse:
-        blocks = self._judge_reply() if self.role == "judge" else await self._next_turn_blocks()
+        if self.role == "judge":
+            blocks = self._judge_reply()
+        elif self.role == "summarizer":
+            blocks = self._summary_reply()
+        else:
+            blocks = await self._next_turn_blocks()
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn"
         usage = Usage(
             input_tokens=estimate_prefix_tokens(self._counter, system=request.system, tools=request.tools)
@@ -129,6 +135,12 @@ class ScriptedModelClient:
             verdict = JudgeVerdict(verdict="met", reason="script has no further verdicts")
         self._cursor += 1
         return [TextBlock(text=verdict.model_dump_json())]
+
+    def _summary_reply(self) -> list[TextBlock]:
+        summaries = self.script.summaries
+        text = summaries[self._cursor] if self._cursor < len(summaries) else "## Objective\n(scripted summary)"
+        self._cursor += 1
+        return [TextBlock(text=text)]
 
     async def _next_turn_blocks(self) -> list[TextBlock | ToolUseBlock]:
         turns = self._agent.turns

@@ -1,0 +1,62 @@
+"""Compaction: the pure steps (result budget, clearing, boundaries, summary) and the
+strategies that order them."""
+
+from agents.compaction.boundaries import (
+    clean_boundaries,
+    split_keeping_recent,
+    split_largest_fitting_suffix,
+)
+from agents.compaction.budget import check_budget_fits, compact_budget, context_window_for
+from agents.compaction.clearing import clear_old_tool_results, cleared_note, is_cleared
+from agents.compaction.extractive import ExtractiveSummarizer
+from agents.compaction.ledger import CompactionEvent
+from agents.compaction.model_summarizer import ModelSummarizer
+from agents.compaction.result_budget import clip_tool_result
+from agents.compaction.strategy import (
+    STRATEGIES,
+    ClearThenSummarize,
+    CompactionEnv,
+    CompactionRequest,
+    CompactionResult,
+    CompactionStrategy,
+    NoCompaction,
+    make_strategy,
+    register_strategy,
+)
+from agents.compaction.summarizers import load_summarizer
+from agents.compaction.summary import (
+    SummaryFailed,
+    is_summary_boundary,
+    summarize_older,
+    summarized_conversation,
+)
+
+__all__ = [
+    "STRATEGIES",
+    "ClearThenSummarize",
+    "CompactionEnv",
+    "CompactionEvent",
+    "CompactionRequest",
+    "CompactionResult",
+    "CompactionStrategy",
+    "ExtractiveSummarizer",
+    "ModelSummarizer",
+    "NoCompaction",
+    "SummaryFailed",
+    "check_budget_fits",
+    "clean_boundaries",
+    "clear_old_tool_results",
+    "cleared_note",
+    "clip_tool_result",
+    "compact_budget",
+    "context_window_for",
+    "is_cleared",
+    "is_summary_boundary",
+    "load_summarizer",
+    "make_strategy",
+    "register_strategy",
+    "split_keeping_recent",
+    "split_largest_fitting_suffix",
+    "summarize_older",
+    "summarized_conversation",
+]

@@ -1,0 +1,131 @@
+"""Summaries of older history: the handoff request, chunking, and the next conversation.
+
+Next conversation = one boundary message (marker + summary) + the ORIGINAL recent
+messages, untouched. When older history exceeds the summarizer's own window it is
+summarized in chunks, then the chunk summaries are summarized (hierarchically).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agents.compaction.boundaries import clean_boundaries
+from agents.errors import WorkingsetError
+from agents.messages import Message, TextBlock
+from agents.ports import Summarizer
+from agents.tokens import TokenCounter
+
+__all__ = [
+    "HANDOFF_SECTIONS",
+    "SummaryFailed",
+    "SummaryOutcome",
+    "handoff_instructions",
+    "is_summary_boundary",
+    "summarize_older",
+    "summarized_conversation",
+]
+
+HANDOFF_SECTIONS = (
+    "Objective",
+    "Current state",
+    "Verified evidence",
+    "Decisions and constraints",
+    "Active artifacts",
+    "Remaining work",
+)
+BOUNDARY_MARKER = "[Conversation compacted]"
+_ACK = "Understood. I will continue from this summary and the messages that follow."
+
+
+class SummaryFailed(WorkingsetError):
+    """The summarizer failed, timed out, or returned nothing usable."""
+
+
+def handoff_instructions(focus: str | None = None) -> str:
+    sections = "\n".join(f"## {name}" for name in HANDOFF_SECTIONS)
+    focus_line = f"\nGive particular attention to: {focus}\n" if focus else ""
+    return (
+        "Write a handoff summary of the conversation above for the agent that continues "
+        "this task. It will see only your summary and the most recent messages, so keep "
+        "what it needs and nothing else. Use exactly these sections:\n"
+        f"{sections}\n"
+        "Under 'Verified evidence' give each item its provenance (the tool call, file or "
+        "command it came from). Keep exact paths, symbols, commands with their exit codes, "
+        "failing test names and error lines. Do not call tools; answer with the summary only."
+        f"{focus_line}"
+    )
+
+
+def is_summary_boundary(message: Message) -> bool:
+    return message.role == "user" and message.text.startswith(BOUNDARY_MARKER)
+
+
+def summarized_conversation(summary: str, recent: Sequence[Message], summarized_count: int) -> list[Message]:
+    marker = (
+        f"{BOUNDARY_MARKER} {summarized_count} earlier messages were replaced by the summary "
+        "below. Tool outputs they held can still be read with Recall."
+    )
+    boundary = Message(role="user", content=(TextBlock(text=marker), TextBlock(text=summary)))
+    head = [boundary]
+    if recent and recent[0].role == "user":
+        head.append(Message.assistant(TextBlock(text=_ACK)))  # keep roles alternating
+    return head + list(recent)
+
+
+@dataclass(frozen=True)
+class SummaryOutcome:
+    text: str
+    calls: int
+
+
+def _chunks(messages: Sequence[Message], window_tokens: int, counter: TokenCounter) -> list[list[Message]]:
+    """Cut at clean boundaries into pieces of at most `window_tokens` where possible."""
+    clean = clean_boundaries(messages)
+    chunks: list[list[Message]] = []
+    start, size = 0, 0
+    for i, message in enumerate(messages):
+        tokens = counter.count_message(message)
+        if size and size + tokens > window_tokens and clean[i]:
+            chunks.append(list(messages[start:i]))
+            start, size = i, 0
+        size += tokens
+    chunks.append(list(messages[start:]))
+    return chunks
+
+
+async def _summarize_once(summarizer: Summarizer, messages: list[Message], focus: str | None) -> str:
+    try:
+        text = await summarizer.summarize(messages, focus=focus)
+    except SummaryFailed:
+        raise
+    except Exception as exc:  # any summarizer failure is recoverable by the caller's policy
+        raise SummaryFailed(f"summarizer failed: {type(exc).__name__}: {exc}") from exc
+    if not text or not text.strip():
+        raise SummaryFailed("summarizer returned an empty summary")
+    return text.strip()
+
+
+async def summarize_older(
+    summarizer: Summarizer,
+    older: Sequence[Message],
+    *,
+    window_tokens: int,
+    counter: TokenCounter,
+    focus: str | None = None,
+) -> SummaryOutcome:
+    """Summarize `older`, in chunks when it does not fit the summarizer's window."""
+    pending = list(older)
+    calls = 0
+    while True:
+        chunks = _chunks(pending, window_tokens, counter)
+        if len(chunks) == 1:
+            text = await _summarize_once(summarizer, chunks[0], focus)
+            return SummaryOutcome(text=text, calls=calls + 1)
+        partials = []
+        for n, chunk in enumerate(chunks, start=1):
+            partials.append(f"### Part {n} of {len(chunks)}\n{await _summarize_once(summarizer, chunk, focus)}")
+            calls += 1
+        if len(partials) >= len(pending):
+            raise SummaryFailed("older history cannot be reduced to fit the summarizer window")
+        pending = [Message.user("Summaries of consecutive parts of the conversation, oldest first:\n\n" + "\n\n".join(partials))]

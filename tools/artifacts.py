@@ -1,0 +1,43 @@
+"""The artifact store: full bodies of tool results that compaction clipped or cleared.
+
+Backed by diskcache, one directory per session, so the record survives the
+process and can be opened from any worker that sees the directory. A body is
+written once (the first, fullest version wins) and never edited.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import diskcache
+
+__all__ = ["ArtifactStore"]
+
+
+class ArtifactStore:
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self._cache = diskcache.Cache(str(self.directory))
+
+    def put(self, artifact_id: str, body: str) -> bool:
+        """Keep `body` under `artifact_id` unless something is already kept there."""
+        return bool(self._cache.add(artifact_id, body))
+
+    def get(self, artifact_id: str) -> str | None:
+        value = self._cache.get(artifact_id)
+        return value if isinstance(value, str) else None
+
+    def __contains__(self, artifact_id: object) -> bool:
+        return artifact_id in self._cache
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def close(self) -> None:
+        self._cache.close()
+
+    def __getstate__(self) -> dict:
+        return {"directory": self.directory}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["directory"])
