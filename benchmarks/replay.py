@@ -1,0 +1,146 @@
+"""Replay a recorded trajectory through the real agent loop under a compaction strategy.
+
+The recorded model becomes a ModelClient that answers with the recorded assistant
+messages in order, and each recorded tool becomes a tool that answers with the
+recorded result. Everything between — per-result budget, compaction, summaries,
+token estimates — is Workingset's own code path, unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from agents.compaction import ExtractiveSummarizer
+from agents.compaction.ledger import CompactionEvent
+from agents.config import AgentSettings, CompactSettings, SessionSettings
+from agents.events import ModelCall
+from agents.loop import Session, SessionPorts
+from agents.messages import TextBlock
+from agents.ports import ModelRequest, ModelResponse, Summarizer, Usage
+from benchmarks.traces import Trace
+from tools import LocalToolExecutor, ToolContext, ToolRegistry
+from tools.artifacts import ArtifactStore
+from tools.base import ExecutionDomain, ToolOutput
+
+__all__ = ["ReplayResult", "replay_trace"]
+
+END_OF_RECORDING = "(end of the recorded trajectory)"
+
+
+class _AnyInput(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def _key(name: str, args: dict) -> str:
+    return name + json.dumps(args, sort_keys=True, default=str)
+
+
+class RecordedTool:
+    """A tool that answers with what the recording says it answered, in order."""
+
+    input_model = _AnyInput
+    is_read_only = True
+    execution_domain = ExecutionDomain.LOCAL
+    root_only = False
+
+    def __init__(self, name: str, results: dict[str, deque[tuple[str, bool]]]):
+        self.name = name
+        self.description = f"Recorded tool {name}."
+        self._results = results
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        queue = self._results[_key(self.name, args.model_dump())]
+        content, is_error = queue.popleft() if queue else ("(no recorded result)", True)
+        return ToolOutput(content=content, is_error=is_error)
+
+
+class RecordedModel:
+    """Answers each call with the next recorded assistant message; keeps every request."""
+
+    def __init__(self, trace: Trace):
+        self.name = f"replay:{trace.model or 'unknown'}"
+        self._replies = deque(m for m in trace.messages if m.role == "assistant")
+        self.requests: list[ModelRequest] = []
+
+    async def create(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        message = self._replies.popleft() if self._replies else None
+        content = message.content if message else (TextBlock(text=END_OF_RECORDING),)
+        stop = "tool_use" if any(b.type == "tool_use" for b in content) else "end_turn"
+        return ModelResponse(content=content, stop_reason=stop, usage=Usage())
+
+
+def _recorded_results(trace: Trace) -> dict[str, deque[tuple[str, bool]]]:
+    uses = {u.id: u for u in trace.tool_uses}
+    results: dict[str, deque[tuple[str, bool]]] = defaultdict(deque)
+    for message in trace.messages:
+        for r in message.tool_results_in:
+            use = uses.get(r.tool_use_id)
+            if use is not None:
+                results[_key(use.name, use.input)].append((r.content, r.is_error))
+    return results
+
+
+@dataclass
+class ReplayResult:
+    trace: Trace
+    strategy: str
+    requests: list[ModelRequest]
+    estimated_tokens: list[int] = field(default_factory=list)
+    compactions: list[CompactionEvent] = field(default_factory=list)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.estimated_tokens)
+
+    @property
+    def peak_tokens(self) -> int:
+        return max(self.estimated_tokens, default=0)
+
+
+async def replay_trace(
+    trace: Trace,
+    *,
+    strategy: str = "clear-then-summarize",
+    context_window: int | None = None,
+    result_max_tokens: int = 8_000,
+    summarizer: Summarizer | None = None,
+    compact: CompactSettings | None = None,
+) -> ReplayResult:
+    results = _recorded_results(trace)
+    names = sorted({u.name for u in trace.tool_uses})
+    model = RecordedModel(trace)
+    events: list = []
+    compact = compact or CompactSettings(strategy=strategy, context_window=context_window)
+    steps = sum(1 for m in trace.messages if m.role == "assistant")
+    settings = SessionSettings(
+        agent=AgentSettings(max_turns=steps + 1, max_output_tokens=4_096),
+        compact=compact,
+        result_max_tokens=result_max_tokens,
+    )
+    with tempfile.TemporaryDirectory(prefix="workingset-replay-") as tmp:
+        ports = SessionPorts(
+            model=model,
+            executor=LocalToolExecutor(),
+            registry=ToolRegistry(RecordedTool(n, results) for n in names),
+            tool_context=ToolContext(workspace=Path(tmp)),
+            summarizer=summarizer or ExtractiveSummarizer(),
+            artifacts=ArtifactStore(Path(tmp) / "artifacts"),
+            emit=events.append,
+        )
+        session = Session(ports, system_prompt=trace.system or "(no system prompt recorded)", settings=settings)
+        await session.run_turn(trace.task)
+        ports.artifacts.close()
+    return ReplayResult(
+        trace=trace,
+        strategy=compact.strategy,
+        requests=model.requests,
+        estimated_tokens=[e.estimated_input_tokens for e in events if isinstance(e, ModelCall)],
+        compactions=[e for e in events if isinstance(e, CompactionEvent)],
+    )

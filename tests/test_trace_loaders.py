@@ -1,0 +1,557 @@
+"""Trace loaders against the real public trajectories in ../shared/traces (never copied into
+the repo), plus small hand-written files in tmp_path for the layouts that corpus lacks."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, is_protocol_complete
+from benchmarks.traces import (
+    NO_OBSERVATION,
+    Trace,
+    UnknownTraceFormat,
+    detect_format,
+    find_trace_files,
+    load_anthropic_messages,
+    load_mini_swe_agent,
+    load_moatless,
+    load_openhands,
+    load_swe_agent,
+    load_trace_file,
+    model_calls,
+    to_anthropic_messages,
+)
+
+TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+
+# Top-level folder of the corpus -> the format its files are in.
+FORMAT_OF_FOLDER = {
+    "mini-swe-agent-pr816-deepseek": "mini-swe-agent",
+    "mini-swe-agent-pr854-deepseek": "mini-swe-agent",
+    "openhands": "openhands",
+    "moatless-tools": "moatless",
+    "swe-agent": "swe-agent",
+}
+LOADER_OF_FORMAT = {
+    "mini-swe-agent": load_mini_swe_agent,
+    "openhands": load_openhands,
+    "moatless": load_moatless,
+    "swe-agent": load_swe_agent,
+}
+
+MINI_ASTROID = "mini-swe-agent-pr816-deepseek/output/deepseek_chat_dev/pylint-dev__astroid-1333/pylint-dev__astroid-1333.traj.json"
+MINI_REASONER = "mini-swe-agent-pr816-deepseek/output/deepseek_reasoner_dev/sqlfluff__sqlfluff-2419/sqlfluff__sqlfluff-2419.traj.json"
+MINI_PR854 = (
+    "mini-swe-agent-pr854-deepseek/eval/example_trajectories/astropy__astropy-12907.traj.json"
+)
+OPENHANDS = "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl"
+MOATLESS = (
+    "moatless-tools/evaluations/20241117_moatless_claude_3_5_sonnet_20241022/{}/trajectory.json"
+)
+SWE_TOY = "swe-agent/tests/test_data/trajectories/gpt4__swe-agent__test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1/swe-agent__test-repo-i1.traj"
+SWE_PYDICOM = "swe-agent/tests/test_data/trajectories/gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1/pydicom__pydicom-1458.traj"
+SWE_DEMO = "swe-agent/trajectories/demonstrations/replay__marshmallow-code__marshmallow-1867__function_calling_replace_from_source/marshmallow-code__marshmallow-1867.traj"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of SOURCES.md's per-trajectory table."""
+
+    file: str
+    task: str
+    model: str
+    turns: int
+    tool_calls: int
+    end_state: str
+
+    @property
+    def format(self) -> str:
+        return FORMAT_OF_FOLDER[self.file.split("/", 1)[0]]
+
+
+@pytest.fixture(scope="module")
+def root() -> Path:
+    if not (TRACES / "SOURCES.md").is_file():
+        pytest.fail(
+            f"trace corpus not found at {TRACES}: these tests need ../shared/traces "
+            "(with SOURCES.md) beside the repository clone",
+            pytrace=False,
+        )
+    return TRACES
+
+
+@pytest.fixture(scope="module")
+def table(root: Path) -> list[Row]:
+    text = (root / "SOURCES.md").read_text(encoding="utf-8")
+    section = text.split("## Per-trajectory stats", 1)[1]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 10 and cells[0].isdigit():
+            num = lambda s: int(s.replace(",", ""))  # noqa: E731
+            rows.append(
+                Row(cells[1].strip("`"), cells[2], cells[3], num(cells[4]), num(cells[5]), cells[9])
+            )
+    assert len(rows) >= 25, "SOURCES.md's per-trajectory table could not be read"
+    return rows
+
+
+@pytest.fixture(scope="module")
+def loaded(root: Path, table: list[Row]) -> dict[str, list[Trace]]:
+    """Each listed file loaded once, by auto-detection."""
+    return {row.file: load_trace_file(root / row.file) for row in table}
+
+
+def trace_for(loaded: dict[str, list[Trace]], row: Row) -> Trace:
+    found = [t for t in loaded[row.file] if t.task_id == row.task]
+    assert len(found) == 1, f"{row.file}: expected one run of {row.task}, got {len(found)}"
+    return found[0]
+
+
+def all_traces(loaded: dict[str, list[Trace]]) -> list[Trace]:
+    return [t for traces in loaded.values() for t in traces]
+
+
+# --- the real corpus -----------------------------------------------------------------------
+
+
+def test_every_file_in_the_sources_table_loads(loaded, table):
+    for row in table:
+        trace = trace_for(loaded, row)
+        assert trace.source == row.format
+        assert trace.messages
+
+
+def test_find_trace_files_lists_exactly_the_table_files(root, table):
+    # LICENSE, README, SOURCES.md, tasks/*.json and the SWE-bench summary JSONs are not traces.
+    found = {p.relative_to(root).as_posix() for p in find_trace_files(root)}
+    assert found == {row.file for row in table}
+
+
+def test_every_conversation_is_protocol_complete(loaded):
+    for trace in all_traces(loaded):
+        assert is_protocol_complete(trace.messages), trace.path
+
+
+def test_tool_use_ids_are_unique_within_each_trace(loaded):
+    for trace in all_traces(loaded):
+        ids = [u.id for u in trace.tool_uses]
+        assert len(ids) == len(set(ids)), trace.path
+
+
+def test_tool_call_counts_match_the_table(loaded, table):
+    for row in table:
+        # The table counts OpenHands' `finish` call as a tool call; here a finish with no
+        # observation is the final assistant text (nothing was executed), so one fewer.
+        finish_as_text = row.format == "openhands" and row.end_state == "finish"
+        expected = row.tool_calls - 1 if finish_as_text else row.tool_calls
+        assert len(trace_for(loaded, row).tool_uses) == expected, row.file
+
+
+@pytest.mark.parametrize(
+    ("file", "task", "in_table", "loaded_count"),
+    [
+        (MINI_ASTROID, "pylint-dev__astroid-1333", 176, 176),
+        (MINI_REASONER, "sqlfluff__sqlfluff-2419", 55, 55),
+        (MINI_PR854, "astropy__astropy-12907", 64, 64),
+        # 23 in the table includes the closing `finish` call, which becomes assistant text.
+        (OPENHANDS, "ponylang__ponyc-4595", 23, 22),
+        (OPENHANDS, "ponylang__ponyc-4593", 33, 32),
+        (OPENHANDS, "ponylang__ponyc-4588", 49, 49),  # hit the iteration limit: no finish
+        (MOATLESS.format("astropy__astropy-14182"), "astropy__astropy-14182", 19, 19),
+        (MOATLESS.format("django__django-12747"), "django__django-12747", 22, 22),
+        (SWE_TOY, "swe-agent__test-repo-i1", 5, 5),
+        (SWE_PYDICOM, "pydicom__pydicom-1458", 12, 12),
+        (SWE_DEMO, "marshmallow-code__marshmallow-1867", 13, 13),
+    ],
+)
+def test_representative_tool_call_counts(loaded, table, file, task, in_table, loaded_count):
+    row = next(r for r in table if r.file == file and r.task == task)
+    assert row.tool_calls == in_table
+    assert len(trace_for(loaded, row).tool_uses) == loaded_count
+
+
+def test_model_calls_match_the_turns_column(loaded, table):
+    for row in table:
+        assert len(model_calls(trace_for(loaded, row))) == row.turns, row.file
+
+
+def test_model_calls_are_the_assistant_messages(loaded):
+    for trace in all_traces(loaded):
+        calls = model_calls(trace)
+        assert calls and calls[0] >= 1  # the model always had at least the task
+        assert all(trace.messages[i].role == "assistant" for i in calls)
+        assert len(calls) == sum(m.role == "assistant" for m in trace.messages)
+
+
+def _raw_tasks(path: Path, fmt: str) -> list[str]:
+    """The task text as the source file records it, read independently of the loaders."""
+    if fmt == "openhands":
+        runs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+        return [
+            next(
+                e["args"]["content"]
+                for e in r["history"]
+                if e.get("action") == "message" and e["source"] == "user"
+            )
+            for r in runs
+        ]
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    if fmt == "mini-swe-agent":
+        return [next(m["content"] for m in raw["messages"] if m["role"] == "user")]
+    if fmt == "moatless":
+        return [raw["nodes"][0]["message"]]
+    return [
+        next(m["content"] for m in raw["history"] if m["role"] == "user" and not m.get("is_demo"))
+    ]
+
+
+def test_task_text_is_the_first_user_message(root, loaded, table):
+    for file in {row.file for row in table}:
+        fmt = FORMAT_OF_FOLDER[file.split("/", 1)[0]]
+        traces = loaded[file]
+        assert [t.messages[0] for t in traces] == [
+            Message.user(task) for task in _raw_tasks(root / file, fmt)
+        ]
+
+
+def test_auto_detection_picks_the_format_of_each_folder(root, table):
+    for file in {row.file for row in table}:
+        assert detect_format(root / file) == FORMAT_OF_FOLDER[file.split("/", 1)[0]], file
+
+
+@pytest.mark.parametrize(
+    "file", [MINI_PR854, OPENHANDS, MOATLESS.format("django__django-12747"), SWE_DEMO]
+)
+def test_auto_detection_gives_what_the_format_loader_gives(root, loaded, file):
+    loader = LOADER_OF_FORMAT[FORMAT_OF_FOLDER[file.split("/", 1)[0]]]
+    assert loader(root / file) == loaded[file]
+
+
+@pytest.mark.parametrize("file", [MINI_PR854, OPENHANDS, SWE_TOY])
+def test_auto_detection_does_not_depend_on_the_file_name(root, tmp_path, file):
+    renamed = tmp_path / "renamed.json"  # a copy in tmp only, for the duration of the test
+    renamed.write_bytes((root / file).read_bytes())
+    assert detect_format(renamed) == FORMAT_OF_FOLDER[file.split("/", 1)[0]]
+
+
+def test_mini_swe_agent_submit_step_gets_a_synthetic_result_and_the_exit_diff(root, loaded):
+    trace = loaded[MINI_REASONER][0]
+    raw = json.loads((root / MINI_REASONER).read_text(encoding="utf-8"))
+    last_use = trace.messages[-2].tool_uses[-1]
+    assert "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" in last_use.input["command"]
+    assert trace.messages[-1].tool_results_in == [
+        ToolResultBlock(tool_use_id=last_use.id, content=NO_OBSERVATION)
+    ]
+    assert trace.final_patch == raw["messages"][-1]["content"]
+
+
+def test_mini_swe_agent_keeps_the_recorded_tool_call_ids(root, loaded):
+    raw = json.loads((root / MINI_ASTROID).read_text(encoding="utf-8"))
+    recorded = [
+        c["id"] for m in raw["messages"] if m["role"] == "assistant" for c in m["tool_calls"]
+    ]
+    assert [u.id for u in loaded[MINI_ASTROID][0].tool_uses] == recorded
+
+
+def test_openhands_finish_without_observation_is_final_assistant_text(loaded):
+    trace = next(t for t in loaded[OPENHANDS] if t.task_id == "ponylang__ponyc-4595")
+    last = trace.messages[-1]
+    assert last.role == "assistant" and not last.tool_uses
+    assert "has been addressed by modifying the `idseqsingle` rule" in last.text
+    assert trace.final_status == "finish"
+
+
+def test_openhands_error_for_an_unrecorded_call_reaches_the_model_as_user_text(loaded):
+    trace = next(t for t in loaded[OPENHANDS] if t.task_id == "ponylang__ponyc-4593")
+    texts = [
+        b.text
+        for m in trace.messages[1:]
+        if m.role == "user"
+        for b in m.content
+        if isinstance(b, TextBlock)
+    ]
+    assert texts == [
+        "Parameter 'command' is expected to be one of ['view', 'create', 'str_replace', 'insert', 'undo_edit']."
+    ]
+
+
+def test_openhands_skips_recall_and_takes_the_system_prompt(loaded):
+    for trace in loaded[OPENHANDS]:
+        assert trace.system.startswith("You are OpenHands agent")
+        assert all(
+            u.name in {"execute_bash", "str_replace_editor", "think"} for u in trace.tool_uses
+        )
+
+
+def test_moatless_tool_names_and_thoughts_come_from_the_nodes(loaded):
+    trace = loaded[MOATLESS.format("django__django-12747")][0]
+    assert {u.name for u in trace.tool_uses} == {"SemanticSearch", "str_replace_editor", "Finish"}
+    assert all(
+        "scratch_pad" not in u.input and "action_args_class" not in u.input for u in trace.tool_uses
+    )
+    assert trace.messages[1].text.startswith("1. First, I need to locate the QuerySet.delete()")
+    assert trace.final_patch and "django/db/models/deletion.py" in trace.final_patch
+
+
+def test_swe_agent_tool_name_is_the_first_word_of_the_action(loaded):
+    trace = loaded[SWE_TOY][0]
+    assert [u.name for u in trace.tool_uses] == ["find_file", "open", "edit", "python", "submit"]
+    assert trace.system.startswith("SETTING: You are an autonomous programmer")
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def test_unknown_json_raises_unknown_trace_format_naming_the_file(tmp_path):
+    path = tmp_path / "mystery.json"
+    path.write_text(json.dumps({"hello": "world"}), encoding="utf-8")
+    with pytest.raises(UnknownTraceFormat, match=re.escape(str(path))) as info:
+        load_trace_file(path)
+    assert "mini-swe-agent" in str(info.value) and "anthropic-messages" in str(info.value)
+
+
+def test_non_json_file_raises_unknown_trace_format_naming_the_file(tmp_path):
+    path = tmp_path / "notes.traj"
+    path.write_text("this is\nnot json at all\n", encoding="utf-8")
+    with pytest.raises(UnknownTraceFormat, match=re.escape(str(path))):
+        load_trace_file(path)
+
+
+def test_unknown_trace_format_is_a_value_error():
+    assert issubclass(UnknownTraceFormat, ValueError)
+
+
+# --- hand-written files for layouts the corpus does not contain ------------------------------
+
+
+def _write(tmp_path: Path, name: str, doc: Any) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+ANTHROPIC_EXAMPLE = {
+    "system": "You are a careful engineer.",
+    "model": "claude-test",
+    "messages": [
+        {"role": "user", "content": "Make the test pass."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading both files."},
+                {"type": "tool_use", "id": "tu_1", "name": "Read", "input": {"path": "a.py"}},
+                {"type": "tool_use", "id": "tu_2", "name": "Read", "input": {"path": "b.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "tu_1", "content": "x = 1"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "tu_2",
+                    "content": [{"type": "text", "text": "missing"}],
+                    "is_error": True,
+                },
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+    ],
+}
+
+
+def test_anthropic_messages_round_trip(tmp_path):
+    trace = load_trace_file(_write(tmp_path, "conversation.json", ANTHROPIC_EXAMPLE))[0]
+    assert trace.source == "anthropic-messages"
+    assert (trace.system, trace.model, trace.task) == (
+        "You are a careful engineer.",
+        "claude-test",
+        "Make the test pass.",
+    )
+    assert trace.messages == [
+        Message.user("Make the test pass."),
+        Message.assistant(
+            TextBlock(text="Reading both files."),
+            ToolUseBlock(id="tu_1", name="Read", input={"path": "a.py"}),
+            ToolUseBlock(id="tu_2", name="Read", input={"path": "b.py"}),
+        ),
+        Message.tool_results(
+            [
+                ToolResultBlock(tool_use_id="tu_1", content="x = 1"),
+                ToolResultBlock(tool_use_id="tu_2", content="missing", is_error=True),
+            ]
+        ),
+        Message.assistant(TextBlock(text="Done.")),
+    ]
+    again = load_anthropic_messages(_write(tmp_path, "again.json", to_anthropic_messages(trace)))[0]
+    assert again.messages == trace.messages
+    assert (again.system, again.model, again.task_id) == (trace.system, trace.model, trace.task_id)
+
+
+def test_anthropic_message_list_with_a_trailing_use_gets_a_synthetic_result(tmp_path):
+    messages = ANTHROPIC_EXAMPLE["messages"][:2]
+    trace = load_trace_file(_write(tmp_path, "cut.json", messages))[0]
+    assert trace.messages[-1] == Message.tool_results(
+        [
+            ToolResultBlock(tool_use_id="tu_1", content=NO_OBSERVATION),
+            ToolResultBlock(tool_use_id="tu_2", content=NO_OBSERVATION),
+        ]
+    )
+
+
+def test_mini_swe_agent_step_with_several_tool_calls_is_one_exchange(tmp_path):
+    def call(i: str, cmd: str) -> dict[str, Any]:
+        return {
+            "id": i,
+            "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": cmd})},
+        }
+
+    doc = {
+        "trajectory_format": "mini-swe-agent-1.1",
+        "instance_id": "demo-1",
+        "info": {"exit_status": "Submitted", "submission": ""},
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "task"},
+            {
+                "role": "assistant",
+                "content": "two at once",
+                "tool_calls": [call("c1", "ls"), call("c2", "pwd")],
+                "extra": {},
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+            {"role": "tool", "tool_call_id": "c2", "content": "/repo"},
+        ],
+    }
+    trace = load_trace_file(_write(tmp_path, "multi.traj.json", doc))[0]
+    assert trace.messages[1:] == [
+        Message.assistant(
+            TextBlock(text="two at once"),
+            ToolUseBlock(id="c1", name="bash", input={"command": "ls"}),
+            ToolUseBlock(id="c2", name="bash", input={"command": "pwd"}),
+        ),
+        Message.tool_results(
+            [
+                ToolResultBlock(tool_use_id="c1", content="a.py"),
+                ToolResultBlock(tool_use_id="c2", content="/repo"),
+            ]
+        ),
+    ]
+
+
+def test_old_mini_swe_agent_reads_the_bash_block_as_the_action(tmp_path):
+    doc = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "Look first.\n\n```bash\nls -la\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>"},
+        {"role": "assistant", "content": "No block here."},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action."},
+    ]
+    trace = load_mini_swe_agent(_write(tmp_path, "old.traj.json", doc))[0]
+    assert trace.messages[1:] == [
+        Message.assistant(
+            TextBlock(text="Look first."),
+            ToolUseBlock(id="step-1", name="bash", input={"command": "ls -la"}),
+        ),
+        Message.tool_results(
+            [ToolResultBlock(tool_use_id="step-1", content="<returncode>0</returncode>")]
+        ),
+        Message.assistant(TextBlock(text="No block here.")),
+        Message.user("Please always provide EXACTLY ONE action."),
+    ]
+
+
+def test_openhands_actions_from_one_response_form_one_exchange(tmp_path):
+    def meta(call_id: str) -> dict[str, Any]:
+        return {
+            "function_name": "execute_bash",
+            "tool_call_id": call_id,
+            "total_calls_in_response": 2,
+            "model_response": {"id": "resp-1"},
+        }
+
+    history = [
+        {"id": 0, "source": "agent", "action": "system", "args": {"content": "sys"}},
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "task"}},
+        {
+            "id": 2,
+            "source": "agent",
+            "action": "run",
+            "args": {"command": "ls", "thought": "both"},
+            "tool_call_metadata": meta("t1"),
+        },
+        {
+            "id": 3,
+            "source": "agent",
+            "action": "run",
+            "args": {"command": "pwd", "thought": "both"},
+            "tool_call_metadata": meta("t2"),
+        },
+        {"id": 4, "source": "agent", "observation": "run", "cause": 2, "content": "a.py"},
+        {"id": 5, "source": "agent", "observation": "run", "cause": 3, "content": "/w"},
+    ]
+    run = {
+        "instance_id": "demo",
+        "instruction": "task",
+        "metadata": {},
+        "history": history,
+        "test_result": {},
+    }
+    trace = load_openhands(_write(tmp_path, "output.jsonl", run))[0]
+    assert trace.system == "sys"
+    assert trace.messages[1:] == [
+        Message.assistant(
+            TextBlock(text="both"),
+            ToolUseBlock(id="t1", name="execute_bash", input={"command": "ls"}),
+            ToolUseBlock(id="t2", name="execute_bash", input={"command": "pwd"}),
+        ),
+        Message.tool_results(
+            [
+                ToolResultBlock(tool_use_id="t1", content="a.py"),
+                ToolResultBlock(tool_use_id="t2", content="/w"),
+            ]
+        ),
+    ]
+
+
+def test_openhands_flat_history_pairs_each_action_with_the_next_observation(tmp_path):
+    history = [
+        {"action": "message", "content": "task"},
+        {"action": "run", "command": "ls", "thought": "look", "is_confirmed": "confirmed"},
+        {"observation": "run", "content": "a.py", "command": "ls", "exit_code": 0},
+        {"action": "run_ipython", "code": "print(1)", "thought": "", "kernel_init_code": "x"},
+        {"observation": "run_ipython", "content": "1", "code": "print(1)"},
+        {"action": "finish", "thought": "all done", "outputs": {}},
+    ]
+    runs = [
+        {"instruction": "task", "history": history, "git_patch": "diff"},
+        {"instruction": "t2", "history": history[:3]},
+    ]
+    path = tmp_path / "output.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in runs) + "\n", encoding="utf-8")
+    first, second = load_trace_file(path)
+    assert first.messages[1:] == [
+        Message.assistant(
+            TextBlock(text="look"), ToolUseBlock(id="step-1-0", name="run", input={"command": "ls"})
+        ),
+        Message.tool_results([ToolResultBlock(tool_use_id="step-1-0", content="a.py")]),
+        Message.assistant(
+            ToolUseBlock(id="step-3-0", name="run_ipython", input={"code": "print(1)"})
+        ),
+        Message.tool_results([ToolResultBlock(tool_use_id="step-3-0", content="1")]),
+        Message.assistant(TextBlock(text="all done")),
+    ]
+    assert (first.final_patch, first.final_status, second.final_status) == (
+        "diff",
+        "finish",
+        "no finish",
+    )
