@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import (
@@ -25,6 +25,8 @@ from tools.base import ToolLimits
 __all__ = [
     "AgentSettings",
     "CompactSettings",
+    "PermissionSettings",
+    "SubagentSettings",
     "SessionSettings",
     "SummarizerSettings",
     "ToolSettings", "WorkingsetSettings", "load_settings", "config_files"]
@@ -87,6 +89,32 @@ class AgentSettings(BaseModel):
 
     max_turns: int = Field(50, ge=1, description="Model calls allowed in one outer turn.")
     max_output_tokens: int = Field(8192, ge=1, description="max_tokens sent with each model call.")
+    max_goal_auto_turns: int = Field(10, ge=0, description="Continuations the goal judge may start on its own.")
+
+
+class SubagentSettings(BaseModel):
+    """Limits on subagents (the Agent tool)."""
+
+    max_depth: int = Field(3, ge=0, description="Deepest allowed subagent (root is 0); deeper calls fail.")
+    max_turns: int = Field(30, ge=1, description="Model calls one subagent may make.")
+    max_tokens: int | None = Field(None, ge=1, description="Tokens (in + out) one subagent may use.")
+    max_cost_usd: float | None = Field(None, gt=0, description="List-price cost one subagent may run up.")
+    tree_max_tokens: int | None = Field(None, ge=1, description="Tokens the whole tree (root + subagents) may use.")
+    tree_max_cost_usd: float | None = Field(None, gt=0, description="Cost the whole tree may run up.")
+
+
+class PermissionSettings(BaseModel):
+    """Rules and mode of the PermissionRuntime."""
+
+    mode: Literal["default", "accept-edits", "bypass", "plan"] = Field(
+        "default", description="default asks before mutating; accept-edits allows file edits; bypass allows all."
+    )
+    allow: list[str] = Field(default_factory=list, description='Rules such as "Bash(git status:*)", "Edit(src/**)".')
+    deny: list[str] = Field(default_factory=list, description="Rules that always deny; checked first.")
+    ask: list[str] = Field(default_factory=list, description="Rules that always ask.")
+    headless: Literal["deny-asks", "allow-list"] | None = Field(
+        None, description="No one to ask: deny-asks turns asks into denials; allow-list denies all not allowed."
+    )
 
 
 class SessionSettings(BaseModel):
@@ -109,6 +137,9 @@ class WorkingsetSettings(BaseSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings, description="Loop limits.")
     tools: ToolSettings = Field(default_factory=ToolSettings, description="Tool caps.")
     compact: CompactSettings = Field(default_factory=CompactSettings, description="Compaction.")
+    subagents: SubagentSettings = Field(default_factory=SubagentSettings, description="Subagent limits.")
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings, description="Permissions.")
+    judge: str | None = Field(None, description="Model spec of the goal judge (default: the main model).")
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings, description="Summaries.")
     home: Path = Field(
         default_factory=lambda: Path.home() / ".workingset",

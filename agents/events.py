@@ -21,6 +21,12 @@ __all__ = [
     "CompactionEvent",
     "Event",
     "EventSink",
+    "GoalVerdict",
+    "ModeChanged",
+    "PermissionDecided",
+    "PermissionRequested",
+    "SubagentFinished",
+    "SubagentStarted",
     "ModelCall",
     "SessionEnded",
     "SessionStarted",
@@ -74,9 +80,60 @@ class AssistantText(_EventBase):
     text: str
 
 
+class PermissionRequested(_EventBase):
+    """A call is parked (or being asked inline) until the user answers."""
+
+    type: Literal["permission_requested"] = "permission_requested"
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+    reason: str
+
+
+class PermissionDecided(_EventBase):
+    type: Literal["permission_decided"] = "permission_decided"
+    tool_use_id: str
+    name: str
+    effect: Literal["allow", "deny", "ask"]
+    source: str = Field(description="rule, grant, mode, headless or user.")
+    reason: str
+    rule: str | None = None
+
+
+class GoalVerdict(_EventBase):
+    type: Literal["goal_verdict"] = "goal_verdict"
+    condition: str
+    verdict: Literal["met", "not_met", "error"]
+    reason: str
+    auto_turns: int
+
+
+class ModeChanged(_EventBase):
+    type: Literal["mode_changed"] = "mode_changed"
+    mode: str
+
+
+class SubagentStarted(_EventBase):
+    type: Literal["subagent_started"] = "subagent_started"
+    child_session_id: str
+    description: str
+    depth: int
+
+
+class SubagentFinished(_EventBase):
+    type: Literal["subagent_finished"] = "subagent_finished"
+    child_session_id: str
+    description: str
+    reason: str
+    is_error: bool
+    usage: Usage
+    cost_usd: float
+    model_calls: int
+
+
 class SessionEnded(_EventBase):
     type: Literal["session_ended"] = "session_ended"
-    reason: Literal["end_turn", "turn_limit", "error", "user_exit"]
+    reason: Literal["end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget"]
     final_text: str
     turns: int
     usage: Usage
@@ -84,7 +141,19 @@ class SessionEnded(_EventBase):
 
 
 Event = Annotated[
-    SessionStarted | ModelCall | ToolCall | ToolResult | AssistantText | CompactionEvent | SessionEnded,
+    SessionStarted
+    | ModelCall
+    | ToolCall
+    | ToolResult
+    | AssistantText
+    | CompactionEvent
+    | PermissionRequested
+    | PermissionDecided
+    | GoalVerdict
+    | ModeChanged
+    | SubagentStarted
+    | SubagentFinished
+    | SessionEnded,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

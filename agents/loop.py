@@ -1,47 +1,50 @@
-"""The agent loop: compile → query → execute, until a natural end or the turn limit.
+"""The agent loop: compile → query → execute, until a natural end, a limit, or a pause.
 
 Plain asyncio. It reaches the world only through the ports it is given, so the same
-code runs in one process and inside a Ray actor. Compaction, clipping and traces are
-called steps, not inline branches.
+code runs in one process and inside a Ray actor. Compaction, permissions, the goal
+judge and budgets are called steps, not inline branches; the tool batch lives in
+`agents.tool_batch`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
+from agents.budgets import Budget, BudgetExceeded
 from agents.compaction import (
     CompactionEnv,
     CompactionRequest,
     CompactionResult,
     ExtractiveSummarizer,
     check_budget_fits,
-    clip_tool_result,
     compact_budget,
     make_strategy,
 )
 from agents.compaction.ledger import CompactionEvent
 from agents.config import SessionSettings
-from agents.errors import PromptTooLong
+from agents.errors import PromptTooLong, WorkingsetError
 from agents.events import (
     AssistantText,
     EventSink,
+    GoalVerdict,
+    ModeChanged,
     ModelCall,
     SessionEnded,
     SessionStarted,
-    ToolCall,
-    ToolResult,
     discard_events,
 )
-from agents.messages import Message, ToolResultBlock, ToolUseBlock
+from agents.goal import GoalState, continue_input, goal_section, judge_goal
+from agents.messages import Message, ToolUseBlock
+from agents.modes import Mode, visible_registry
+from agents.permissions import PermissionRuntime
 from agents.ports import ModelClient, ModelResponse, Summarizer, ToolExecutor, Usage
-from agents.system_prompt import SystemPrompt
+from agents.system_prompt import SystemPrompt, tool_catalog_section
 from agents.tokens import CharRatioEstimator, TokenCounter
-from agents.tool_calls import run_tool_call
+from agents.tool_batch import Approver, PendingBatch, ToolBatchRunner
 from agents.trace import TraceWriter
 from agents.working_set import CompiledRequest, WorkingSetCompiler
 from tools.artifacts import ArtifactStore
@@ -50,8 +53,9 @@ from tools.registry import ToolRegistry
 
 __all__ = ["Session", "SessionPorts", "TurnOutcome", "new_session_id"]
 
-
 _REFUSAL_SAFETY = 0.9  # aim a little under the provider's limit after a refusal
+
+TurnReason = Literal["end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget"]
 
 
 def new_session_id() -> str:
@@ -60,11 +64,12 @@ def new_session_id() -> str:
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    """How one outer turn ended."""
+    """How one outer turn ended (or paused)."""
 
-    reason: Literal["end_turn", "turn_limit"]
+    reason: TurnReason
     final_text: str
     model_calls: int
+    detail: str | None = None
 
 
 @dataclass
@@ -80,6 +85,11 @@ class SessionPorts:
     counter: TokenCounter = field(default_factory=CharRatioEstimator)
     emit: EventSink = discard_events
     trace: TraceWriter | None = None
+    permissions: PermissionRuntime = field(default_factory=lambda: PermissionRuntime.from_texts(mode="bypass"))
+    approver: Approver | None = None  # answers asks inline; None at the root means "park"
+    judge: ModelClient | None = None  # the goal judge; defaults to the main model
+    budget: Budget | None = None
+    is_child: bool = False
 
 
 class Session:
@@ -92,6 +102,7 @@ class Session:
         system_prompt: SystemPrompt | str,
         settings: SessionSettings | None = None,
         session_id: str | None = None,
+        mode: Mode = Mode.DEFAULT,
     ):
         if ports.artifacts is not None and ports.tool_context.artifacts is None:
             # Recall reads the same record that clipping and clearing write.
@@ -103,9 +114,16 @@ class Session:
         self.conversation: list[Message] = []
         self.usage = Usage()
         self.model_calls = 0
+        self.mode = Mode.DEFAULT
+        self.goal: GoalState | None = None
+        self.pending: PendingBatch | None = None
+        self._turn_calls = 0
+        self._final_text = ""
         self.compiler = WorkingSetCompiler(ports.counter)
         self.strategy = make_strategy(self.settings.compact.strategy)
         self.budget_tokens = compact_budget(ports.model.name, self.settings.agent.max_output_tokens, self.settings.compact)
+        self.tools = ToolBatchRunner(self)
+        self.set_mode(mode, announce=False)
         check_budget_fits(self.budget_tokens, self._overhead_tokens())
         self._compaction_env = CompactionEnv(
             counter=ports.counter,
@@ -119,10 +137,10 @@ class Session:
     # -- lifecycle events -------------------------------------------------------------
 
     def announce_start(self) -> None:
-        self._emit(SessionStarted(session_id=self.session_id, model=self.ports.model.name, cwd=str(self.ports.tool_context.workspace)))
+        self.emit(SessionStarted(session_id=self.session_id, model=self.ports.model.name, cwd=str(self.ports.tool_context.workspace)))
 
     def announce_end(self, reason: str, final_text: str, error: str | None = None) -> None:
-        self._emit(
+        self.emit(
             SessionEnded(
                 session_id=self.session_id,
                 reason=reason,
@@ -133,21 +151,41 @@ class Session:
             )
         )
 
-    # -- the loop ---------------------------------------------------------------------
+    def emit(self, event) -> None:
+        self.ports.emit(event)
+
+    # -- user actions -----------------------------------------------------------------
+
+    def set_mode(self, mode: Mode, *, announce: bool = True) -> None:
+        """Enter or leave a mode; the Tool Catalog is rebuilt from what the mode shows."""
+        self.mode = Mode(mode)
+        visible = visible_registry(self.ports.registry, self.mode)
+        self.prompt = self.prompt.replace(tool_catalog_section(visible), "tools")
+        if announce:
+            self.emit(ModeChanged(session_id=self.session_id, mode=self.mode.value))
+
+    def set_goal(self, condition: str | None) -> None:
+        """Set a goal (its evidence starts now) or clear it with None."""
+        self.goal = GoalState(condition=condition, since_index=len(self.conversation)) if condition else None
+        self.prompt = self.prompt.replace(goal_section(self.goal), "goal")
 
     async def run_turn(self, user_input: str) -> TurnOutcome:
-        """One outer turn: the user speaks, the agent works until it answers."""
+        """One outer turn: the user speaks, the agent works until it answers or pauses."""
+        if self.pending is not None:
+            raise WorkingsetError("a tool call is waiting for permission; answer it before sending more input")
         self.conversation.append(Message.user(user_input))
-        final_text = ""
-        for call_number in range(1, self.settings.agent.max_turns + 1):
-            response = await self._query(call_number)
-            final_text = response.as_message().text or final_text
-            uses = [b for b in response.content if isinstance(b, ToolUseBlock)]
-            if not uses:
-                return TurnOutcome("end_turn", final_text, call_number)
-            results = await asyncio.gather(*(self._execute(use) for use in uses))
-            self.conversation.append(Message.tool_results(results))
-        return TurnOutcome("turn_limit", final_text, self.settings.agent.max_turns)
+        self._turn_calls, self._final_text = 0, ""
+        return await self._advance()
+
+    async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
+        """Resume the parked call with the user's answer."""
+        if self.pending is None:
+            raise WorkingsetError("no tool call is waiting for permission")
+        if await self.tools.answer(self.pending, allow=allow, always=always):
+            return self._paused()
+        await self.tools.finish(self.pending)
+        self.pending = None
+        return await self._advance()
 
     async def compact_now(self, focus: str | None = None) -> CompactionResult:
         """Manual `/compact`: summarize keeping the last few messages; on failure the
@@ -157,6 +195,41 @@ class Session:
     async def compile_working_set(self) -> CompiledRequest:
         """The request the next model call would send, after auto compaction."""
         return await self._compile("auto")
+
+    # -- the loop ---------------------------------------------------------------------
+
+    async def _advance(self) -> TurnOutcome:
+        try:
+            while True:
+                outcome = await self._work()
+                if outcome.reason != "end_turn":
+                    return outcome
+                follow_up = await self._judge_goal(outcome)
+                if follow_up is None or isinstance(follow_up, TurnOutcome):
+                    return follow_up or outcome
+                self.conversation.append(Message.user(follow_up))
+                self._turn_calls = 0
+        except BudgetExceeded as exc:
+            return TurnOutcome("budget", self._final_text, self._turn_calls, detail=str(exc))
+
+    async def _work(self) -> TurnOutcome:
+        while self._turn_calls < self.settings.agent.max_turns:
+            self._turn_calls += 1
+            response = await self._query(self._turn_calls)
+            self._final_text = response.as_message().text or self._final_text
+            uses = [b for b in response.content if isinstance(b, ToolUseBlock)]
+            if not uses:
+                return TurnOutcome("end_turn", self._final_text, self._turn_calls)
+            batch = await self.tools.gate(uses)
+            if batch.asks:
+                self.pending = batch
+                return self._paused()
+            await self.tools.finish(batch)
+        return TurnOutcome("turn_limit", self._final_text, self._turn_calls)
+
+    def _paused(self) -> TurnOutcome:
+        ask = self.pending.asks[0]
+        return TurnOutcome("permission", self._final_text, self._turn_calls, detail=f"{ask.tool.name} needs approval")
 
     async def _query(self, call_number: int) -> ModelResponse:
         compiled = await self._compile("auto")
@@ -179,7 +252,7 @@ class Session:
         self.model_calls += 1
         self.usage = self.usage + response.usage
         self.conversation.append(response.as_message())
-        self._emit(
+        self.emit(
             ModelCall(
                 session_id=self.session_id,
                 turn=call_number,
@@ -190,18 +263,50 @@ class Session:
             )
         )
         for text in (b.text for b in response.content if b.type == "text"):
-            self._emit(AssistantText(session_id=self.session_id, text=text))
+            self.emit(AssistantText(session_id=self.session_id, text=text))
+        if self.ports.budget is not None:
+            self.ports.budget.charge(response.usage, self.ports.model.name)
         return response
+
+    async def _judge_goal(self, outcome: TurnOutcome) -> str | TurnOutcome | None:
+        """After a natural end in Default mode: the judge decides whether work goes on."""
+        goal = self.goal
+        if goal is None or goal.status != "active" or self.mode is Mode.PLAN:
+            return None
+        judge = self.ports.judge or self.ports.model
+        verdict = await judge_goal(judge, goal.condition, self.conversation[goal.since_index :])
+        goal.last_reason = verdict.reason
+        self.emit(
+            GoalVerdict(
+                session_id=self.session_id,
+                condition=goal.condition,
+                verdict=verdict.verdict,
+                reason=verdict.reason,
+                auto_turns=goal.auto_turns,
+            )
+        )
+        if verdict.verdict == "met":
+            goal.status = "met"
+            self.prompt = self.prompt.replace(None, "goal")
+            return None
+        if verdict.verdict == "error":
+            return TurnOutcome("judge_error", outcome.final_text, outcome.model_calls, detail=verdict.reason)
+        if goal.auto_turns >= self.settings.agent.max_goal_auto_turns:
+            detail = f"goal still not met after {goal.auto_turns} automatic continuations: {verdict.reason}"
+            return TurnOutcome("goal_limit", outcome.final_text, outcome.model_calls, detail=detail)
+        goal.auto_turns += 1
+        return continue_input(goal, verdict.reason)
 
     # -- compile and compact ----------------------------------------------------------
 
     def _overhead_tokens(self) -> int:
-        return self.compiler.prefix_tokens(self.prompt.text, self.compiler.tools_for(self.ports.registry))
+        tools = self.compiler.tools_for(visible_registry(self.ports.registry, self.mode))
+        return self.compiler.prefix_tokens(self.prompt.text, tools)
 
     def _compile_now(self) -> CompiledRequest:
         return self.compiler.compile(
             system=self.prompt.text,
-            registry=self.ports.registry,
+            registry=visible_registry(self.ports.registry, self.mode),
             messages=self.conversation,
             max_tokens=self.settings.agent.max_output_tokens,
         )
@@ -240,40 +345,19 @@ class Session:
         )
         result = await self.strategy.compact(request, self._compaction_env)
         if result.changed:
+            self._keep_goal_anchor(self.conversation, result.messages)
             self.conversation = result.messages
         for event in result.events:
-            self._emit(event.model_copy(update={"session_id": self.session_id}))
+            self.emit(event.model_copy(update={"session_id": self.session_id}))
         return result
 
-    # -- tools ------------------------------------------------------------------------
-
-    async def _execute(self, use: ToolUseBlock) -> ToolResultBlock:
-        self._emit(ToolCall(session_id=self.session_id, tool_use_id=use.id, name=use.name, input=use.input))
-        started = time.perf_counter()
-        result = await run_tool_call(use, registry=self.ports.registry, executor=self.ports.executor, ctx=self.ports.tool_context)
-        result = self._clip_to_budget(result)
-        self._emit(
-            ToolResult(
-                session_id=self.session_id,
-                tool_use_id=use.id,
-                name=use.name,
-                is_error=result.is_error,
-                content=result.content,
-                duration_ms=(time.perf_counter() - started) * 1000,
-            )
-        )
-        return result
-
-    def _clip_to_budget(self, result: ToolResultBlock) -> ToolResultBlock:
-        """Per-result budget at entry; the full body goes to the record first."""
-        clipped = clip_tool_result(
-            result.content, max_tokens=self.settings.result_max_tokens, recall_id=result.tool_use_id, counter=self.ports.counter
-        )
-        if clipped is None:
-            return result
-        if self.ports.artifacts is not None:
-            self.ports.artifacts.put(result.tool_use_id, result.content)
-        return ToolResultBlock(tool_use_id=result.tool_use_id, content=clipped.content, is_error=result.is_error)
-
-    def _emit(self, event) -> None:
-        self.ports.emit(event)
+    def _keep_goal_anchor(self, before: list[Message], after: list[Message]) -> None:
+        """Keep the judge's evidence window on the same first message after a rewrite;
+        when that message was summarized away, the evidence starts at the summary."""
+        if self.goal is None:
+            return
+        if self.goal.since_index >= len(before):
+            self.goal.since_index = len(after)
+            return
+        anchor = before[self.goal.since_index]
+        self.goal.since_index = next((i for i, m in enumerate(after) if m is anchor), 0)

@@ -78,6 +78,15 @@ class Message(BaseModel):
     def tool_results(cls, results: Iterable[ToolResultBlock]) -> Message:
         return cls(role="user", content=tuple(results))
 
+    def __eq__(self, other: object) -> bool:
+        # Equal by what the message says; the token cache is bookkeeping, not content.
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self.role == other.role and self.content == other.content
+
+    def __hash__(self) -> int:
+        return hash((self.role, self.content))
+
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Message:
         copy = super().model_copy(update=update, deep=deep)
         copy._token_cache = {}  # an edited copy must be re-estimated

@@ -18,6 +18,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "SnapshotStore",
+    "SubagentRequest",
+    "SubagentResult",
     "SubagentSpawner",
     "Summarizer",
     "ToolExecutor",
@@ -106,8 +108,30 @@ class SnapshotStore(Protocol):
     def load(self, session_id: str) -> bytes | None: ...
 
 
+class SubagentRequest(BaseModel):
+    """One Agent call: what the child is asked, and where it sits in the tree."""
+
+    description: str
+    prompt: str
+    depth: int = Field(ge=1, description="The child's depth; the root is 0.")
+    tool_filter: tuple[str, ...] | None = None
+    model: str | None = None
+
+
+class SubagentResult(BaseModel):
+    """All a parent ever sees of a child: its final text (or why it failed) and its cost."""
+
+    text: str
+    is_error: bool = False
+    reason: str = "end_turn"
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    model_calls: int = 0
+    session_id: str = ""
+
+
 @runtime_checkable
 class SubagentSpawner(Protocol):
     """Run a child agent on a fresh conversation and return only its final text."""
 
-    async def spawn(self, description: str, prompt: str, *, depth: int) -> str: ...
+    async def spawn(self, request: SubagentRequest) -> SubagentResult: ...

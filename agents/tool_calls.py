@@ -1,26 +1,49 @@
-"""One tool_use in, one tool_result out: lookup, validation, execution.
+"""One tool_use in, one tool_result out: lookup, validation, mode check, execution.
 
-Everything the model can fix (unknown tool, bad input, a failing call) comes back as
-an `is_error` result so the loop continues; only bugs raise.
+Everything the model can fix (unknown tool, bad input, a tool hidden in this mode,
+a denied call, a failing call) comes back as an `is_error` result so the loop
+continues; only bugs raise. Permission is decided between `prepare` and `execute`
+so the loop can park a call that needs the user's answer.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
 from agents.messages import ToolResultBlock, ToolUseBlock
+from agents.modes import Mode, hidden_tool_message, is_visible
 from agents.ports import ToolExecutor
-from tools.base import ToolContext, ToolError
+from tools.base import Tool, ToolContext, ToolError
 from tools.registry import ToolRegistry, validate_input
 
-__all__ = ["run_tool_call"]
+__all__ = ["PreparedCall", "error_result", "execute_prepared", "prepare_tool_call"]
 
 
-async def run_tool_call(
-    use: ToolUseBlock, *, registry: ToolRegistry, executor: ToolExecutor, ctx: ToolContext
-) -> ToolResultBlock:
+@dataclass(frozen=True)
+class PreparedCall:
+    use: ToolUseBlock
+    tool: Tool
+    args: BaseModel
+
+
+def error_result(use: ToolUseBlock, message: str) -> ToolResultBlock:
+    return ToolResultBlock(tool_use_id=use.id, content=message, is_error=True)
+
+
+def prepare_tool_call(use: ToolUseBlock, *, registry: ToolRegistry, mode: Mode) -> PreparedCall | ToolResultBlock:
+    """Look the call up in the FULL registry, validate it, and refuse what the mode hides."""
     try:
         tool = registry.get(use.name)
         args = validate_input(tool, use.input)
     except ToolError as exc:
-        return ToolResultBlock(tool_use_id=use.id, content=str(exc), is_error=True)
-    output = await executor.execute(tool, args, ctx)
-    return ToolResultBlock(tool_use_id=use.id, content=output.content, is_error=output.is_error)
+        return error_result(use, str(exc))
+    if not is_visible(tool, mode):
+        return error_result(use, hidden_tool_message(tool.name, mode))
+    return PreparedCall(use, tool, args)
+
+
+async def execute_prepared(call: PreparedCall, *, executor: ToolExecutor, ctx: ToolContext) -> ToolResultBlock:
+    output = await executor.execute(call.tool, call.args, ctx)
+    return ToolResultBlock(tool_use_id=call.use.id, content=output.content, is_error=output.is_error)

@@ -18,6 +18,7 @@ import codecs
 import contextlib
 import os
 import signal
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,6 +59,10 @@ class BashTool:
     is_read_only = False
     execution_domain = ExecutionDomain.SANDBOX
     root_only = False
+
+    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
+        """Permission rules match the command, e.g. Bash(git status:*)."""
+        return args.command
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, BashInput)

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
-from tools.workspace import relative_display, resolve_in_workspace, walk_files
+from tools.workspace import path_subject, relative_display, resolve_in_workspace, walk_files
 
 __all__ = ["GlobInput", "GlobTool", "glob_match"]
 
@@ -47,6 +47,10 @@ class GlobTool:
     is_read_only = True
     execution_domain = ExecutionDomain.LOCAL
     root_only = False
+
+    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
+        """Permission rules match this tool's path, e.g. Glob(src/**)."""
+        return path_subject(workspace, getattr(args, "path", None))
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, GlobInput)

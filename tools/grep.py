@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
 from tools.workspace import (
     BINARY_SNIFF_BYTES,
+    path_subject,
     relative_display,
     resolve_in_workspace,
     walk_files,
@@ -67,6 +68,10 @@ class GrepTool:
     is_read_only = True
     execution_domain = ExecutionDomain.LOCAL
     root_only = False
+
+    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
+        """Permission rules match this tool's path, e.g. Grep(src/**)."""
+        return path_subject(workspace, getattr(args, "path", None))
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, GrepInput)

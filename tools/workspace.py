@@ -61,6 +61,17 @@ def relative_display(workspace: Path, path: Path) -> str:
     return str(path)
 
 
+def path_subject(workspace: Path, path: str | None) -> str:
+    """What permission rules match a path against: workspace-relative, symlinks resolved.
+    A path outside the workspace stays absolute, so no relative pattern can match it."""
+    root = workspace.resolve()
+    candidate = Path(path or ".")
+    resolved = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    if resolved == root:
+        return "."
+    return resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else str(resolved)
+
+
 def looks_binary(path: Path) -> bool:
     """True if the file's first bytes contain a NUL byte."""
     with path.open("rb") as f:

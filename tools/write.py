@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
-from tools.workspace import relative_display, resolve_in_workspace
+from tools.workspace import path_subject, relative_display, resolve_in_workspace
 
 __all__ = ["WriteInput", "WriteTool", "count_lines"]
 
@@ -36,6 +38,10 @@ class WriteTool:
     is_read_only = False
     execution_domain = ExecutionDomain.LOCAL
     root_only = False
+
+    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
+        """Permission rules match this tool's path, e.g. Write(src/**)."""
+        return path_subject(workspace, getattr(args, "path", None))
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, WriteInput)

@@ -50,7 +50,7 @@ def clear_old_tool_results(
 ) -> ClearingOutcome:
     interactions = completed_tool_interactions(messages)
     protected_from = len(messages) - keep_recent_messages
-    protected_ids = {i.use.id for i in interactions[len(interactions) - keep_recent_tool_uses :]} if keep_recent_tool_uses else set()
+    protected_ids = {i.use.id for i in interactions[max(len(interactions) - keep_recent_tool_uses, 0) :]} if keep_recent_tool_uses else set()
     to_clear = {
         i.use.id: i.use.name
         for i in interactions

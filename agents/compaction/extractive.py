@@ -92,22 +92,25 @@ class ExtractiveSummarizer:
         return self._render(sections)
 
     def _render(self, sections: dict[str, list[str]]) -> str:
+        """Sections in order under one character cap: every header and its closing line
+        are reserved first, items fill what is left, oldest sections first."""
+        closing = {name: "- (none recorded)" if not items else "" for name, items in sections.items()}
+        # Worst case for a section's closing line is "- (N more not shown)".
+        reserved = sum(len(f"## {n}") + 1 + len(f"- ({len(i)} more not shown)") + 1 for n, i in sections.items())
+        room = self.max_chars - reserved
         out: list[str] = []
-        used = 0
         for name, items in sections.items():
-            header = f"## {name}"
-            out.append(header)
-            used += len(header) + 1
+            out.append(f"## {name}")
             kept = 0
             for item in items:
                 line = f"- {item}"
-                if used + len(line) + 1 > self.max_chars:
+                if len(line) + 1 > room:
                     break
                 out.append(line)
-                used += len(line) + 1
+                room -= len(line) + 1
                 kept += 1
             if kept < len(items):
                 out.append(f"- ({len(items) - kept} more not shown)")
-            elif not items:
-                out.append("- (none recorded)")
+            elif closing[name]:
+                out.append(closing[name])
         return "\n".join(out)

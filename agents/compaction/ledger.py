@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agents.messages import Message
+from agents.ports import Usage
 from agents.tokens import TokenCounter
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "input_price_per_mtok",
     "priced_event",
     "unchanged_prefix_tokens",
+    "usage_cost_usd",
 ]
 
 CACHE_WRITE_MULTIPLIER = 1.25
@@ -79,6 +81,21 @@ class CompactionEvent(BaseModel):
         return self.tokens_before - self.tokens_after
 
 
+OUTPUT_PRICE_MULTIPLIER = 5.0  # Claude models price output at 5x input
+
+
+def usage_cost_usd(usage: Usage, model_name: str) -> float:
+    """What a call's usage costs at list prices, cache writes and reads included."""
+    price = input_price_per_mtok(model_name) / 1_000_000
+    billed = (
+        usage.input_tokens
+        + CACHE_WRITE_MULTIPLIER * usage.cache_creation_input_tokens
+        + CACHE_READ_MULTIPLIER * usage.cache_read_input_tokens
+        + OUTPUT_PRICE_MULTIPLIER * usage.output_tokens
+    )
+    return billed * price
+
+
 def unchanged_prefix_tokens(
     before: Sequence[Message], after: Sequence[Message], overhead_tokens: int, counter: TokenCounter
 ) -> int:
@@ -97,10 +114,14 @@ def priced_event(
     tokens_after: int,
     unchanged_prefix: int,
     model_name: str,
+    cached_tokens: int | None = None,
     **fields,
 ) -> CompactionEvent:
+    """`cached_tokens`: what the previous call sent (and cached), when an earlier step
+    in the same compaction already changed the conversation; default tokens_before."""
     price = input_price_per_mtok(model_name) / 1_000_000
-    invalidated = max(tokens_before - unchanged_prefix, 0)
+    cached = tokens_before if cached_tokens is None else cached_tokens
+    invalidated = max(cached - unchanged_prefix, 0)
     rewrite = max(tokens_after - unchanged_prefix, 0)
     net = (CACHE_WRITE_MULTIPLIER * rewrite - CACHE_READ_MULTIPLIER * invalidated) * price
     saving = CACHE_READ_MULTIPLIER * max(tokens_before - tokens_after, 0) * price

@@ -170,10 +170,10 @@ class ClearThenSummarize:
             total = _total(env, request.overhead_tokens, result)
             if request.trigger == "manual" or total <= request.budget_tokens:
                 event = self._event(
-                    request, env, "summary", request.messages, result, messages_summarized=split, summarizer_calls=calls
+                    request, env, "summary", messages, result, messages_summarized=split, summarizer_calls=calls
                 )
                 return CompactionResult(result, [event])
-            if len(messages) - split <= 1:
+            if len(messages) - split <= 1 or split == split_keeping_recent(messages, 1):  # no smaller clean suffix
                 reason = f"still {total} tokens after summarizing, over the budget of {request.budget_tokens}"
                 return self._failed(request, env, messages, reason, calls)
             keep = max((len(messages) - split) // 2, 1)
@@ -202,10 +202,13 @@ class ClearThenSummarize:
     # -- ledger -------------------------------------------------------------------------
 
     def _event(self, request, env, kind, before, after, **counts) -> CompactionEvent:
+        """`before` is what this step started from (after any earlier step); the cache
+        was written for `request.messages`, so invalidation is measured against that."""
         return priced_event(
             tokens_before=_total(env, request.overhead_tokens, before),
             tokens_after=_total(env, request.overhead_tokens, after),
-            unchanged_prefix=unchanged_prefix_tokens(before, after, request.overhead_tokens, env.counter),
+            unchanged_prefix=unchanged_prefix_tokens(request.messages, after, request.overhead_tokens, env.counter),
+            cached_tokens=_total(env, request.overhead_tokens, request.messages),
             model_name=env.model_name,
             kind=kind,
             trigger=request.trigger,

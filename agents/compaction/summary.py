@@ -84,11 +84,17 @@ def _chunks(messages: Sequence[Message], window_tokens: int, counter: TokenCount
     clean = clean_boundaries(messages)
     chunks: list[list[Message]] = []
     start, size = 0, 0
+    last_cut, size_at_cut = None, 0  # the latest clean cut inside the current chunk
     for i, message in enumerate(messages):
+        if i > start and clean[i]:
+            last_cut, size_at_cut = i, size
         tokens = counter.count_message(message)
-        if size and size + tokens > window_tokens and clean[i]:
-            chunks.append(list(messages[start:i]))
-            start, size = i, 0
+        if size + tokens > window_tokens and last_cut is not None:
+            # Back up to the latest clean cut, so the chunk stays inside the window.
+            chunks.append(list(messages[start:last_cut]))
+            start, size = last_cut, size - size_at_cut
+            last_cut = i if i > start and clean[i] else None
+            size_at_cut = size
         size += tokens
     chunks.append(list(messages[start:]))
     return chunks

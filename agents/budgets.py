@@ -1,0 +1,69 @@
+"""Token and cost budgets, per agent and per tree.
+
+Each session charges its own budget after every model call; a subagent's budget
+has its parent's as `parent`, so one charge counts against the child and every
+ancestor up to the root (the tree). Exceeding any of them ends the run with
+BudgetExceeded, carrying what was used and which limit stopped it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agents.compaction.ledger import usage_cost_usd
+from agents.errors import LoopEnded
+from agents.ports import Usage
+
+__all__ = ["Budget", "BudgetExceeded"]
+
+
+class BudgetExceeded(LoopEnded):
+    reason = "budget"
+
+    def __init__(self, message: str, *, scope: str, tokens: int, cost_usd: float):
+        super().__init__(message)
+        self.scope = scope
+        self.tokens = tokens
+        self.cost_usd = cost_usd
+
+
+@dataclass
+class Budget:
+    scope: str
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    parent: Budget | None = None
+    tokens: int = field(default=0, init=False)
+    cost_usd: float = field(default=0.0, init=False)
+
+    def child(self, scope: str, *, max_tokens: int | None, max_cost_usd: float | None) -> Budget:
+        return Budget(scope=scope, max_tokens=max_tokens, max_cost_usd=max_cost_usd, parent=self)
+
+    def charge(self, usage: Usage, model_name: str) -> None:
+        """Count a call here and in every ancestor, then stop if any limit is passed."""
+        tokens = usage.input_tokens + usage.output_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+        cost = usage_cost_usd(usage, model_name)
+        node: Budget | None = self
+        while node is not None:
+            node.tokens += tokens
+            node.cost_usd += cost
+            node = node.parent
+        self.check()
+
+    def check(self) -> None:
+        node: Budget | None = self
+        while node is not None:
+            node._check_own()
+            node = node.parent
+
+    def _check_own(self) -> None:
+        if self.max_tokens is not None and self.tokens > self.max_tokens:
+            raise BudgetExceeded(
+                f"{self.scope} token budget exceeded: {self.tokens} > {self.max_tokens} tokens",
+                scope=self.scope, tokens=self.tokens, cost_usd=self.cost_usd,
+            )
+        if self.max_cost_usd is not None and self.cost_usd > self.max_cost_usd:
+            raise BudgetExceeded(
+                f"{self.scope} cost budget exceeded: ${self.cost_usd:.4f} > ${self.max_cost_usd:.4f}",
+                scope=self.scope, tokens=self.tokens, cost_usd=self.cost_usd,
+            )

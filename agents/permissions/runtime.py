@@ -1,0 +1,157 @@
+"""PermissionRuntime: decides, for each validated tool call, allow / deny / ask.
+
+Order: deny rules, then allow rules and session grants, then ask rules, then the
+mode's default. Modes: `default` asks before anything that is not read-only;
+`accept-edits` also allows local file edits (Bash still asks); `bypass` allows all
+that no deny rule forbids; `plan` allows read-only tools only. Headless runs have no
+one to ask: `deny-asks` turns every ask into a deny, `allow-list` denies whatever no
+allow rule names. Every decision is written to the audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from agents.permissions.rules import Effect, Rule, parse_rules
+from tools.base import ExecutionDomain, Tool
+
+__all__ = ["AuditLog", "Decision", "HeadlessPolicy", "PermissionMode", "PermissionRuntime", "permission_subject"]
+
+
+class PermissionMode(StrEnum):
+    DEFAULT = "default"
+    ACCEPT_EDITS = "accept-edits"
+    BYPASS = "bypass"
+    PLAN = "plan"
+
+
+class HeadlessPolicy(StrEnum):
+    DENY_ASKS = "deny-asks"
+    ALLOW_LIST = "allow-list"
+
+
+@dataclass(frozen=True)
+class Decision:
+    effect: Effect
+    source: Literal["rule", "grant", "mode", "headless", "user"]
+    reason: str
+    rule: str | None = None
+
+
+def permission_subject(tool: Tool, args: BaseModel, workspace: Path) -> str | None:
+    subject = getattr(tool, "permission_subject", None)
+    return subject(args, workspace) if callable(subject) else None
+
+
+class AuditLog:
+    """Append-only JSONL of permission decisions (and an in-memory copy for callers)."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path
+        self.entries: list[dict[str, Any]] = []
+
+    def record(self, entry: dict[str, Any]) -> None:
+        entry = {"ts": time.time(), **entry}
+        self.entries.append(entry)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(entry, default=str) + "\n")
+
+
+@dataclass
+class PermissionRuntime:
+    rules: list[Rule] = field(default_factory=list)
+    mode: PermissionMode = PermissionMode.DEFAULT
+    headless: HeadlessPolicy | None = None
+    audit: AuditLog = field(default_factory=AuditLog)
+    grants: list[Rule] = field(default_factory=list)
+    scope: str = "root"
+
+    @classmethod
+    def from_texts(
+        cls,
+        *,
+        allow: list[str] = (),
+        deny: list[str] = (),
+        ask: list[str] = (),
+        mode: PermissionMode | str = PermissionMode.DEFAULT,
+        headless: HeadlessPolicy | str | None = None,
+        audit: AuditLog | None = None,
+    ) -> PermissionRuntime:
+        """Parse rules up front, so a malformed rule fails at start naming itself."""
+        rules = [*parse_rules(list(deny), "deny"), *parse_rules(list(allow), "allow"), *parse_rules(list(ask), "ask")]
+        return cls(
+            rules=rules,
+            mode=PermissionMode(mode),
+            headless=HeadlessPolicy(headless) if headless else None,
+            audit=audit or AuditLog(),
+        )
+
+    def fork(self, scope: str) -> PermissionRuntime:
+        """For a subagent: the same rules and denials, no grants, nothing pending."""
+        return PermissionRuntime(rules=list(self.rules), mode=self.mode, headless=self.headless, audit=self.audit, scope=scope)
+
+    def decide(self, tool: Tool, args: BaseModel, workspace: Path) -> Decision:
+        subject = permission_subject(tool, args, workspace)
+        decision = self._decide(tool, subject)
+        self._audit(tool.name, subject, decision)
+        return decision
+
+    def answer(self, tool: Tool, args: BaseModel, workspace: Path, *, allow: bool, always: bool = False) -> Decision:
+        """The user's answer to an ask; `always` grants this subject for the session."""
+        subject = permission_subject(tool, args, workspace)
+        if allow and always:
+            text = f"{tool.name}({subject})" if subject is not None else tool.name
+            self.grants.append(Rule("allow", tool.name, subject, text, exact=True))
+        decision = Decision("allow" if allow else "deny", "user", "approved by the user" if allow else "denied by the user")
+        self._audit(tool.name, subject, decision)
+        return decision
+
+    def _decide(self, tool: Tool, subject: str | None) -> Decision:
+        for effect in ("deny", "allow", "ask"):
+            for rule in self.rules:
+                if rule.effect == effect and rule.matches(tool.name, subject):
+                    return Decision(effect, "rule", f"rule {rule.text}", rule.text)
+            if effect == "allow":
+                for grant in self.grants:
+                    if grant.matches(tool.name, subject):
+                        return Decision("allow", "grant", f"granted this session: {grant.text}", grant.text)
+        if self.headless is HeadlessPolicy.ALLOW_LIST:
+            return Decision("deny", "headless", f"{tool.name} is not on the allow-list of this headless run")
+        decision = self._mode_default(tool)
+        if decision.effect == "ask" and self.headless is HeadlessPolicy.DENY_ASKS:
+            hint = f"{tool.name}({subject})" if subject else tool.name
+            return Decision("deny", "headless", f"{tool.name} needs approval and nobody can answer in a headless run; allow it with a rule such as {hint!r}")
+        return decision
+
+    def _mode_default(self, tool: Tool) -> Decision:
+        if tool.is_read_only:
+            return Decision("allow", "mode", "read-only tool")
+        if self.mode is PermissionMode.BYPASS:
+            return Decision("allow", "mode", "bypass mode")
+        if self.mode is PermissionMode.PLAN:
+            return Decision("deny", "mode", "plan mode allows read-only tools only")
+        if self.mode is PermissionMode.ACCEPT_EDITS and tool.execution_domain is ExecutionDomain.LOCAL:
+            return Decision("allow", "mode", "accept-edits mode allows file edits")
+        return Decision("ask", "mode", f"{tool.name} changes state; {self.mode.value} mode asks first")
+
+    def _audit(self, tool: str, subject: str | None, decision: Decision) -> None:
+        self.audit.record(
+            {
+                "scope": self.scope,
+                "tool": tool,
+                "subject": subject,
+                "effect": decision.effect,
+                "source": decision.source,
+                "rule": decision.rule,
+                "reason": decision.reason,
+            }
+        )

@@ -1,0 +1,166 @@
+"""The tool calls of one assistant reply, from gate to results.
+
+gate:   lookup in the full registry → input validation → mode check → permission.
+        A call that needs the user's answer is asked inline (when an approver is
+        given), parked (at the root), or denied (a child with no one to ask).
+finish: run the allowed calls concurrently, clip each result to its budget (the
+        full body goes to the record first), and append the results in call order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from agents.compaction import clip_tool_result
+from agents.events import PermissionDecided, PermissionRequested, ToolCall, ToolResult
+from agents.messages import Message, ToolResultBlock, ToolUseBlock
+from agents.permissions import Decision
+from agents.tool_calls import PreparedCall, error_result, execute_prepared, prepare_tool_call
+
+if TYPE_CHECKING:
+    from agents.loop import Session
+
+__all__ = ["Approver", "PendingBatch", "PermissionAnswer", "ToolBatchRunner"]
+
+
+class PermissionAnswer(BaseModel):
+    allow: bool
+    always: bool = False
+
+
+Approver = Callable[[PermissionRequested], Awaitable[PermissionAnswer]]
+
+
+@dataclass
+class PendingBatch:
+    """One reply's tool calls while their permissions are being settled."""
+
+    order: list[str]
+    results: dict[str, ToolResultBlock] = field(default_factory=dict)
+    allowed: list[PreparedCall] = field(default_factory=list)
+    asks: list[PreparedCall] = field(default_factory=list)
+    started: dict[str, float] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+
+
+class ToolBatchRunner:
+    def __init__(self, session: Session):
+        self.session = session
+
+    async def gate(self, uses: list[ToolUseBlock]) -> PendingBatch:
+        s = self.session
+        batch = PendingBatch(order=[u.id for u in uses], names={u.id: u.name for u in uses})
+        for use in uses:
+            s.emit(ToolCall(session_id=s.session_id, tool_use_id=use.id, name=use.name, input=use.input))
+            batch.started[use.id] = time.perf_counter()
+            prepared = prepare_tool_call(use, registry=s.ports.registry, mode=s.mode)
+            if isinstance(prepared, ToolResultBlock):
+                self._settle(batch, prepared)
+                continue
+            decision = s.ports.permissions.decide(prepared.tool, prepared.args, s.ports.tool_context.workspace)
+            self._announce(prepared, decision)
+            if decision.effect == "ask":
+                decision = await self._ask(prepared, decision)
+            if decision.effect == "allow":
+                batch.allowed.append(prepared)
+            elif decision.effect == "deny":
+                self._settle(batch, error_result(use, f"Permission denied: {decision.reason}. The call did not run."))
+            else:
+                batch.asks.append(prepared)
+        if batch.asks:
+            self._request(batch.asks[0], "needs approval")
+        return batch
+
+    async def answer(self, batch: PendingBatch, *, allow: bool, always: bool) -> bool:
+        """Apply the user's answer to the first parked call; True while more are waiting."""
+        s = self.session
+        call = batch.asks.pop(0)
+        decision = s.ports.permissions.answer(call.tool, call.args, s.ports.tool_context.workspace, allow=allow, always=always)
+        self._announce(call, decision)
+        if allow:
+            batch.allowed.append(call)
+        else:
+            self._settle(batch, error_result(call.use, "Permission denied by the user. The call did not run."))
+        if batch.asks:
+            self._request(batch.asks[0], "needs approval")
+            return True
+        return False
+
+    async def finish(self, batch: PendingBatch) -> None:
+        s = self.session
+        ctx = s.ports.tool_context
+        outputs = await asyncio.gather(*(execute_prepared(c, executor=s.ports.executor, ctx=ctx) for c in batch.allowed))
+        for result in outputs:
+            self._settle(batch, self._clip_to_budget(result))
+        s.conversation.append(Message.tool_results(batch.results[i] for i in batch.order))
+
+    # -- helpers ----------------------------------------------------------------------
+
+    async def _ask(self, call: PreparedCall, decision: Decision) -> Decision:
+        s = self.session
+        if s.ports.approver is not None:
+            request = self._request(call, decision.reason)
+            answer = await s.ports.approver(request)
+            answered = s.ports.permissions.answer(
+                call.tool, call.args, s.ports.tool_context.workspace, allow=answer.allow, always=answer.always
+            )
+            self._announce(call, answered)
+            return answered
+        if s.ports.is_child:
+            return Decision("deny", "headless", f"{call.tool.name} needs approval and this subagent has no one to ask")
+        return decision  # the root parks it
+
+    def _request(self, call: PreparedCall, reason: str) -> PermissionRequested:
+        s = self.session
+        request = PermissionRequested(
+            session_id=s.session_id, tool_use_id=call.use.id, name=call.use.name, input=call.use.input, reason=reason
+        )
+        s.emit(request)
+        return request
+
+    def _announce(self, call: PreparedCall, decision: Decision) -> None:
+        s = self.session
+        s.emit(
+            PermissionDecided(
+                session_id=s.session_id,
+                tool_use_id=call.use.id,
+                name=call.tool.name,
+                effect=decision.effect,
+                source=decision.source,
+                reason=decision.reason,
+                rule=decision.rule,
+            )
+        )
+
+    def _settle(self, batch: PendingBatch, result: ToolResultBlock) -> None:
+        s = self.session
+        batch.results[result.tool_use_id] = result
+        started = batch.started.get(result.tool_use_id, time.perf_counter())
+        s.emit(
+            ToolResult(
+                session_id=s.session_id,
+                tool_use_id=result.tool_use_id,
+                name=batch.names.get(result.tool_use_id, ""),
+                is_error=result.is_error,
+                content=result.content,
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+        )
+
+    def _clip_to_budget(self, result: ToolResultBlock) -> ToolResultBlock:
+        """Per-result budget at entry; the full body goes to the record first."""
+        s = self.session
+        clipped = clip_tool_result(
+            result.content, max_tokens=s.settings.result_max_tokens, recall_id=result.tool_use_id, counter=s.ports.counter
+        )
+        if clipped is None:
+            return result
+        if s.ports.artifacts is not None:
+            s.ports.artifacts.put(result.tool_use_id, result.content)
+        return ToolResultBlock(tool_use_id=result.tool_use_id, content=clipped.content, is_error=result.is_error)
