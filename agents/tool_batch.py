@@ -47,6 +47,7 @@ class PendingBatch:
     asks: list[PreparedCall] = field(default_factory=list)
     started: dict[str, float] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)  # why each parked call asks
 
 
 class ToolBatchRunner:
@@ -73,8 +74,9 @@ class ToolBatchRunner:
                 self._settle(batch, error_result(use, f"Permission denied: {decision.reason}. The call did not run."))
             else:
                 batch.asks.append(prepared)
+                batch.reasons[use.id] = decision.reason
         if batch.asks:
-            self._request(batch.asks[0], "needs approval")
+            self._request(batch.asks[0], batch.reasons[batch.asks[0].use.id])
         return batch
 
     async def answer(self, batch: PendingBatch, *, allow: bool, always: bool) -> bool:
@@ -88,7 +90,7 @@ class ToolBatchRunner:
         else:
             self._settle(batch, error_result(call.use, "Permission denied by the user. The call did not run."))
         if batch.asks:
-            self._request(batch.asks[0], "needs approval")
+            self._request(batch.asks[0], batch.reasons.get(batch.asks[0].use.id, "needs approval"))
             return True
         return False
 
@@ -116,12 +118,20 @@ class ToolBatchRunner:
             return Decision("deny", "headless", f"{call.tool.name} needs approval and this subagent has no one to ask")
         return decision  # the root parks it
 
-    def _request(self, call: PreparedCall, reason: str) -> PermissionRequested:
+    def current_request(self, batch: PendingBatch) -> PermissionRequested:
+        """The question for the first parked call (what a caller shows the user)."""
+        call = batch.asks[0]
+        return self._request_for(call, batch.reasons.get(call.use.id, "needs approval"))
+
+    def _request_for(self, call: PreparedCall, reason: str) -> PermissionRequested:
         s = self.session
-        request = PermissionRequested(
+        return PermissionRequested(
             session_id=s.session_id, tool_use_id=call.use.id, name=call.use.name, input=call.use.input, reason=reason
         )
-        s.emit(request)
+
+    def _request(self, call: PreparedCall, reason: str) -> PermissionRequested:
+        request = self._request_for(call, reason)
+        self.session.emit(request)
         return request
 
     def _announce(self, call: PreparedCall, decision: Decision) -> None:

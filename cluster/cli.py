@@ -1,6 +1,6 @@
 """The `workingset` command line.
 
-    workingset run "PROMPT" [--cwd DIR] [--model SPEC] [--max-turns N] [--json]
+    workingset run "PROMPT" [--cwd DIR] [--model SPEC] [--max-turns N] [--json] ...
     workingset run            (no prompt: interactive REPL)
 
 Every error a user can cause ends in one line naming the problem and the fix, exit 2.
@@ -17,6 +17,9 @@ from agents.assembly import build_session, resolve_workspace
 from agents.config import load_settings
 from agents.errors import ConfigError, ModelError, WorkingsetError
 from agents.loop import Session
+from agents.modes import Mode
+from agents.tool_batch import Approver
+from cluster.console import console_approver
 from cluster.render import HumanRenderer, JsonRenderer
 from cluster.repl import run_repl
 
@@ -37,43 +40,75 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--summarizer", help="summarizer spec: extractive (default) or a model spec")
     run.add_argument("--strategy", help="compaction strategy (default: clear-then-summarize)")
     run.add_argument("--trace-dir", help="write every compiled working set to this directory")
+    run.add_argument("--mode", choices=[m.value for m in Mode], default="default", help="start in this mode")
+    run.add_argument("--goal", help="a completion condition an independent judge checks")
+    run.add_argument("--judge", help="model spec of the goal judge (default: the main model)")
+    run.add_argument(
+        "--permission-mode", choices=["default", "accept-edits", "bypass", "plan"], help="how unruled calls are decided"
+    )
+    run.add_argument("--allow", action="append", default=[], metavar="RULE", help='allow rule, e.g. "Bash(git status:*)"')
+    run.add_argument("--deny", action="append", default=[], metavar="RULE", help="deny rule")
+    run.add_argument("--ask", action="append", default=[], metavar="RULE", help="ask rule")
+    run.add_argument(
+        "--headless", choices=["deny-asks", "allow-list"], help="no one answers asks (default when stdin is not a terminal)"
+    )
     return parser
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     flags: dict[str, Any] = {}
-    if args.model:
-        flags["model"] = args.model
-    if args.max_turns is not None:
-        flags["agent"] = {"max_turns": args.max_turns}
-    if args.summarizer:
-        flags["summarizer"] = {"spec": args.summarizer}
-    if args.strategy:
-        flags["compact"] = {"strategy": args.strategy}
-    if args.trace_dir:
-        flags["trace_dir"] = args.trace_dir
+    nested = {
+        "agent": {"max_turns": args.max_turns},
+        "summarizer": {"spec": args.summarizer},
+        "compact": {"strategy": args.strategy},
+        "permissions": {"mode": args.permission_mode, "headless": args.headless},
+    }
+    for section, values in nested.items():
+        given = {k: v for k, v in values.items() if v is not None}
+        if given:
+            flags[section] = given
+    for key in ("allow", "deny", "ask"):
+        if getattr(args, key):
+            flags.setdefault("permissions", {})[key] = getattr(args, key)
+    for key, value in (("model", args.model), ("trace_dir", args.trace_dir), ("judge", args.judge)):
+        if value:
+            flags[key] = value
     return flags
 
 
-async def _run_prompt(session: Session, prompt: str) -> int:
+async def _run_prompt(session: Session, prompt: str, approver: Approver | None) -> int:
     session.announce_start()
     try:
         outcome = await session.run_turn(prompt)
+        while outcome.reason == "permission" and approver is not None:
+            request = session.tools.current_request(session.pending)
+            answer = await approver(request)
+            outcome = await session.answer_permission(answer.allow, always=answer.always)
     except ModelError as exc:
         session.announce_end("error", "", error=f"{type(exc).__name__}: {exc}")
         return EXIT_FAILED
-    session.announce_end(outcome.reason, outcome.final_text)
+    session.announce_end(outcome.reason, outcome.final_text, error=outcome.detail)
     return EXIT_OK if outcome.reason == "end_turn" else EXIT_FAILED
 
 
 def _run_command(args: argparse.Namespace) -> int:
     workspace = resolve_workspace(args.cwd)
-    settings = load_settings(workspace, _overrides(args))
+    flags = _overrides(args)
+    interactive = sys.stdin.isatty() or args.prompt is None
+    settings = load_settings(workspace, flags)
+    if not interactive and settings.permissions.headless is None:
+        # Nobody can answer a prompt: asks become clear denials instead of a hang.
+        settings = settings.model_copy(
+            update={"permissions": settings.permissions.model_copy(update={"headless": "deny-asks"})}
+        )
     renderer = JsonRenderer() if args.json else HumanRenderer()
-    session = build_session(settings, workspace, emit=renderer)
+    approver = console_approver if interactive else None
+    session = build_session(settings, workspace, emit=renderer, mode=Mode(args.mode), child_approver=approver)
+    if args.goal:
+        session.set_goal(args.goal)
     if args.prompt is None:
         return asyncio.run(run_repl(session))
-    return asyncio.run(_run_prompt(session, args.prompt))
+    return asyncio.run(_run_prompt(session, args.prompt, approver))
 
 
 def main(argv: list[str] | None = None) -> int:

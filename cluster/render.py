@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
-
-from agents.events import (
-    AssistantText,
-    CompactionEvent,
-    ModelCall,
-    SessionEnded,
-    SessionStarted,
-    ToolCall,
-    ToolResult,
-)
 
 __all__ = ["HumanRenderer", "JsonRenderer"]
 
@@ -35,42 +26,78 @@ class JsonRenderer:
         self.stream.flush()
 
 
+def _session_started(e: Any) -> str:
+    return f"[dim]session {e.session_id} · {escape(e.model)} · {escape(e.cwd)}[/]"
+
+
+def _tool_call(e: Any) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in e.input.items())
+    return f"[cyan]▸ {escape(e.name)}[/]({escape(args[:200])})"
+
+
+def _tool_result(e: Any) -> str:
+    lines = e.content.splitlines()
+    shown = "\n".join(lines[:_PREVIEW_LINES])
+    more = f"\n… {len(lines) - _PREVIEW_LINES} more lines" if len(lines) > _PREVIEW_LINES else ""
+    return f"[{'red' if e.is_error else 'dim'}]{escape(shown)}{more}[/]"
+
+
+def _model_call(e: Any) -> str:
+    u = e.usage
+    return (
+        f"[dim]model call {e.turn}: ~{e.estimated_input_tokens} est. · "
+        f"{u.input_tokens} in / {u.output_tokens} out · {e.duration_ms:.0f} ms[/]"
+    )
+
+
+def _compaction(e: Any) -> str:
+    what = (
+        f"failed: {escape(e.failed)}"
+        if e.failed
+        else f"{e.tokens_before} → {e.tokens_after} tokens, {e.results_cleared} results cleared, "
+        f"{e.messages_summarized} messages summarized"
+    )
+    return f"[yellow]compaction ({e.kind}, {e.trigger}): {what}[/]"
+
+
+def _permission_decided(e: Any) -> str | None:
+    if e.effect != "deny" and e.source != "user":
+        return None  # routine allows would drown the output
+    return f"[magenta]permission {e.effect} · {escape(e.name)} · {escape(e.reason)}[/]"
+
+
+def _subagent_finished(e: Any) -> str:
+    return f"[blue]subagent {e.child_session_id} {e.reason} · {e.model_calls} calls · ${e.cost_usd:.4f}[/]"
+
+
+def _session_ended(e: Any) -> str:
+    tail = f" · {escape(e.error)}" if e.error else ""
+    return f"[dim]ended ({e.reason}) after {e.turns} model calls · {e.usage.input_tokens} in / {e.usage.output_tokens} out{tail}[/]"
+
+
+_FORMATTERS: dict[str, Callable[[Any], str | None]] = {
+    "session_started": _session_started,
+    "assistant_text": lambda e: escape(e.text),
+    "tool_call": _tool_call,
+    "tool_result": _tool_result,
+    "model_call": _model_call,
+    "compaction": _compaction,
+    "permission_requested": lambda e: f"[magenta]permission needed · {escape(e.name)} · {escape(e.reason)}[/]",
+    "permission_decided": _permission_decided,
+    "goal_verdict": lambda e: f"[green]judge: {e.verdict} — {escape(e.reason)}[/]",
+    "mode_changed": lambda e: f"[blue]mode: {e.mode}[/]",
+    "subagent_started": lambda e: f"[blue]subagent {e.child_session_id} started: {escape(e.description)}[/]",
+    "subagent_finished": _subagent_finished,
+    "session_ended": _session_ended,
+}
+
+
 class HumanRenderer:
     def __init__(self, console: Console | None = None):
         self.console = console or Console(highlight=False)
 
     def __call__(self, event: BaseModel) -> None:
-        c = self.console
-        match event:
-            case SessionStarted():
-                c.print(f"[dim]session {event.session_id} · {escape(event.model)} · {escape(event.cwd)}[/]")
-            case AssistantText():
-                c.print(escape(event.text))
-            case ToolCall():
-                args = ", ".join(f"{k}={v!r}" for k, v in event.input.items())
-                c.print(f"[cyan]▸ {escape(event.name)}[/]({escape(args[:200])})")
-            case ToolResult():
-                lines = event.content.splitlines()
-                shown = "\n".join(lines[:_PREVIEW_LINES])
-                more = f"\n… {len(lines) - _PREVIEW_LINES} more lines" if len(lines) > _PREVIEW_LINES else ""
-                style = "red" if event.is_error else "dim"
-                c.print(f"[{style}]{escape(shown)}{more}[/]")
-            case ModelCall():
-                u = event.usage
-                c.print(
-                    f"[dim]model call {event.turn}: ~{event.estimated_input_tokens} est. · "
-                    f"{u.input_tokens} in / {u.output_tokens} out · {event.duration_ms:.0f} ms[/]"
-                )
-            case CompactionEvent():
-                what = f"failed: {escape(event.failed)}" if event.failed else (
-                    f"{event.tokens_before} → {event.tokens_after} tokens, "
-                    f"{event.results_cleared} results cleared, {event.messages_summarized} messages summarized"
-                )
-                c.print(f"[yellow]compaction ({event.kind}, {event.trigger}): {what}[/]")
-            case SessionEnded():
-                u = event.usage
-                tail = f" · {escape(event.error)}" if event.error else ""
-                c.print(
-                    f"[dim]ended ({event.reason}) after {event.turns} model calls · "
-                    f"{u.input_tokens} in / {u.output_tokens} out{tail}[/]"
-                )
+        formatter = _FORMATTERS.get(getattr(event, "type", ""))
+        line = formatter(event) if formatter else None
+        if line is not None:
+            self.console.print(line)

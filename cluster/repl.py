@@ -1,16 +1,52 @@
-"""The interactive REPL: plain lines go to the agent, `/commands` to the harness."""
+"""The interactive REPL: plain lines go to the agent, `/commands` to the harness.
+
+A parked permission is asked here; after a reply in plan mode the user approves the
+plan (back to Default, implement it), keeps planning, or discards it.
+"""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 
 from agents.errors import ModelError
-from agents.loop import Session
+from agents.loop import Session, TurnOutcome
+from agents.modes import Mode
+from cluster.console import ask_line, console_approver
 
 __all__ = ["SLASH_COMMANDS", "run_repl"]
 
 SlashHandler = Callable[[Session, str], Awaitable[bool]]  # returns False to leave the REPL
+
+APPROVED_PLAN = "The user approved the plan above. Implement it now, then verify it."
+
+
+async def converse(session: Session, text: str) -> TurnOutcome | None:
+    """One user input to its end: permissions asked, plan approval offered."""
+    try:
+        outcome = await session.run_turn(text)
+        while outcome.reason == "permission":
+            answer = await console_approver(session.tools.current_request(session.pending))
+            outcome = await session.answer_permission(answer.allow, always=answer.always)
+    except ModelError as exc:
+        print(f"model error: {exc}")
+        return None
+    if outcome.reason != "end_turn":
+        print(f"[stopped: {outcome.reason}{' — ' + outcome.detail if outcome.detail else ''}]")
+    if session.mode is Mode.PLAN and outcome.reason == "end_turn":
+        return await _offer_plan_approval(session) or outcome
+    return outcome
+
+
+async def _offer_plan_approval(session: Session) -> TurnOutcome | None:
+    line = await ask_line("Plan: [a]pprove and implement / [k]eep planning / [d]iscard: ")
+    choice = (line or "k").strip().lower()[:1]
+    if choice == "a":
+        session.set_mode(Mode.DEFAULT)
+        return await converse(session, APPROVED_PLAN)
+    if choice == "d":
+        session.set_mode(Mode.DEFAULT)
+        print("plan discarded; back to default mode")
+    return None
 
 
 async def _help(session: Session, arg: str) -> bool:
@@ -29,25 +65,38 @@ async def _compact(session: Session, arg: str) -> bool:
         print(f"compaction failed, history unchanged: {result.failure}")
     else:
         event = result.events[-1]
-        print(
-            f"compacted: {event.messages_summarized} messages summarized, "
-            f"{event.tokens_before} → {event.tokens_after} tokens"
-        )
+        print(f"compacted: {event.messages_summarized} messages summarized, {event.tokens_before} → {event.tokens_after} tokens")
+    return True
+
+
+async def _plan(session: Session, arg: str) -> bool:
+    session.set_mode(Mode.PLAN)
+    print("plan mode: read-only tools; the plan is offered for approval after each reply")
+    if arg:
+        await converse(session, arg)
+    return True
+
+
+async def _goal(session: Session, arg: str) -> bool:
+    if not arg:
+        goal = session.goal
+        print(f"goal ({goal.status}, {goal.auto_turns} auto turns): {goal.condition}" if goal else "no goal set")
+    elif arg == "clear":
+        session.set_goal(None)
+        print("goal cleared")
+    else:
+        session.set_goal(arg)
+        print(f"goal set: {arg}")
     return True
 
 
 SLASH_COMMANDS: dict[str, tuple[SlashHandler, str]] = {
     "help": (_help, "list the commands"),
-    "compact": (_compact, "summarize older history now, keeping the last 2 messages [focus]"),
     "exit": (_exit, "leave the session"),
+    "compact": (_compact, "summarize older history now, keeping the last 2 messages [focus]"),
+    "plan": (_plan, "enter plan mode (read-only tools) [prompt]"),
+    "goal": (_goal, "show the goal; /goal COND sets it; /goal clear ends it"),
 }
-
-
-async def _read_line(prompt: str) -> str | None:
-    try:
-        return await asyncio.to_thread(input, prompt)
-    except EOFError:
-        return None
 
 
 async def _dispatch(session: Session, line: str) -> bool:
@@ -64,7 +113,7 @@ async def run_repl(session: Session) -> int:
     print("Workingset REPL · /help for commands · /exit or Ctrl-D to leave")
     last_text = ""
     while True:
-        line = await _read_line("› ")
+        line = await ask_line("› ")
         if line is None:
             break
         line = line.strip()
@@ -74,10 +123,8 @@ async def run_repl(session: Session) -> int:
             if not await _dispatch(session, line):
                 break
             continue
-        try:
-            outcome = await session.run_turn(line)
+        outcome = await converse(session, line)
+        if outcome is not None:
             last_text = outcome.final_text
-        except ModelError as exc:
-            print(f"model error: {exc}")
     session.announce_end("user_exit", last_text)
     return 0

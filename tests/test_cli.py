@@ -23,7 +23,10 @@ def _demo_workspace(tmp_path) -> Path:
 
 def test_run_with_scripted_model_prints_json_events_and_edits_the_file(tmp_path, capsys):
     ws = _demo_workspace(tmp_path)
-    code = main(["run", "fix it", "--cwd", str(ws), "--model", f"scripted:{DEMO / 'script.yaml'}", "--json"])
+    code = main(
+        ["run", "fix it", "--cwd", str(ws), "--model", f"scripted:{DEMO / 'script.yaml'}", "--json",
+         "--permission-mode", "accept-edits", "--allow", "Bash(python test_greeting.py:*)"]
+    )
     events = _events(capsys.readouterr().out)
     assert code == 0
     assert events[0]["type"] == "session_started" and events[0]["schema_version"] == 1
@@ -37,7 +40,7 @@ def test_run_with_scripted_model_prints_json_events_and_edits_the_file(tmp_path,
 
 def test_human_output_shows_tool_calls(tmp_path, capsys):
     ws = _demo_workspace(tmp_path)
-    assert main(["run", "fix it", "--cwd", str(ws), "--model", f"scripted:{DEMO / 'script.yaml'}"]) == 0
+    assert main(["run", "fix it", "--cwd", str(ws), "--model", f"scripted:{DEMO / 'script.yaml'}", "--permission-mode", "bypass"]) == 0
     out = capsys.readouterr().out
     assert "▸ Edit" in out and "ended (end_turn)" in out
 

@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
                 "Fix the failing greeting test and verify it.",
                 "--cwd", str(workspace),
                 "--model", f"scripted:{HERE / 'script.yaml'}",
+                # Edits are accepted; the one command the agent may run is named.
+                "--permission-mode", "accept-edits",
+                "--allow", "Bash(python test_greeting.py:*)",
                 *flags,
             ]
         )

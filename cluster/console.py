@@ -1,0 +1,38 @@
+"""Asking the person at the terminal: permission prompts and plan approval."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from agents.events import PermissionRequested
+from agents.tool_batch import PermissionAnswer
+
+__all__ = ["ask_line", "console_approver", "describe_request"]
+
+
+async def ask_line(prompt: str) -> str | None:
+    """One line from stdin without blocking the event loop; None at end of input."""
+    try:
+        return await asyncio.to_thread(input, prompt)
+    except EOFError:
+        return None
+
+
+def describe_request(request: PermissionRequested) -> str:
+    shown = json.dumps(request.input, ensure_ascii=False)
+    if len(shown) > 300:
+        shown = shown[:300] + "…"
+    return f"{request.name} {shown}\n  ({request.reason})"
+
+
+async def console_approver(request: PermissionRequested) -> PermissionAnswer:
+    """Asks until it gets y, n or a; end of input denies."""
+    print(f"\nPermission needed [{request.session_id}]: {describe_request(request)}")
+    while True:
+        line = await ask_line("Allow? [y]es / [n]o / [a]lways this session: ")
+        if line is None:
+            return PermissionAnswer(allow=False)
+        choice = line.strip().lower()[:1]
+        if choice in ("y", "n", "a"):
+            return PermissionAnswer(allow=choice != "n", always=choice == "a")
