@@ -14,6 +14,7 @@ from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
 from agents.ports import ModelClient
 from agents.providers import load_model_client
+from agents.snapshot_store import DiskSnapshotStore
 from agents.subagents import AgentTool, InProcessSpawner, SessionBlueprint
 from agents.system_prompt import (
     SystemPrompt,
@@ -31,7 +32,7 @@ from tools.executor import LocalToolExecutor
 from tools.recall import RecallTool
 from tools.registry import ToolRegistry, default_workspace_tools
 
-__all__ = ["build_session", "build_system_prompt", "resolve_workspace", "session_dir"]
+__all__ = ["build_session", "build_system_prompt", "resolve_workspace", "session_dir", "snapshot_store"]
 
 
 def resolve_workspace(cwd: str | Path) -> Path:
@@ -53,6 +54,14 @@ def build_system_prompt(workspace: Path, registry: ToolRegistry) -> SystemPrompt
             environment_section(workspace),
             project_instructions_section(workspace),
         ]
+    )
+
+
+def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
+    return DiskSnapshotStore(
+        settings.home / "snapshots",
+        max_history=settings.snapshots.max_history,
+        max_age_days=settings.snapshots.max_age_days,
     )
 
 
@@ -122,5 +131,6 @@ def build_session(
         permissions=permissions,
         judge=load_model_client(settings.judge or settings.model, role="judge"),
         budget=tree,
+        snapshots=snapshot_store(settings),
     )
     return Session(ports, system_prompt=prompt_for(registry), settings=settings.session(), session_id=session_id, mode=mode)

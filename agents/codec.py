@@ -6,6 +6,7 @@ type) and come back through the one message adapter, which re-validates them.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,15 @@ import msgpack
 from agents.errors import WorkingsetError
 from agents.messages import MESSAGES_ADAPTER, Message
 
-__all__ = ["CodecError", "decode_messages", "encode_messages", "pack", "unpack"]
+__all__ = [
+    "CodecError",
+    "decode_message",
+    "decode_messages",
+    "encode_message",
+    "encode_messages",
+    "pack",
+    "unpack",
+]
 
 
 class CodecError(WorkingsetError):
@@ -30,6 +39,24 @@ def unpack(data: bytes) -> Any:
         return msgpack.unpackb(data, raw=False, strict_map_key=False)
     except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError) as exc:
         raise CodecError(f"undecodable msgpack data ({exc})") from exc
+
+
+def encode_message(message: Message) -> tuple[str, bytes]:
+    """(sha256 digest, msgpack bytes) of one message, computed once per message object."""
+    private = message.__pydantic_private__
+    cached = private.get("_encoded")
+    if cached is None:
+        data = pack(message.model_dump(mode="json"))
+        cached = (hashlib.sha256(data).hexdigest(), data)
+        private["_encoded"] = cached
+    return cached
+
+
+def decode_message(data: bytes) -> Message:
+    try:
+        return Message.model_validate(unpack(data))
+    except ValueError as exc:
+        raise CodecError(f"data does not hold a valid message ({exc})") from exc
 
 
 def encode_messages(messages: Sequence[Message]) -> bytes:

@@ -28,6 +28,7 @@ __all__ = [
     "PermissionSettings",
     "SubagentSettings",
     "SessionSettings",
+    "SnapshotSettings",
     "SummarizerSettings",
     "ToolSettings", "WorkingsetSettings", "load_settings", "config_files"]
 
@@ -117,6 +118,13 @@ class PermissionSettings(BaseModel):
     )
 
 
+class SnapshotSettings(BaseModel):
+    """How much history of each session's snapshots is kept."""
+
+    max_history: int = Field(50, ge=0, description="Older versions kept per session.")
+    max_age_days: float = Field(30.0, gt=0, description="Versions older than this are dropped.")
+
+
 class SessionSettings(BaseModel):
     """The part of the settings one Session's loop reads."""
 
@@ -140,6 +148,7 @@ class WorkingsetSettings(BaseSettings):
     subagents: SubagentSettings = Field(default_factory=SubagentSettings, description="Subagent limits.")
     permissions: PermissionSettings = Field(default_factory=PermissionSettings, description="Permissions.")
     judge: str | None = Field(None, description="Model spec of the goal judge (default: the main model).")
+    snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings, description="Snapshot history.")
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings, description="Summaries.")
     home: Path = Field(
         default_factory=lambda: Path.home() / ".workingset",

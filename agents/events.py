@@ -23,6 +23,8 @@ __all__ = [
     "EventSink",
     "GoalVerdict",
     "ModeChanged",
+    "Notice",
+    "SnapshotSaved",
     "PermissionDecided",
     "PermissionRequested",
     "SubagentFinished",
@@ -131,6 +133,23 @@ class SubagentFinished(_EventBase):
     model_calls: int
 
 
+class SnapshotSaved(_EventBase):
+    """The session's state after an outer turn was (or could not be) stored."""
+
+    type: Literal["snapshot"] = "snapshot"
+    saved: bool
+    version: str | None = None
+    reason: str
+    error: str | None = None
+
+
+class Notice(_EventBase):
+    """Something the user should know that is not an error: e.g. state dropped on resume."""
+
+    type: Literal["notice"] = "notice"
+    text: str
+
+
 class SessionEnded(_EventBase):
     type: Literal["session_ended"] = "session_ended"
     reason: Literal["end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget"]
@@ -153,6 +172,8 @@ Event = Annotated[
     | ModeChanged
     | SubagentStarted
     | SubagentFinished
+    | SnapshotSaved
+    | Notice
     | SessionEnded,
     Field(discriminator="type"),
 ]

@@ -33,15 +33,20 @@ from agents.events import (
     GoalVerdict,
     ModeChanged,
     ModelCall,
+    Notice,
     SessionEnded,
     SessionStarted,
+    SnapshotSaved,
     discard_events,
 )
 from agents.goal import GoalState, continue_input, goal_section, judge_goal
 from agents.messages import Message, ToolUseBlock
 from agents.modes import Mode, visible_registry
 from agents.permissions import PermissionRuntime
-from agents.ports import ModelClient, ModelResponse, Summarizer, ToolExecutor, Usage
+from agents.persistence import export_state, restore_state
+from agents.ports import ModelClient, ModelResponse, SnapshotStore, Summarizer, ToolExecutor, Usage
+from agents.session_state import SessionState
+from agents.snapshot_store import SnapshotError
 from agents.system_prompt import SystemPrompt, tool_catalog_section
 from agents.tokens import CharRatioEstimator, TokenCounter
 from agents.tool_batch import Approver, PendingBatch, ToolBatchRunner
@@ -90,6 +95,7 @@ class SessionPorts:
     judge: ModelClient | None = None  # the goal judge; defaults to the main model
     budget: Budget | None = None
     is_child: bool = False
+    snapshots: SnapshotStore | None = None  # None for subagents: they never write snapshots
 
 
 class Session:
@@ -175,22 +181,64 @@ class Session:
             raise WorkingsetError("a tool call is waiting for permission; answer it before sending more input")
         self.conversation.append(Message.user(user_input))
         self._turn_calls, self._final_text = 0, ""
-        return await self._advance()
+        return self._saved(await self._advance())
 
     async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
         """Resume the parked call with the user's answer."""
-        if self.pending is None:
+        if self.pending is None or not self.pending.asks:
             raise WorkingsetError("no tool call is waiting for permission")
         if await self.tools.answer(self.pending, allow=allow, always=always):
-            return self._paused()
+            return self._saved(self._paused())
+        return await self.continue_parked()
+
+    async def continue_parked(self) -> TurnOutcome:
+        """Run a parked batch whose calls are all settled, then go on with the turn
+        (after a resume re-decided them, for instance)."""
+        if self.pending is None or self.pending.asks:
+            raise WorkingsetError("nothing parked is ready to continue")
         await self.tools.finish(self.pending)
         self.pending = None
-        return await self._advance()
+        return self._saved(await self._advance())
 
     async def compact_now(self, focus: str | None = None) -> CompactionResult:
         """Manual `/compact`: summarize keeping the last few messages; on failure the
         history stays exactly as it was and the result says why."""
-        return await self._compact("manual", focus)
+        result = await self._compact("manual", focus)
+        if result.changed:
+            self.save_snapshot("compact")
+        return result
+
+    def clear(self) -> None:
+        """`/clear`: an empty conversation, saved at once, so the old one is only in history."""
+        self.conversation = []
+        self.pending = None
+        self.goal = None
+        self.prompt = self.prompt.replace(None, "goal")
+        self._turn_calls, self._final_text = 0, ""
+        self.save_snapshot("clear")
+
+    def save_snapshot(self, reason: str) -> str | None:
+        """Store the state now; a failure is reported and the session goes on."""
+        if self.ports.snapshots is None:
+            return None
+        try:
+            version = self.ports.snapshots.save(export_state(self, reason))
+        except SnapshotError as exc:
+            self.emit(SnapshotSaved(session_id=self.session_id, saved=False, reason=reason, error=f"state not saved: {exc}"))
+            return None
+        self.emit(SnapshotSaved(session_id=self.session_id, saved=True, version=version, reason=reason))
+        return version
+
+    def restore(self, state: SessionState) -> list[str]:
+        """Continue from a snapshot; notices say what could not come back as it was."""
+        notices = restore_state(self, state)
+        for text in notices:
+            self.emit(Notice(session_id=self.session_id, text=text))
+        return notices
+
+    def _saved(self, outcome: TurnOutcome) -> TurnOutcome:
+        self.save_snapshot(outcome.reason)
+        return outcome
 
     async def compile_working_set(self) -> CompiledRequest:
         """The request the next model call would send, after auto compaction."""

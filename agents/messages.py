@@ -65,6 +65,9 @@ class Message(BaseModel):
     # Per-counter token estimates, cached on the (immutable) message so that a turn's
     # estimate only pays for messages it has not seen before.
     _token_cache: dict[str, int] = PrivateAttr(default_factory=dict)
+    # Encoded form and its digest, cached for the same reason: a snapshot only pays
+    # for messages it has not stored before.
+    _encoded: tuple[str, bytes] | None = PrivateAttr(default=None)
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -89,7 +92,8 @@ class Message(BaseModel):
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Message:
         copy = super().model_copy(update=update, deep=deep)
-        copy._token_cache = {}  # an edited copy must be re-estimated
+        copy._token_cache = {}  # an edited copy must be re-estimated and re-encoded
+        copy._encoded = None
         return copy
 
     @property

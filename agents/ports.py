@@ -6,12 +6,16 @@ process (tests, `--local`) and inside a Ray actor, with different implementation
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.messages import Message, TextBlock, ToolUseBlock
 from tools.base import Tool, ToolContext, ToolOutput
+
+if TYPE_CHECKING:
+    from agents.session_state import SessionState
+    from agents.snapshot_store import LoadedSnapshot
 
 __all__ = [
     "ModelClient",
@@ -101,11 +105,11 @@ class Summarizer(Protocol):
 
 @runtime_checkable
 class SnapshotStore(Protocol):
-    """Save and load session state, as bytes, by session id."""
+    """Save and load versioned session state (see agents.snapshot_store)."""
 
-    def save(self, session_id: str, payload: bytes) -> None: ...
+    def save(self, state: SessionState) -> str: ...
 
-    def load(self, session_id: str) -> bytes | None: ...
+    def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
 
 
 class SubagentRequest(BaseModel):

@@ -115,7 +115,10 @@ class ToolBatchRunner:
             self._announce(call, answered)
             return answered
         if s.ports.is_child:
-            return Decision("deny", "headless", f"{call.tool.name} needs approval and this subagent has no one to ask")
+            denied = Decision("deny", "headless", f"{call.tool.name} needs approval and this subagent has no one to ask")
+            s.ports.permissions.record(call.tool, call.args, s.ports.tool_context.workspace, denied)
+            self._announce(call, denied)
+            return denied
         return decision  # the root parks it
 
     def current_request(self, batch: PendingBatch) -> PermissionRequested:

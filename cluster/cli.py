@@ -13,15 +13,18 @@ import asyncio
 import sys
 from typing import Any
 
-from agents.assembly import build_session, resolve_workspace
+from agents.assembly import build_session, resolve_workspace, snapshot_store
 from agents.config import load_settings
 from agents.errors import ConfigError, ModelError, WorkingsetError
+from agents.events import Notice
 from agents.loop import Session
 from agents.modes import Mode
+from agents.snapshot_store import SnapshotError
 from agents.tool_batch import Approver
-from cluster.console import console_approver
+from cluster.console import console_approver, settle_parked
 from cluster.render import HumanRenderer, JsonRenderer
 from cluster.repl import run_repl
+from cluster.sessions_cli import add_sessions_parser, run_sessions_command
 
 __all__ = ["main"]
 
@@ -52,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--headless", choices=["deny-asks", "allow-list"], help="no one answers asks (default when stdin is not a terminal)"
     )
+    resume = run.add_mutually_exclusive_group()
+    resume.add_argument("--resume", metavar="ID", help="continue a saved session")
+    resume.add_argument("--continue", dest="continue_latest", action="store_true", help="continue the latest session of this workspace")
+    add_sessions_parser(sub)
     return parser
 
 
@@ -79,11 +86,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 async def _run_prompt(session: Session, prompt: str, approver: Approver | None) -> int:
     session.announce_start()
     try:
-        outcome = await session.run_turn(prompt)
-        while outcome.reason == "permission" and approver is not None:
-            request = session.tools.current_request(session.pending)
-            answer = await approver(request)
-            outcome = await session.answer_permission(answer.allow, always=answer.always)
+        await settle_parked(session, approver)  # a call parked before a resume comes first
+        outcome = await settle_parked(session, approver, await session.run_turn(prompt))
     except ModelError as exc:
         session.announce_end("error", "", error=f"{type(exc).__name__}: {exc}")
         return EXIT_FAILED
@@ -91,7 +95,32 @@ async def _run_prompt(session: Session, prompt: str, approver: Approver | None) 
     return EXIT_OK if outcome.reason == "end_turn" else EXIT_FAILED
 
 
+def _resumed_id(args: argparse.Namespace, settings, workspace) -> str | None:
+    if args.resume:
+        return args.resume
+    if args.continue_latest:
+        latest = snapshot_store(settings).sessions(workspace)
+        if not latest:
+            raise ConfigError(f"no saved session for {workspace}; start one without --continue")
+        return latest[0].session_id
+    return None
+
+
+def _resume(session: Session) -> None:
+    """Load the snapshot named by --resume / --continue into the freshly built session."""
+    session_id = session.session_id
+    try:
+        loaded = session.ports.snapshots.load(session_id)
+    except SnapshotError as exc:
+        raise ConfigError(f"cannot resume {session_id}: {exc}") from exc
+    if loaded.problem:
+        session.emit(Notice(session_id=session.session_id, text=loaded.problem))
+    session.restore(loaded.state)
+
+
 def _run_command(args: argparse.Namespace) -> int:
+    if args.command == "sessions":
+        return run_sessions_command(args)
     workspace = resolve_workspace(args.cwd)
     flags = _overrides(args)
     interactive = sys.stdin.isatty() or args.prompt is None
@@ -103,7 +132,12 @@ def _run_command(args: argparse.Namespace) -> int:
         )
     renderer = JsonRenderer() if args.json else HumanRenderer()
     approver = console_approver if interactive else None
-    session = build_session(settings, workspace, emit=renderer, mode=Mode(args.mode), child_approver=approver)
+    session_id = _resumed_id(args, settings, workspace)
+    session = build_session(
+        settings, workspace, emit=renderer, mode=Mode(args.mode), child_approver=approver, session_id=session_id
+    )
+    if session_id is not None:
+        _resume(session)
     if args.goal:
         session.set_goal(args.goal)
     if args.prompt is None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 
+from agents.errors import ConfigError
 from agents.events import PermissionRequested
-from agents.tool_batch import PermissionAnswer
+from agents.loop import Session, TurnOutcome
+from agents.tool_batch import Approver, PermissionAnswer
 
-__all__ = ["ask_line", "console_approver", "describe_request"]
+__all__ = ["ask_line", "console_approver", "describe_request", "settle_parked"]
 
 
 async def ask_line(prompt: str) -> str | None:
@@ -36,3 +38,19 @@ async def console_approver(request: PermissionRequested) -> PermissionAnswer:
         choice = line.strip().lower()[:1]
         if choice in ("y", "n", "a"):
             return PermissionAnswer(allow=choice != "n", always=choice == "a")
+
+
+async def settle_parked(session: Session, approver: Approver | None, outcome: TurnOutcome | None = None) -> TurnOutcome | None:
+    """Answer parked calls until none is left; returns how the turn finally ended."""
+    while session.pending is not None:
+        if not session.pending.asks:
+            outcome = await session.continue_parked()
+            continue
+        if approver is None:
+            raise ConfigError(
+                f"session {session.session_id} has a call waiting for permission and nobody can answer here; "
+                "resume it from a terminal or allow the call with --allow"
+            )
+        answer = await approver(session.tools.current_request(session.pending))
+        outcome = await session.answer_permission(answer.allow, always=answer.always)
+    return outcome

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from agents.errors import ModelError
+from agents.errors import ModelError, WorkingsetError
 from agents.loop import Session, TurnOutcome
 from agents.modes import Mode
-from cluster.console import ask_line, console_approver
+from cluster.console import ask_line, console_approver, settle_parked
 
 __all__ = ["SLASH_COMMANDS", "run_repl"]
 
@@ -23,10 +23,7 @@ APPROVED_PLAN = "The user approved the plan above. Implement it now, then verify
 async def converse(session: Session, text: str) -> TurnOutcome | None:
     """One user input to its end: permissions asked, plan approval offered."""
     try:
-        outcome = await session.run_turn(text)
-        while outcome.reason == "permission":
-            answer = await console_approver(session.tools.current_request(session.pending))
-            outcome = await session.answer_permission(answer.allow, always=answer.always)
+        outcome = await settle_parked(session, console_approver, await session.run_turn(text))
     except ModelError as exc:
         print(f"model error: {exc}")
         return None
@@ -90,12 +87,39 @@ async def _goal(session: Session, arg: str) -> bool:
     return True
 
 
+async def _clear(session: Session, arg: str) -> bool:
+    session.clear()
+    print("conversation cleared (the previous one stays in the session's history)")
+    return True
+
+
+async def _resume(session: Session, arg: str) -> bool:
+    store = session.ports.snapshots
+    if store is None:
+        print("this session keeps no snapshots")
+        return True
+    target = arg or session.session_id
+    try:
+        loaded = store.load(target)
+    except WorkingsetError as exc:
+        print(f"cannot resume {target}: {exc}")
+        return True
+    if loaded.problem:
+        print(f"warning: {loaded.problem}")
+    session.restore(loaded.state.model_copy(update={"session_id": session.session_id}))
+    print(f"resumed {target} (version {loaded.version}): {len(session.conversation)} messages, mode {session.mode.value}")
+    await settle_parked(session, console_approver)
+    return True
+
+
 SLASH_COMMANDS: dict[str, tuple[SlashHandler, str]] = {
     "help": (_help, "list the commands"),
     "exit": (_exit, "leave the session"),
     "compact": (_compact, "summarize older history now, keeping the last 2 messages [focus]"),
     "plan": (_plan, "enter plan mode (read-only tools) [prompt]"),
     "goal": (_goal, "show the goal; /goal COND sets it; /goal clear ends it"),
+    "clear": (_clear, "start an empty conversation (saved; the old one stays in history)"),
+    "resume": (_resume, "load the latest snapshot of this session, or of session ID [ID]"),
 }
 
 

@@ -115,22 +115,30 @@ class PermissionRuntime:
         self._audit(tool.name, subject, decision)
         return decision
 
+    def record(self, tool: Tool, args: BaseModel, workspace: Path, decision: Decision) -> Decision:
+        """Audit a decision made outside the rules (a subagent with no one to ask)."""
+        self._audit(tool.name, permission_subject(tool, args, workspace), decision)
+        return decision
+
     def _decide(self, tool: Tool, subject: str | None) -> Decision:
         for effect in ("deny", "allow", "ask"):
             for rule in self.rules:
                 if rule.effect == effect and rule.matches(tool.name, subject):
-                    return Decision(effect, "rule", f"rule {rule.text}", rule.text)
+                    return self._headless_ask(tool, subject, Decision(effect, "rule", f"rule {rule.text}", rule.text))
             if effect == "allow":
                 for grant in self.grants:
                     if grant.matches(tool.name, subject):
                         return Decision("allow", "grant", f"granted this session: {grant.text}", grant.text)
         if self.headless is HeadlessPolicy.ALLOW_LIST:
             return Decision("deny", "headless", f"{tool.name} is not on the allow-list of this headless run")
-        decision = self._mode_default(tool)
-        if decision.effect == "ask" and self.headless is HeadlessPolicy.DENY_ASKS:
-            hint = f"{tool.name}({subject})" if subject else tool.name
-            return Decision("deny", "headless", f"{tool.name} needs approval and nobody can answer in a headless run; allow it with a rule such as {hint!r}")
-        return decision
+        return self._headless_ask(tool, subject, self._mode_default(tool))
+
+    def _headless_ask(self, tool: Tool, subject: str | None, decision: Decision) -> Decision:
+        """A headless run has no one to ask: an ask (by rule or by mode) becomes a deny."""
+        if decision.effect != "ask" or self.headless is None:
+            return decision
+        hint = f"{tool.name}({subject})" if subject else tool.name
+        return Decision("deny", "headless", f"{tool.name} needs approval and nobody can answer in a headless run; allow it with a rule such as {hint!r}", decision.rule)
 
     def _mode_default(self, tool: Tool) -> Decision:
         if tool.is_read_only:

@@ -1,0 +1,99 @@
+"""`workingset sessions list | show ID | export ID | history ID | restore ID VERSION`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from agents.assembly import resolve_workspace, snapshot_store
+from agents.config import load_settings
+from agents.errors import ConfigError
+from agents.messages import TextBlock, ToolResultBlock, ToolUseBlock
+from agents.session_state import SessionState
+from agents.snapshot_store import SnapshotError, SnapshotNotFound
+
+__all__ = ["add_sessions_parser", "run_sessions_command", "to_markdown"]
+
+
+def add_sessions_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("sessions", help="list, inspect, export and restore saved sessions")
+    parser.add_argument("--cwd", default=".", help="workspace whose settings locate the store (default: .)")
+    actions = parser.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="saved sessions, newest first")
+    listing.add_argument("--all", action="store_true", help="every workspace, not only --cwd")
+    actions.add_parser("show", help="one session's current state").add_argument("id")
+    export = actions.add_parser("export", help="the conversation as JSON or markdown")
+    export.add_argument("id")
+    export.add_argument("--format", choices=["json", "markdown"], default="json")
+    export.add_argument("--version", help="an older version instead of the current one")
+    actions.add_parser("history", help="the versions kept for a session").add_argument("id")
+    restore = actions.add_parser("restore", help="make an older version current again")
+    restore.add_argument("id")
+    restore.add_argument("version")
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def to_markdown(state: SessionState) -> str:
+    lines = [f"# Session {state.session_id}", "", f"- workspace: `{state.cwd}`", f"- model: `{state.model}`",
+             f"- mode: {state.mode}", f"- saved: {_when(state.saved_at)}", ""]
+    if state.goal:
+        lines += [f"- goal ({state.goal.status}): {state.goal.condition}", ""]
+    for message in state.conversation:
+        lines.append(f"## {message.role}")
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                lines += [block.text, ""]
+            elif isinstance(block, ToolUseBlock):
+                lines += [f"**{block.name}** `{block.id}`", "```json", json.dumps(block.input, indent=1, ensure_ascii=False), "```", ""]
+            elif isinstance(block, ToolResultBlock):
+                tag = "error" if block.is_error else "result"
+                lines += [f"{tag} for `{block.tool_use_id}`:", "```", block.content, "```", ""]
+    return "\n".join(lines)
+
+
+def run_sessions_command(args: argparse.Namespace) -> int:
+    workspace = resolve_workspace(args.cwd)
+    store = snapshot_store(load_settings(workspace))
+    try:
+        return _dispatch(args, store, workspace)
+    except SnapshotNotFound as exc:
+        raise ConfigError(f"{exc}; `workingset sessions list --all` shows the saved sessions") from exc
+    except SnapshotError as exc:
+        raise ConfigError(str(exc)) from exc
+    finally:
+        store.close()
+
+
+def _dispatch(args: argparse.Namespace, store, workspace: Path) -> int:
+    if args.action == "list":
+        sessions = store.sessions(None if args.all else workspace)
+        if not sessions:
+            print("no saved sessions" + ("" if args.all else f" for {workspace} (try --all)"))
+        for s in sessions:
+            print(f"{s.session_id}  {_when(s.saved_at)}  {s.messages:>5} msgs  {s.model}  {s.cwd}  {s.last_text[:60]!r}")
+    elif args.action == "show":
+        loaded = store.load(args.id)
+        if loaded.problem:
+            print(f"warning: {loaded.problem}")
+        header = loaded.state.header()
+        header["messages"] = len(loaded.state.conversation)
+        print(json.dumps({"version": loaded.version, **header}, indent=1, default=str))
+    elif args.action == "export":
+        loaded = store.load(args.id, args.version)
+        if args.format == "markdown":
+            print(to_markdown(loaded.state))
+        else:
+            print(loaded.state.model_dump_json(indent=1))
+    elif args.action == "history":
+        for v in store.history(args.id):
+            mark = "*" if v.current else " "
+            print(f"{mark} {v.version}  {_when(v.saved_at)}  {v.messages:>5} msgs  {v.reason}")
+    elif args.action == "restore":
+        version = store.restore(args.id, args.version)
+        print(f"session {args.id}: version {args.version} is current again (as {version})")
+    return 0
