@@ -1,7 +1,7 @@
 """PermissionRuntime: decides, for each validated tool call, allow / deny / ask.
 
-Order: deny rules, then allow rules and session grants, then ask rules, then the
-mode's default. Modes: `default` asks before anything that is not read-only;
+Order: deny rules, then session grants, then ask rules, then allow rules, then the
+mode's default — so `ask: Bash(git push:*)` still asks when `allow: Bash` is set. Modes: `default` asks before anything that is not read-only;
 `accept-edits` also allows local file edits (Bash still asks); `bypass` allows all
 that no deny rule forbids; `plan` allows read-only tools only. Headless runs have no
 one to ask: `deny-asks` turns every ask into a deny, `allow-list` denies whatever no
@@ -121,14 +121,15 @@ class PermissionRuntime:
         return decision
 
     def _decide(self, tool: Tool, subject: str | None) -> Decision:
-        for effect in ("deny", "allow", "ask"):
-            for rule in self.rules:
-                if rule.effect == effect and rule.matches(tool.name, subject):
-                    return self._headless_ask(tool, subject, Decision(effect, "rule", f"rule {rule.text}", rule.text))
-            if effect == "allow":
+        for effect in ("deny", "ask", "allow"):
+            if effect == "ask":
+                # The user's own "always" answer outranks an ask rule for that exact call.
                 for grant in self.grants:
                     if grant.matches(tool.name, subject):
                         return Decision("allow", "grant", f"granted this session: {grant.text}", grant.text)
+            for rule in self.rules:
+                if rule.effect == effect and rule.matches(tool.name, subject):
+                    return self._headless_ask(tool, subject, Decision(effect, "rule", f"rule {rule.text}", rule.text))
         if self.headless is HeadlessPolicy.ALLOW_LIST:
             return Decision("deny", "headless", f"{tool.name} is not on the allow-list of this headless run")
         return self._headless_ask(tool, subject, self._mode_default(tool))
