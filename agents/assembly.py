@@ -1,7 +1,14 @@
-"""Assemble an in-process Session from settings: the composition root of `--local`."""
+"""Assemble a Session from settings: the composition root.
+
+The same function builds a session in one process (`--local`, tests) and inside a
+Ray actor; `RuntimePorts` swaps the implementations that differ there (tool
+executor, summarizer, snapshot store, subagent spawner) without touching the loop.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from agents.budgets import Budget
@@ -10,12 +17,14 @@ from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
 from agents.events import EventSink, discard_events
 from agents.loop import Session, SessionPorts, new_session_id
+from agents.memory import MemoryStore, memory_section, memory_tools
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
-from agents.ports import ModelClient
+from agents.ports import ModelClient, SnapshotStore, SubagentSpawner, Summarizer, ToolExecutor
 from agents.providers import load_model_client
+from agents.skills import LoadSkillTool, discover_skills, skill_catalog_section
 from agents.snapshot_store import DiskSnapshotStore
-from agents.subagents import AgentTool, InProcessSpawner, SessionBlueprint
+from agents.subagents import AgentTool, SessionBlueprint
 from agents.system_prompt import (
     SystemPrompt,
     base_section,
@@ -27,12 +36,31 @@ from agents.tokens import CharRatioEstimator
 from agents.tool_batch import Approver
 from agents.trace import TraceWriter
 from tools.artifacts import ArtifactStore
-from tools.base import Tool, ToolContext
+from tools.base import CommandRunner, PlainCommandRunner, Tool, ToolContext
 from tools.executor import LocalToolExecutor
 from tools.recall import RecallTool
 from tools.registry import ToolRegistry, default_workspace_tools
+from tools.sandbox import BubblewrapRunner, SandboxLimits
 
-__all__ = ["build_session", "build_system_prompt", "resolve_workspace", "session_dir", "snapshot_store"]
+__all__ = [
+    "RuntimePorts",
+    "build_session",
+    "command_runner",
+    "resolve_workspace",
+    "session_dir",
+    "snapshot_store",
+]
+
+
+@dataclass
+class RuntimePorts:
+    """Port implementations that replace the in-process defaults (None keeps them)."""
+
+    executor: ToolExecutor | None = None
+    summarizer: Summarizer | None = None
+    judge: ModelClient | None = None
+    snapshots: SnapshotStore | None = None
+    spawner_factory: Callable[[SessionBlueprint, str, Budget], SubagentSpawner] | None = None
 
 
 def resolve_workspace(cwd: str | Path) -> Path:
@@ -46,17 +74,6 @@ def session_dir(settings: WorkingsetSettings, session_id: str) -> Path:
     return settings.home / "sessions" / session_id
 
 
-def build_system_prompt(workspace: Path, registry: ToolRegistry) -> SystemPrompt:
-    return SystemPrompt.assemble(
-        [
-            base_section(),
-            tool_catalog_section(registry),
-            environment_section(workspace),
-            project_instructions_section(workspace),
-        ]
-    )
-
-
 def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
     return DiskSnapshotStore(
         settings.home / "snapshots",
@@ -65,11 +82,49 @@ def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
     )
 
 
+def command_runner(settings: WorkingsetSettings) -> CommandRunner:
+    """Bash's runner: bubblewrap unless the user opted out of the sandbox."""
+    sandbox = settings.sandbox
+    if not sandbox.enabled:
+        return PlainCommandRunner()
+    return BubblewrapRunner(
+        SandboxLimits(
+            cpu_seconds=sandbox.cpu_seconds,
+            memory_bytes=sandbox.memory_mb * 1024**2,
+            file_size_bytes=sandbox.file_size_mb * 1024**2,
+            processes=sandbox.processes,
+        )
+    )
+
+
 def permissions_from(settings: WorkingsetSettings, audit_path: Path | None) -> PermissionRuntime:
     p = settings.permissions
     return PermissionRuntime.from_texts(
         allow=p.allow, deny=p.deny, ask=p.ask, mode=p.mode, headless=p.headless, audit=AuditLog(audit_path)
     )
+
+
+@dataclass
+class _PromptParts:
+    """The prompt sections read from the environment once per session (stable prefix)."""
+
+    environment: object
+    project: object
+    skills: object
+    memory: MemoryStore
+
+    def prompt_for(self, registry: ToolRegistry) -> SystemPrompt:
+        # Memory writes are root-only: a registry without MemoryWrite belongs to a subagent.
+        return SystemPrompt.assemble(
+            [
+                base_section(),
+                tool_catalog_section(registry),
+                self.skills,
+                self.environment,
+                self.project,
+                memory_section(self.memory, is_root="MemoryWrite" in registry),
+            ]
+        )
 
 
 def build_session(
@@ -81,24 +136,30 @@ def build_session(
     mode: Mode = Mode.DEFAULT,
     child_approver: Approver | None = None,
     tools: list[Tool] | None = None,
+    runtime: RuntimePorts | None = None,
 ) -> Session:
+    runtime = runtime or RuntimePorts()
     session_id = session_id or new_session_id()
     state = session_dir(settings, session_id)
-    base_tools = tools if tools is not None else [*default_workspace_tools(), RecallTool()]
-    workspace_prompt = environment_section(workspace), project_instructions_section(workspace)
-
-    def prompt_for(registry: ToolRegistry) -> SystemPrompt:
-        return SystemPrompt.assemble([base_section(), tool_catalog_section(registry), *workspace_prompt])
+    memory = MemoryStore(workspace, settings.home)
+    skills, _problems = discover_skills(workspace, settings.home)
+    base_tools = tools if tools is not None else [
+        *default_workspace_tools(), RecallTool(), *memory_tools(memory), LoadSkillTool(skills)
+    ]
+    parts = _PromptParts(
+        environment_section(workspace), project_instructions_section(workspace), skill_catalog_section(skills), memory
+    )
 
     def model_for(spec: str | None, role: str) -> ModelClient:
         return load_model_client(spec or settings.model, role=role)
 
-    model = model_for(None, "root")
     permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
-    context = ToolContext(workspace=workspace, limits=settings.tools.limits(), artifacts=artifacts)
-    executor = LocalToolExecutor()
-    summarizer = load_summarizer(settings.summarizer)
+    context = ToolContext(
+        workspace=workspace, limits=settings.tools.limits(), runner=command_runner(settings), artifacts=artifacts
+    )
+    executor = runtime.executor or LocalToolExecutor()
+    summarizer = runtime.summarizer or load_summarizer(settings.summarizer)
     counter = CharRatioEstimator()
     tree = Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd)
     blueprint = SessionBlueprint(
@@ -111,15 +172,16 @@ def build_session(
         settings=settings.session(),
         subagents=settings.subagents,
         permissions=permissions,
-        prompt_for=prompt_for,
+        prompt_for=parts.prompt_for,
         emit=emit,
         artifacts=artifacts,
         child_approver=child_approver,
+        spawner_factory=runtime.spawner_factory,
     )
-    spawner = InProcessSpawner(blueprint, parent_id=session_id, parent_budget=tree)
-    registry = ToolRegistry([*base_tools, AgentTool(spawner, depth=0, max_depth=settings.subagents.max_depth)])
+    agent = AgentTool(blueprint.spawner(session_id, tree), depth=0, max_depth=settings.subagents.max_depth)
+    registry = ToolRegistry([*base_tools, agent])
     ports = SessionPorts(
-        model=model,
+        model=model_for(None, "root"),
         executor=executor,
         registry=registry,
         tool_context=context,
@@ -129,8 +191,10 @@ def build_session(
         emit=emit,
         trace=TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None,
         permissions=permissions,
-        judge=load_model_client(settings.judge or settings.model, role="judge"),
+        judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge"),
         budget=tree,
-        snapshots=snapshot_store(settings),
+        snapshots=runtime.snapshots or snapshot_store(settings),
     )
-    return Session(ports, system_prompt=prompt_for(registry), settings=settings.session(), session_id=session_id, mode=mode)
+    return Session(
+        ports, system_prompt=parts.prompt_for(registry), settings=settings.session(), session_id=session_id, mode=mode
+    )

@@ -27,6 +27,7 @@ __all__ = [
     "CompactSettings",
     "PermissionSettings",
     "SubagentSettings",
+    "SandboxSettings",
     "SessionSettings",
     "SnapshotSettings",
     "SummarizerSettings",
@@ -125,6 +126,16 @@ class SnapshotSettings(BaseModel):
     max_age_days: float = Field(30.0, gt=0, description="Versions older than this are dropped.")
 
 
+class SandboxSettings(BaseModel):
+    """The bubblewrap sandbox around Bash."""
+
+    enabled: bool = Field(True, description="Run Bash inside bubblewrap; off only by explicit choice (--no-sandbox).")
+    cpu_seconds: int = Field(300, ge=1, description="CPU time one command may use.")
+    memory_mb: int = Field(4096, ge=64, description="Address space one command may map.")
+    file_size_mb: int = Field(1024, ge=1, description="Largest file one command may write.")
+    processes: int = Field(512, ge=8, description="Processes (not enforced by the kernel for uid 0).")
+
+
 class SessionSettings(BaseModel):
     """The part of the settings one Session's loop reads."""
 
@@ -149,6 +160,7 @@ class WorkingsetSettings(BaseSettings):
     permissions: PermissionSettings = Field(default_factory=PermissionSettings, description="Permissions.")
     judge: str | None = Field(None, description="Model spec of the goal judge (default: the main model).")
     snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings, description="Snapshot history.")
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings, description="Bash sandbox.")
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings, description="Summaries.")
     home: Path = Field(
         default_factory=lambda: Path.home() / ".workingset",

@@ -37,7 +37,15 @@ from tools.artifacts import ArtifactStore
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.registry import ToolRegistry
 
-__all__ = ["AgentInput", "AgentTool", "InProcessSpawner", "SessionBlueprint", "child_registry"]
+__all__ = [
+    "AgentInput",
+    "AgentTool",
+    "InProcessSpawner",
+    "SessionBlueprint",
+    "build_child_session",
+    "child_registry",
+    "run_child",
+]
 
 
 class AgentInput(BaseModel):
@@ -109,7 +117,23 @@ class SessionBlueprint:
     emit: EventSink
     artifacts: ArtifactStore | None = None
     child_approver: Approver | None = None  # interactive root: a child's ask reaches the user
+    # How a session at any depth gets its spawner: in-process here, actors on Ray.
+    spawner_factory: Callable[[SessionBlueprint, str, Budget], SubagentSpawner] | None = None
     _ids: itertools.count = field(default_factory=itertools.count)
+
+    def spawner(self, parent_id: str, parent_budget: Budget) -> SubagentSpawner:
+        factory = self.spawner_factory or (lambda bp, pid, budget: InProcessSpawner(bp, parent_id=pid, parent_budget=budget))
+        return factory(self, parent_id, parent_budget)
+
+    def __getstate__(self) -> dict:
+        # Counters and callbacks that belong to the parent's process stay behind.
+        state = dict(self.__dict__)
+        state["_ids"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._ids = itertools.count()
 
 
 def child_registry(tools: list[Tool], request: SubagentRequest, agent_tool: Tool | None) -> ToolRegistry:
@@ -135,48 +159,60 @@ class InProcessSpawner:
         self.parent_budget = parent_budget
 
     async def spawn(self, request: SubagentRequest) -> SubagentResult:
-        from agents.loop import Session, SessionPorts  # the loop imports this module's tool
+        child_id = f"{self.parent_id}.{next(self.blueprint._ids)}"
+        return await run_child(self.blueprint, request, parent_id=self.parent_id, child_id=child_id, parent_budget=self.parent_budget)
 
-        bp = self.blueprint
-        child_id = f"{self.parent_id}.{next(bp._ids)}"
-        limits = bp.subagents
-        budget = self.parent_budget.child(
-            f"subagent '{request.description}'", max_tokens=limits.max_tokens, max_cost_usd=limits.max_cost_usd
+
+def build_child_session(bp: SessionBlueprint, request: SubagentRequest, *, child_id: str, budget: Budget):
+    """The child Session, derived from the blueprint (see the module docstring)."""
+    from agents.loop import Session, SessionPorts  # the loop imports this module's tool
+
+    limits = bp.subagents
+    grandchildren = bp.spawner(child_id, budget)
+    registry = child_registry(bp.tools, request, AgentTool(grandchildren, depth=request.depth, max_depth=limits.max_depth))
+    ports = SessionPorts(
+        model=bp.model_for(request.model, f"subagent:{request.description}"),
+        executor=bp.executor,
+        registry=registry,
+        tool_context=bp.tool_context,
+        summarizer=bp.summarizer,
+        artifacts=bp.artifacts,
+        counter=bp.counter,
+        emit=bp.emit,
+        permissions=bp.permissions.fork(scope=f"subagent:{child_id}"),
+        approver=bp.child_approver,
+        budget=budget,
+        is_child=True,
+    )
+    settings = bp.settings.model_copy(update={"agent": bp.settings.agent.model_copy(update={"max_turns": limits.max_turns})})
+    return Session(ports, system_prompt=bp.prompt_for(registry), settings=settings, session_id=child_id)
+
+
+async def run_child(
+    bp: SessionBlueprint, request: SubagentRequest, *, parent_id: str, child_id: str, parent_budget: Budget
+) -> SubagentResult:
+    """Build, run and report one child; only its final text (or why it failed) returns."""
+    limits = bp.subagents
+    budget = parent_budget.child(f"subagent '{request.description}'", max_tokens=limits.max_tokens, max_cost_usd=limits.max_cost_usd)
+    try:
+        child = build_child_session(bp, request, child_id=child_id, budget=budget)
+    except ToolError as exc:
+        return SubagentResult(text=str(exc), is_error=True, reason="error", session_id=child_id)
+    bp.emit(SubagentStarted(session_id=parent_id, child_session_id=child_id, description=request.description, depth=request.depth))
+    result = await _run_child(child, request)
+    bp.emit(
+        SubagentFinished(
+            session_id=parent_id,
+            child_session_id=child_id,
+            description=request.description,
+            reason=result.reason,
+            is_error=result.is_error,
+            usage=result.usage,
+            cost_usd=result.cost_usd,
+            model_calls=result.model_calls,
         )
-        grandchildren = InProcessSpawner(bp, parent_id=child_id, parent_budget=budget)
-        registry = child_registry(bp.tools, request, AgentTool(grandchildren, depth=request.depth, max_depth=limits.max_depth))
-        model = bp.model_for(request.model, f"subagent:{request.description}")
-        ports = SessionPorts(
-            model=model,
-            executor=bp.executor,
-            registry=registry,
-            tool_context=bp.tool_context,
-            summarizer=bp.summarizer,
-            artifacts=bp.artifacts,
-            counter=bp.counter,
-            emit=bp.emit,
-            permissions=bp.permissions.fork(scope=f"subagent:{child_id}"),
-            approver=bp.child_approver,
-            budget=budget,
-            is_child=True,
-        )
-        settings = bp.settings.model_copy(update={"agent": bp.settings.agent.model_copy(update={"max_turns": limits.max_turns})})
-        child = Session(ports, system_prompt=bp.prompt_for(registry), settings=settings, session_id=child_id)
-        bp.emit(SubagentStarted(session_id=self.parent_id, child_session_id=child_id, description=request.description, depth=request.depth))
-        result = await _run_child(child, request)
-        bp.emit(
-            SubagentFinished(
-                session_id=self.parent_id,
-                child_session_id=child_id,
-                description=request.description,
-                reason=result.reason,
-                is_error=result.is_error,
-                usage=result.usage,
-                cost_usd=result.cost_usd,
-                model_calls=result.model_calls,
-            )
-        )
-        return result
+    )
+    return result
 
 
 async def _run_child(child, request: SubagentRequest) -> SubagentResult:

@@ -22,6 +22,7 @@ from agents.modes import Mode
 from agents.snapshot_store import SnapshotError
 from agents.tool_batch import Approver
 from cluster.console import console_approver, settle_parked
+from cluster.memory_cli import add_memory_parser, run_memory_command
 from cluster.render import HumanRenderer, JsonRenderer
 from cluster.repl import run_repl
 from cluster.sessions_cli import add_sessions_parser, run_sessions_command
@@ -58,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     resume = run.add_mutually_exclusive_group()
     resume.add_argument("--resume", metavar="ID", help="continue a saved session")
     resume.add_argument("--continue", dest="continue_latest", action="store_true", help="continue the latest session of this workspace")
+    run.add_argument("--no-sandbox", action="store_true", help="run Bash without bubblewrap (explicit opt-out)")
     add_sessions_parser(sub)
+    add_memory_parser(sub)
     return parser
 
 
@@ -74,6 +77,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         given = {k: v for k, v in values.items() if v is not None}
         if given:
             flags[section] = given
+    if args.no_sandbox:
+        flags["sandbox"] = {"enabled": False}
     for key in ("allow", "deny", "ask"):
         if getattr(args, key):
             flags.setdefault("permissions", {})[key] = getattr(args, key)
@@ -121,6 +126,8 @@ def _resume(session: Session) -> None:
 def _run_command(args: argparse.Namespace) -> int:
     if args.command == "sessions":
         return run_sessions_command(args)
+    if args.command == "memory":
+        return run_memory_command(args)
     workspace = resolve_workspace(args.cwd)
     flags = _overrides(args)
     interactive = sys.stdin.isatty() or args.prompt is None

@@ -155,7 +155,7 @@ def test_traced_run_shows_every_sections_source(tmp_path, capsys):
     assert len(files) == 2
     record = json.loads(files[0].read_text())
     sources = {s["name"]: s["source"] for s in record["sections"]}
-    assert list(sources) == ["base", "tools", "environment", "project"]
+    assert list(sources) == ["base", "tools", "environment", "project", "memory"]
     assert sources["project"].endswith("AGENTS.md") and sources["tools"] == "registry"
     assert "Recall" in record["visible_tools"] and record["budget_tokens"] > record["estimated_tokens"]
     assert record["messages"][0]["content"][0]["text"] == "go"

@@ -147,8 +147,8 @@ async def test_plan_mode_shows_plan_tools_only_in_an_assembled_session(tmp_path)
     plan = _tool_names((await session.compile_working_set()).request)
     session.set_mode(Mode.DEFAULT)
     default = _tool_names((await session.compile_working_set()).request)
-    assert plan == {"Read", "Grep", "Glob", "Recall"}
-    assert default == plan | {"Write", "Edit", "Bash", "Agent"}
+    assert plan == {"Read", "Grep", "Glob", "Recall", "MemoryList", "MemoryShow", "LoadSkill"}
+    assert default == plan | {"Write", "Edit", "Bash", "Agent", "MemoryWrite", "MemoryDelete"}
 
 
 async def test_tool_catalog_in_the_system_prompt_follows_the_mode(tmp_path):

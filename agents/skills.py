@@ -1,0 +1,171 @@
+"""Skills: task instructions in SKILL.md files, disclosed progressively.
+
+A skill is a directory holding a SKILL.md whose YAML front-matter names it and says
+when to use it (`name`, `description`); the markdown body is the instructions. Only
+name + description enter the system prompt (the Skill Catalog); `LoadSkill(name)`
+returns the body when the model decides the skill applies.
+
+Where skills are found, highest precedence first (same name: the first one wins):
+
+    <workspace>/.workingset/skills/*/SKILL.md    scope "project"
+    <workspace>/.claude/skills/*/SKILL.md        scope "claude" (compatibility)
+    <home>/skills/*/SKILL.md                     scope "global" (home: ~/.workingset)
+    <plugin skills dir>/*/SKILL.md               scope "plugin", named "<plugin>:<name>"
+
+A SKILL.md with bad front-matter is reported as a problem and skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.memory import FrontMatterError, split_front_matter
+from agents.system_prompt import Section
+from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
+
+__all__ = [
+    "LoadSkillInput",
+    "LoadSkillTool",
+    "Skill",
+    "SkillScope",
+    "discover_skills",
+    "skill_catalog_section",
+    "skill_dirs",
+]
+
+SkillScope = Literal["project", "claude", "global", "plugin"]
+SKILL_FILE = "SKILL.md"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+CATALOG_DESCRIPTION_MAX = 300  # chars of one description shown in the catalog
+
+CATALOG_INTRO = (
+    "Skills are instructions for specific kinds of task. When a task matches a skill's "
+    "description, call LoadSkill(name) and follow it before you start; do not guess its contents."
+)
+
+
+class Skill(BaseModel):
+    """One discovered skill; the body stays on disk until LoadSkill reads it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="The skill's name from its front-matter.")
+    description: str = Field(description="When to use the skill, from its front-matter.")
+    path: Path = Field(description="The SKILL.md file.")
+    scope: SkillScope = Field(description="project, claude (.claude/skills), global or plugin.")
+
+    def body(self) -> str:
+        """Read the instructions now; ToolError if the file changed into something unreadable."""
+        try:
+            _, body = split_front_matter(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
+            raise ToolError(f"skill {self.name!r} cannot be read from {self.path}: {exc}") from None
+        return body
+
+
+def skill_dirs(workspace: Path, home: Path | None = None) -> list[tuple[SkillScope, Path]]:
+    """The skill roots in precedence order, whether or not they exist."""
+    home = home if home is not None else Path.home() / ".workingset"
+    return [
+        ("project", workspace / ".workingset" / "skills"),
+        ("claude", workspace / ".claude" / "skills"),
+        ("global", home / "skills"),
+    ]
+
+
+def _load(path: Path, scope: SkillScope, prefix: str = "") -> Skill:
+    """Parse one SKILL.md; ValueError with the reason if its front-matter is bad."""
+    try:
+        meta, _ = split_front_matter(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot be read ({exc})") from None
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ValueError(f"front-matter 'name' must be 1-64 letters, digits, '-', '_', '.' or ':' (got {name!r})")
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError("front-matter 'description' is missing or empty; say when to use the skill")
+    return Skill(name=prefix + name, description=" ".join(description.split()), path=path, scope=scope)
+
+
+def discover_skills(
+    workspace: Path, home: Path | None = None, *, plugin_dirs: Mapping[str, Path] | None = None
+) -> tuple[list[Skill], list[str]]:
+    """Skills by name (project over claude over global) and one problem line per skipped file.
+
+    `plugin_dirs` (plugin name -> its skills directory) adds skills named `<plugin>:<name>`.
+    """
+    found: dict[str, Skill] = {}
+    problems: list[str] = []
+    roots: list[tuple[SkillScope, Path, str]] = [(scope, root, "") for scope, root in skill_dirs(workspace, home)]
+    roots += [("plugin", root, f"{plugin}:") for plugin, root in sorted((plugin_dirs or {}).items())]
+    for scope, root, prefix in roots:
+        if not root.is_dir():
+            continue
+        for path in sorted(root.glob(f"*/{SKILL_FILE}")):
+            try:
+                skill = _load(path, scope, prefix)
+            except ValueError as exc:
+                problems.append(f"{path}: {exc}; skill skipped")
+                continue
+            first = found.get(skill.name)
+            if first is None:
+                found[skill.name] = skill
+            elif first.scope == scope:
+                problems.append(f"{path}: skill name {skill.name!r} is also used by {first.path}; skill skipped")
+            # else: a higher-precedence scope already defines this name (an override)
+    return sorted(found.values(), key=lambda s: s.name), problems
+
+
+def skill_catalog_section(skills: Iterable[Skill]) -> Section | None:
+    """The "skills" section: name + description per skill; None when there are none."""
+    skills = list(skills)
+    if not skills:
+        return None
+    lines = [CATALOG_INTRO, ""]
+    for skill in skills:
+        text = skill.description
+        if len(text) > CATALOG_DESCRIPTION_MAX:
+            text = text[: CATALOG_DESCRIPTION_MAX - 1].rstrip() + "…"
+        lines.append(f"- {skill.name}: {text}")
+    roots = dict.fromkeys(str(s.path.parent.parent) for s in skills)
+    return Section("skills", "Skill Catalog", ", ".join(roots), "\n".join(lines))
+
+
+class LoadSkillInput(BaseModel):
+    """Input for LoadSkill."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="A skill name from the Skill Catalog.")
+
+
+class LoadSkillTool:
+    name = "LoadSkill"
+    description = (
+        "Load the full instructions of a skill from the Skill Catalog by name. Call it when a "
+        "task matches the skill's description, then follow the instructions."
+    )
+    input_model = LoadSkillInput
+    is_read_only = True
+    execution_domain = ExecutionDomain.LOCAL
+    root_only = False
+
+    def __init__(self, skills: Iterable[Skill]):
+        self.skills = {s.name: s for s in skills}
+
+    def permission_subject(self, args: BaseModel, workspace: Path) -> str | None:
+        return getattr(args, "name", None)
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        assert isinstance(args, LoadSkillInput)
+        skill = self.skills.get(args.name)
+        if skill is None:
+            catalog = ", ".join(sorted(self.skills)) or "(none installed)"
+            raise ToolError(f"No skill named {args.name!r}. Skills in the catalog: {catalog}")
+        header = f"Skill {skill.name} ({skill.scope}, {skill.path}); files it mentions are relative to {skill.path.parent}"
+        return ToolOutput(content=f"{header}\n\n{skill.body()}")

@@ -1,0 +1,65 @@
+"""Connecting to Ray: an embedded local cluster by default, or an existing one.
+
+    connect()                      start (or reuse) an embedded cluster sized for this machine
+    connect(address="ray://...")   join an existing cluster (also RAY_ADDRESS)
+
+The dashboard stays off unless asked for. Any failure to start or reach Ray ends in
+one ClusterError that names the address and the fix.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import ray
+
+from agents.errors import WorkingsetError
+
+__all__ = ["ClusterError", "RuntimeInfo", "connect", "current_node_id"]
+
+
+class ClusterError(WorkingsetError):
+    """Ray could not be started or reached."""
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    address: str
+    embedded: bool
+    nodes: int
+    cpus: float
+
+
+def current_node_id() -> str:
+    return ray.get_runtime_context().get_node_id()
+
+
+def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: int | None = None) -> RuntimeInfo:
+    """Start or join Ray once per process; later calls return the same runtime."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if not ray.is_initialized():
+        try:
+            if address:
+                ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+            else:
+                ray.init(
+                    num_cpus=num_cpus or os.cpu_count() or 1,
+                    include_dashboard=dashboard,
+                    logging_level=logging.WARNING,
+                    log_to_driver=False,
+                    configure_logging=True,
+                )
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+            where = f"the Ray cluster at {address}" if address else "an embedded Ray cluster"
+            fix = "check the address and that the cluster is up" if address else "check free memory and /tmp space"
+            raise ClusterError(f"cannot start or reach {where}: {exc}; {fix}, or use --local") from exc
+    context = ray.get_runtime_context()
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    return RuntimeInfo(
+        address=context.gcs_address,
+        embedded=not address,
+        nodes=len(nodes),
+        cpus=sum(n.get("Resources", {}).get("CPU", 0.0) for n in nodes),
+    )

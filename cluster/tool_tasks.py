@@ -1,0 +1,55 @@
+"""Tool calls as Ray tasks, placed on the node that holds the workspace.
+
+Tools whose effects are local to the workspace (LOCAL, SANDBOX) run as a Ray task
+pinned by node affinity to the workspace's node; Bash inside that task goes through
+the bubblewrap runner its ToolContext carries. Tools that talk to another runtime
+(DELEGATED_RUNTIME: subagents; REMOTE: MCP connections held by the session) run
+where the session is. Foreign Ray failures become an error result the model sees.
+"""
+
+from __future__ import annotations
+
+import ray
+from pydantic import BaseModel
+from ray.exceptions import RayError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
+from tools.executor import LocalToolExecutor
+
+__all__ = ["RayToolExecutor", "run_tool_task"]
+
+_IN_SESSION = (ExecutionDomain.DELEGATED_RUNTIME, ExecutionDomain.REMOTE)
+
+
+@ray.remote(max_retries=0)
+def run_tool_task(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+    """One tool call in a Ray worker; retries are off so a side effect never runs twice."""
+    import asyncio
+
+    return asyncio.run(LocalToolExecutor().execute(tool, args, ctx))
+
+
+class RayToolExecutor:
+    """The ToolExecutor port on Ray."""
+
+    def __init__(self, node_id: str, *, num_cpus: float = 0.5):
+        self.node_id = node_id
+        self.num_cpus = num_cpus
+        self._local = LocalToolExecutor()
+
+    async def execute(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        if tool.execution_domain in _IN_SESSION:
+            return await self._local.execute(tool, args, ctx)
+        strategy = NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
+        ref = run_tool_task.options(scheduling_strategy=strategy, num_cpus=self.num_cpus).remote(tool, args, ctx)
+        try:
+            return await ref
+        except ToolError as exc:
+            return ToolOutput(content=str(exc), is_error=True)
+        except RayError as exc:
+            return ToolOutput(
+                content=f"The {tool.name} call failed in its worker and was not retried ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}). Check the workspace before repeating it.",
+                is_error=True,
+            )
