@@ -50,6 +50,30 @@ class Budget:
             node = node.parent
         self.check()
 
+    def add(self, tokens: int, cost_usd: float) -> None:
+        """Count usage reported from elsewhere (a subagent in another process) here and
+        in every ancestor, without stopping; the next charge checks the limits."""
+        node: Budget | None = self
+        while node is not None:
+            node.tokens += tokens
+            node.cost_usd += cost_usd
+            node = node.parent
+
+    def remaining(self) -> tuple[int | None, float | None]:
+        """The tightest room left along the chain, for a budget enforced elsewhere."""
+        tokens: int | None = None
+        cost: float | None = None
+        node: Budget | None = self
+        while node is not None:
+            if node.max_tokens is not None:
+                left = max(node.max_tokens - node.tokens, 0)
+                tokens = left if tokens is None else min(tokens, left)
+            if node.max_cost_usd is not None:
+                left_cost = max(node.max_cost_usd - node.cost_usd, 0.0)
+                cost = left_cost if cost is None else min(cost, left_cost)
+            node = node.parent
+        return tokens, cost
+
     def check(self) -> None:
         node: Budget | None = self
         while node is not None:

@@ -24,6 +24,7 @@ from tools.base import ToolLimits
 
 __all__ = [
     "AgentSettings",
+    "ClusterSettings",
     "CompactSettings",
     "PermissionSettings",
     "SubagentSettings",
@@ -136,6 +137,20 @@ class SandboxSettings(BaseModel):
     processes: int = Field(512, ge=8, description="Processes (not enforced by the kernel for uid 0).")
 
 
+class ClusterSettings(BaseModel):
+    """The Ray runtime (cluster/)."""
+
+    address: str | None = Field(None, description="Join this Ray cluster (also RAY_ADDRESS); unset: embedded.")
+    dashboard: bool = Field(False, description="Start the Ray dashboard with the embedded cluster.")
+    compactor_pool_size: int = Field(2, ge=1, description="Summarizer actors shared by all sessions.")
+    compactor_max_queue: int = Field(16, ge=1, description="Summaries one summarizer actor accepts at once.")
+    tool_task_cpus: float = Field(0.5, gt=0, description="CPU reserved by each tool task.")
+    subagent_pool_idle: int = Field(8, ge=0, description="Idle subagent actors kept for reuse.")
+    snapshot_actor: Literal["auto", "always", "never"] = Field(
+        "auto", description="Route snapshots through one store actor: auto = when the cluster has several nodes."
+    )
+
+
 class SessionSettings(BaseModel):
     """The part of the settings one Session's loop reads."""
 
@@ -161,6 +176,8 @@ class WorkingsetSettings(BaseSettings):
     judge: str | None = Field(None, description="Model spec of the goal judge (default: the main model).")
     snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings, description="Snapshot history.")
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings, description="Bash sandbox.")
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings, description="Ray runtime.")
+    runtime: Literal["ray", "local"] = Field("ray", description="Where sessions run: on Ray, or in this process.")
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings, description="Summaries.")
     home: Path = Field(
         default_factory=lambda: Path.home() / ".workingset",

@@ -34,6 +34,7 @@ from agents.events import (
     ModeChanged,
     ModelCall,
     Notice,
+    PermissionRequested,
     SessionEnded,
     SessionStarted,
     SnapshotSaved,
@@ -69,12 +70,13 @@ def new_session_id() -> str:
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    """How one outer turn ended (or paused)."""
+    """How one outer turn ended (or paused). A pause for permission carries the question."""
 
     reason: TurnReason
     final_text: str
     model_calls: int
     detail: str | None = None
+    request: PermissionRequested | None = None
 
 
 @dataclass
@@ -191,6 +193,15 @@ class Session:
             return self._saved(self._paused())
         return await self.continue_parked()
 
+    async def settle_resumed(self) -> TurnOutcome | None:
+        """After a resume: the parked question again, or the turn continued when every
+        parked call was settled on restore; None when nothing was parked."""
+        if self.pending is None:
+            return None
+        if self.pending.asks:
+            return self._paused()
+        return await self.continue_parked()
+
     async def continue_parked(self) -> TurnOutcome:
         """Run a parked batch whose calls are all settled, then go on with the turn
         (after a resume re-decided them, for instance)."""
@@ -276,8 +287,10 @@ class Session:
         return TurnOutcome("turn_limit", self._final_text, self._turn_calls)
 
     def _paused(self) -> TurnOutcome:
-        ask = self.pending.asks[0]
-        return TurnOutcome("permission", self._final_text, self._turn_calls, detail=f"{ask.tool.name} needs approval")
+        request = self.tools.current_request(self.pending)
+        return TurnOutcome(
+            "permission", self._final_text, self._turn_calls, detail=f"{request.name} needs approval", request=request
+        )
 
     async def _query(self, call_number: int) -> ModelResponse:
         compiled = await self._compile("auto")

@@ -96,6 +96,8 @@ def restore_state(session: Session, state: SessionState) -> list[str]:
     if state.goal is not None:
         session.set_goal(state.goal.condition)
         session.goal = state.goal.model_copy()
+        if session.goal.status != "active":  # a met goal has left the system prompt
+            session.prompt = session.prompt.replace(None, "goal")
     if state.model != session.ports.model.name:
         notices.append(f"the session was saved with model {state.model}; it continues with {session.ports.model.name}")
     compatible = _restore_grants(session, state, notices)

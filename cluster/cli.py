@@ -23,6 +23,7 @@ from agents.snapshot_store import SnapshotError
 from agents.tool_batch import Approver
 from cluster.console import console_approver, settle_parked
 from cluster.memory_cli import add_memory_parser, run_memory_command
+from cluster.ray_run import open_remote_session
 from cluster.render import HumanRenderer, JsonRenderer
 from cluster.repl import run_repl
 from cluster.sessions_cli import add_sessions_parser, run_sessions_command
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--resume", metavar="ID", help="continue a saved session")
     resume.add_argument("--continue", dest="continue_latest", action="store_true", help="continue the latest session of this workspace")
     run.add_argument("--no-sandbox", action="store_true", help="run Bash without bubblewrap (explicit opt-out)")
+    run.add_argument("--local", action="store_true", help="run in this process instead of on Ray")
+    run.add_argument("--address", help="join this Ray cluster instead of starting an embedded one")
     add_sessions_parser(sub)
     add_memory_parser(sub)
     return parser
@@ -79,6 +82,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             flags[section] = given
     if args.no_sandbox:
         flags["sandbox"] = {"enabled": False}
+    if args.address:
+        flags["cluster"] = {"address": args.address}
+    if args.local:
+        flags["runtime"] = "local"
     for key in ("allow", "deny", "ask"):
         if getattr(args, key):
             flags.setdefault("permissions", {})[key] = getattr(args, key)
@@ -140,16 +147,30 @@ def _run_command(args: argparse.Namespace) -> int:
     renderer = JsonRenderer() if args.json else HumanRenderer()
     approver = console_approver if interactive else None
     session_id = _resumed_id(args, settings, workspace)
-    session = build_session(
-        settings, workspace, emit=renderer, mode=Mode(args.mode), child_approver=approver, session_id=session_id
+    if settings.runtime == "local":
+        session = build_session(
+            settings, workspace, emit=renderer, mode=Mode(args.mode), child_approver=approver, session_id=session_id
+        )
+        if session_id is not None:
+            _resume(session)
+        if args.goal:
+            session.set_goal(args.goal)
+        return asyncio.run(_drive(session, args.prompt, approver))
+    return asyncio.run(_drive_on_ray(settings, workspace, args, renderer, approver, session_id))
+
+
+async def _drive(session, prompt: str | None, approver: Approver | None) -> int:
+    if prompt is None:
+        return await run_repl(session)
+    return await _run_prompt(session, prompt, approver)
+
+
+async def _drive_on_ray(settings, workspace, args, renderer, approver, session_id) -> int:
+    remote = await open_remote_session(
+        settings, workspace, emit=renderer, approver=approver, mode=Mode(args.mode), goal=args.goal,
+        session_id=session_id, resume=session_id is not None,
     )
-    if session_id is not None:
-        _resume(session)
-    if args.goal:
-        session.set_goal(args.goal)
-    if args.prompt is None:
-        return asyncio.run(run_repl(session))
-    return asyncio.run(_run_prompt(session, args.prompt, approver))
+    return await _drive(remote, args.prompt, approver)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@ import json
 
 from agents.errors import ConfigError
 from agents.events import PermissionRequested
-from agents.loop import Session, TurnOutcome
+from agents.loop import TurnOutcome
 from agents.tool_batch import Approver, PermissionAnswer
 
 __all__ = ["ask_line", "console_approver", "describe_request", "settle_parked"]
@@ -40,17 +40,17 @@ async def console_approver(request: PermissionRequested) -> PermissionAnswer:
             return PermissionAnswer(allow=choice != "n", always=choice == "a")
 
 
-async def settle_parked(session: Session, approver: Approver | None, outcome: TurnOutcome | None = None) -> TurnOutcome | None:
-    """Answer parked calls until none is left; returns how the turn finally ended."""
-    while session.pending is not None:
-        if not session.pending.asks:
-            outcome = await session.continue_parked()
-            continue
+async def settle_parked(session, approver: Approver | None, outcome: TurnOutcome | None = None) -> TurnOutcome | None:
+    """Answer parked calls until none is left; returns how the turn finally ended.
+    `session` is a Session or a RemoteSession (same methods)."""
+    if outcome is None:
+        outcome = await session.settle_resumed()  # a call parked before a resume comes first
+    while outcome is not None and outcome.reason == "permission":
         if approver is None:
             raise ConfigError(
                 f"session {session.session_id} has a call waiting for permission and nobody can answer here; "
                 "resume it from a terminal or allow the call with --allow"
             )
-        answer = await approver(session.tools.current_request(session.pending))
+        answer = await approver(outcome.request)
         outcome = await session.answer_permission(answer.allow, always=answer.always)
     return outcome

@@ -88,6 +88,8 @@ _FORMATTERS: dict[str, Callable[[Any], str | None]] = {
     "mode_changed": lambda e: f"[blue]mode: {e.mode}[/]",
     "subagent_started": lambda e: f"[blue]subagent {e.child_session_id} started: {escape(e.description)}[/]",
     "subagent_finished": _subagent_finished,
+    "notice": lambda e: f"[yellow]{escape(e.text)}[/]",
+    "snapshot": lambda e: None if e.saved else f"[red]{escape(e.error or 'state not saved')}[/]",
     "session_ended": _session_ended,
 }
 

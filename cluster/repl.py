@@ -94,9 +94,9 @@ async def _clear(session: Session, arg: str) -> bool:
 
 
 async def _resume(session: Session, arg: str) -> bool:
-    store = session.ports.snapshots
+    store = session.ports.snapshots if hasattr(session, "ports") else None
     if store is None:
-        print("this session keeps no snapshots")
+        print("/resume works in a --local session; on Ray, start again with --resume ID")
         return True
     target = arg or session.session_id
     try:
@@ -135,6 +135,7 @@ async def _dispatch(session: Session, line: str) -> bool:
 async def run_repl(session: Session) -> int:
     session.announce_start()
     print("Workingset REPL · /help for commands · /exit or Ctrl-D to leave")
+    await settle_parked(session, console_approver)  # a call parked before a resume is asked first
     last_text = ""
     while True:
         line = await ask_line("› ")

@@ -15,13 +15,16 @@ except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No host secrets or config: drop ANTHROPIC_* and WORKINGSET_*, point HOME at a tmp dir."""
+    """No host secrets or config: drop ANTHROPIC_* and WORKINGSET_*, point HOME at a tmp dir,
+    and run CLI sessions in-process unless a test asks for Ray."""
     for name in list(os.environ):
         if name.startswith(("ANTHROPIC_", "WORKINGSET_")):
             monkeypatch.delenv(name, raising=False)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    # The CLI runs sessions on Ray by default; tests of the Ray path ask for it explicitly.
+    monkeypatch.setenv("WORKINGSET_RUNTIME", "local")
 
 
 @pytest.fixture(scope="session")

@@ -57,6 +57,10 @@ class AuditLog:
         self.path = path
         self.entries: list[dict[str, Any]] = []
 
+    def __getstate__(self) -> dict:
+        # Shipped to a subagent's process: the file is shared, the in-memory copy is not.
+        return {"path": self.path, "entries": []}
+
     def record(self, entry: dict[str, Any]) -> None:
         entry = {"ts": time.time(), **entry}
         self.entries.append(entry)

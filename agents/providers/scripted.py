@@ -108,6 +108,10 @@ class ScriptedModelClient:
     def from_file(cls, path: Path, *, role: str = "root") -> ScriptedModelClient:
         return cls(load_script(path), role=role, source=str(path))
 
+    def seek(self, calls_made: int) -> None:
+        """Continue a resumed session where it was: `calls_made` replies already given."""
+        self._cursor = calls_made
+
     def fork(self, role: str) -> ScriptedModelClient:
         """A fresh client over the same script for another role (subagent, judge)."""
         return ScriptedModelClient(self.script, role=role, source=self.name.removeprefix("scripted:"))

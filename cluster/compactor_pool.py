@@ -1,0 +1,87 @@
+"""The CompactorPool: summarizer actors shared by every session of the runtime.
+
+Each SummarizerActor wraps the configured Summarizer and refuses work beyond its
+queue bound, so a burst of compactions fails fast instead of piling up. The client
+(`PooledSummarizer`, the Summarizer port on Ray) spreads calls round-robin, skips
+busy and dead actors, and gives up with SummaryFailed — which the compiler's rules
+already handle (auto: keep the cleared conversation; manual: history unchanged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import ray
+from ray.exceptions import RayError
+
+from agents.codec import decode_messages, encode_messages
+from agents.compaction import load_summarizer
+from agents.compaction.summary import SummaryFailed
+from agents.config import SummarizerSettings
+from agents.messages import Message
+
+__all__ = ["BUSY", "PooledSummarizer", "SummarizerActor", "start_compactor_pool"]
+
+BUSY = "\x00workingset:busy"
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
+class SummarizerActor:
+    def __init__(self, settings: dict, max_queue: int):
+        self.summarizer = load_summarizer(SummarizerSettings.model_validate(settings))
+        self.max_queue = max_queue
+        self.in_flight = 0
+
+    async def summarize(self, encoded: bytes, focus: str | None) -> str:
+        if self.in_flight >= self.max_queue:
+            return BUSY
+        self.in_flight += 1
+        try:
+            return await self.summarizer.summarize(decode_messages(encoded), focus=focus)
+        finally:
+            self.in_flight -= 1
+
+    def load(self) -> int:
+        return self.in_flight
+
+
+class PooledSummarizer:
+    """The Summarizer port backed by the pool; picklable, so subagent actors share it."""
+
+    def __init__(self, actors: list, timeout_s: float):
+        self.actors = list(actors)
+        self.timeout_s = timeout_s
+        self.name = f"pool:{len(self.actors)}"
+        self._next = itertools.count()
+
+    def __getstate__(self) -> dict:
+        return {"actors": self.actors, "timeout_s": self.timeout_s}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["actors"], state["timeout_s"])
+
+    async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
+        encoded = encode_messages(messages)
+        start = next(self._next)
+        problems = []
+        for i in range(len(self.actors)):
+            actor = self.actors[(start + i) % len(self.actors)]
+            try:
+                text = await asyncio.wait_for(actor.summarize.remote(encoded, focus), self.timeout_s)
+            except TimeoutError:
+                problems.append(f"timed out after {self.timeout_s:g} s")
+                continue
+            except RayError as exc:
+                problems.append(f"unavailable ({type(exc).__name__})")
+                continue
+            if text == BUSY:
+                problems.append("busy")
+                continue
+            return text
+        raise SummaryFailed(f"compactor pool could not summarize: {', '.join(problems) or 'no summarizers'}")
+
+
+def start_compactor_pool(settings: SummarizerSettings, *, size: int, max_queue: int) -> PooledSummarizer:
+    actors = [SummarizerActor.remote(settings.model_dump(mode="json"), max_queue) for _ in range(size)]
+    return PooledSummarizer(actors, timeout_s=settings.timeout_s)

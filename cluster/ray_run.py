@@ -1,0 +1,71 @@
+"""Running a session on Ray: start the shared services, host the session on a
+SessionActor, and hand the caller a RemoteSession."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ray
+
+from agents.config import WorkingsetSettings
+from agents.events import EventSink
+from agents.modes import Mode
+from agents.tool_batch import Approver
+from cluster.compactor_pool import start_compactor_pool
+from cluster.remote_session import RemoteSession
+from cluster.runtime import RuntimeInfo, connect, current_node_id
+from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
+from cluster.snapshot_actor import start_snapshot_actor
+
+__all__ = ["open_remote_session", "start_services"]
+
+
+def start_services(settings: WorkingsetSettings, info: RuntimeInfo) -> ClusterServices:
+    """The pieces all sessions of this runtime share."""
+    c = settings.cluster
+    summarizer = start_compactor_pool(settings.summarizer, size=c.compactor_pool_size, max_queue=c.compactor_max_queue)
+    use_actor = c.snapshot_actor == "always" or (c.snapshot_actor == "auto" and info.nodes > 1)
+    snapshots = None
+    if use_actor:
+        snapshots = start_snapshot_actor(
+            settings.home / "snapshots",
+            max_history=settings.snapshots.max_history,
+            max_age_days=settings.snapshots.max_age_days,
+            node_id=current_node_id(),
+        )
+    return ClusterServices(
+        summarizer=summarizer, snapshots=snapshots, tool_cpus=c.tool_task_cpus, subagent_pool_idle=c.subagent_pool_idle
+    )
+
+
+async def open_remote_session(
+    settings: WorkingsetSettings,
+    workspace: Path,
+    *,
+    emit: EventSink,
+    approver: Approver | None,
+    mode: Mode = Mode.DEFAULT,
+    goal: str | None = None,
+    session_id: str | None = None,
+    resume: bool = False,
+) -> RemoteSession:
+    info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard)
+    services = start_services(settings, info)
+    # The workspace lives on this node: the session (and its tool tasks) run here.
+    actor = SessionActor.options(
+        scheduling_strategy=ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+            node_id=current_node_id(), soft=False
+        )
+    ).remote(services)
+    spec = SessionSpec(
+        settings=settings.model_dump(mode="json"),
+        workspace=str(workspace),
+        session_id=session_id,
+        mode=mode.value,
+        goal=goal,
+        resume=resume,
+        interactive=approver is not None,
+    )
+    remote = RemoteSession(actor, spec, emit=emit, approver=approver, model_name=settings.model)
+    await remote.open()
+    return remote

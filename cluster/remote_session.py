@@ -1,0 +1,173 @@
+"""RemoteSession: the caller's handle on a session hosted by a SessionActor.
+
+It offers the methods the CLI and REPL use on an in-process Session (run_turn,
+answer_permission, compact_now, set_mode, set_goal, clear, ...), streams the
+session's events to the caller's sink as they happen, answers subagents'
+permission questions, and survives the actor's death: it waits for the restart,
+reopens the session from its last snapshot and, if the interrupted turn had not
+completed, runs it again — saying so, because its tool calls may run twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+
+from agents.compaction.ledger import CompactionEvent
+from agents.events import EventSink, Notice, SessionEnded, SessionStarted
+from agents.goal import GoalState
+from agents.loop import TurnOutcome
+from agents.modes import Mode
+from agents.ports import Usage
+from agents.tool_batch import Approver, PermissionAnswer
+from cluster.runtime import ClusterError
+from cluster.session_actor import ChildQuestion, SessionSpec, TurnEnd
+
+__all__ = ["RemoteSession"]
+
+_LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
+
+
+class _ActorLost(Exception):
+    pass
+
+
+@dataclass
+class _CompactResult:
+    failure: str | None
+    events: list[CompactionEvent] = field(default_factory=list)
+
+
+class RemoteSession:
+    def __init__(self, actor, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
+                 model_name: str = "", restart_timeout_s: float = 120.0):
+        self.actor = actor
+        self.spec = spec
+        self.emit = emit
+        self.approver = approver
+        self.model_name = model_name
+        self.restart_timeout_s = restart_timeout_s
+        self.session_id = spec.session_id or ""
+        self.mode = Mode(spec.mode)
+        self.goal: GoalState | None = None
+        self._control: dict = {}
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> list[str]:
+        opened = await self.actor.open.remote(self.spec)
+        self.session_id = opened["session_id"]
+        self.spec = self.spec.model_copy(update={"session_id": self.session_id})
+        self._apply(opened)
+        for text in opened["notices"]:
+            self.emit(Notice(session_id=self.session_id, text=text))
+        return opened["notices"]
+
+    def announce_start(self) -> None:
+        self.emit(SessionStarted(session_id=self.session_id, model=self.model_name, cwd=self.spec.workspace))
+
+    def announce_end(self, reason: str, final_text: str, error: str | None = None) -> None:
+        usage = Usage.model_validate(self._control.get("usage") or {})
+        self.emit(SessionEnded(session_id=self.session_id, reason=reason, final_text=final_text,
+                               turns=self._control.get("total_model_calls", 0), usage=usage, error=error))
+
+    # -- turns --------------------------------------------------------------------------
+
+    async def run_turn(self, text: str) -> TurnOutcome:
+        for _ in range(3):
+            try:
+                return await self._consume(self.actor.turn.remote(self.session_id, text))
+            except _ActorLost:
+                await self._reopen()
+                if self._control.get("complete") and self._control.get("last_input") == text:
+                    return TurnOutcome("end_turn", "", 0, detail="the turn had completed before the actor failed")
+                self.emit(Notice(session_id=self.session_id, text=(
+                    "the interrupted turn runs again from the last snapshot; tool calls it made before the "
+                    "failure may run a second time")))
+        raise ClusterError(f"session {self.session_id} lost its actor three times in one turn; giving up")
+
+    async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
+        try:
+            return await self._consume(self.actor.answer.remote(self.session_id, allow, always))
+        except _ActorLost:
+            await self._reopen()
+            return await self.settle_resumed() or TurnOutcome("end_turn", "", 0)
+
+    async def settle_resumed(self) -> TurnOutcome | None:
+        outcome = await self._consume(self.actor.settle_resumed.remote(self.session_id))
+        return None if outcome.model_calls == 0 and outcome.reason == "end_turn" and not outcome.final_text else outcome
+
+    async def _consume(self, stream) -> TurnOutcome:
+        try:
+            async for ref in stream:
+                item = await ref
+                if isinstance(item, TurnEnd):
+                    self._apply(item.model_dump())
+                    return item.outcome()
+                if isinstance(item, ChildQuestion):
+                    await self._answer_child(item)
+                    continue
+                self.emit(item)
+        except _LOST as exc:
+            self.emit(Notice(session_id=self.session_id, text=f"the session's actor failed ({type(exc).__name__}); "
+                                                               "restarting it and resuming from the last snapshot"))
+            raise _ActorLost from exc
+        raise ClusterError(f"session {self.session_id}: the turn's stream ended without an outcome")
+
+    async def _answer_child(self, question: ChildQuestion) -> None:
+        self.emit(question.request)
+        answer = await self.approver(question.request) if self.approver else PermissionAnswer(allow=False)
+        await self.actor.answer_child.remote(self.session_id, question.request.tool_use_id, answer.allow, answer.always)
+
+    async def _reopen(self) -> None:
+        deadline = time.monotonic() + self.restart_timeout_s
+        spec = self.spec.model_copy(update={"resume": True, "seek_model": True})
+        while True:
+            try:
+                opened = await self.actor.open.remote(spec)
+                break
+            except _LOST:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"the actor of session {self.session_id} did not come back within "
+                                       f"{self.restart_timeout_s:g} s") from None
+                await asyncio.sleep(0.5)
+        self._apply(opened)
+        for text in opened["notices"]:
+            self.emit(Notice(session_id=self.session_id, text=text))
+
+    # -- control ------------------------------------------------------------------------
+
+    async def compact_now(self, focus: str | None = None) -> _CompactResult:
+        result = await self.actor.compact.remote(self.session_id, focus)
+        await self._drain()
+        return _CompactResult(result["failure"], [CompactionEvent.model_validate(e) for e in result["events"]])
+
+    def set_mode(self, mode: Mode, *, announce: bool = True) -> None:
+        self._call_control(self.actor.set_mode.remote(self.session_id, Mode(mode).value))
+
+    def set_goal(self, condition: str | None) -> None:
+        self._call_control(self.actor.set_goal.remote(self.session_id, condition))
+
+    def clear(self) -> None:
+        self._call_control(self.actor.clear.remote(self.session_id))
+
+    def _call_control(self, ref) -> None:
+        import ray
+
+        # Control calls are quick and the REPL waits for them anyway.
+        self._apply(ray.get(ref))
+        for event in ray.get(self.actor.drain.remote(self.session_id)):
+            self.emit(event)
+
+    async def _drain(self) -> None:
+        for event in await self.actor.drain.remote(self.session_id):
+            self.emit(event)
+
+    def _apply(self, control: dict) -> None:
+        self._control = control
+        self.mode = Mode(control.get("mode", self.mode.value))
+        goal = control.get("goal")
+        self.goal = GoalState.model_validate(goal) if goal else None

@@ -1,0 +1,266 @@
+"""SessionActor: hosts root sessions on Ray and streams their events to the caller.
+
+The agent loop from agents/ runs unchanged here; only the ports differ (tool calls
+as node-affine Ray tasks, summaries through the CompactorPool, subagents as
+SubagentActors, snapshots through the shared store). One actor can host many
+sessions — each is an asyncio task — so hundreds of sessions do not need hundreds
+of processes. The actor holds no CPU while it waits on models (num_cpus=0).
+
+Fault tolerance: the actor restarts when killed (max_restarts=-1) and starts
+empty; the caller's RemoteSession reopens its session from the last snapshot
+(taken after every outer turn), so no completed turn is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import ray
+from pydantic import BaseModel
+
+from agents.assembly import RuntimePorts, build_session, resolve_workspace
+from agents.config import WorkingsetSettings
+from agents.events import PermissionRequested
+from agents.loop import Session, TurnOutcome
+from agents.modes import Mode
+from agents.tool_batch import PermissionAnswer
+from cluster.subagent_actor import SubagentPool, ray_spawner_factory
+from cluster.tool_tasks import RayToolExecutor
+
+__all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "TurnEnd"]
+
+_DONE = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterServices:
+    """Shared pieces every SessionActor uses (all picklable handles)."""
+
+    summarizer: Any | None = None  # PooledSummarizer
+    snapshots: Any | None = None  # RaySnapshotStore when sessions span nodes
+    tool_cpus: float = 0.5
+    subagent_pool_idle: int = 8
+
+
+class SessionSpec(BaseModel):
+    settings: dict[str, Any]
+    workspace: str
+    session_id: str | None = None
+    mode: str = "default"
+    goal: str | None = None
+    resume: bool = False
+    interactive: bool = False
+    # After an actor failure a replaying (scripted) model continues where the snapshot
+    # left off, so the interrupted turn gets the same replies it would have had.
+    seek_model: bool = False
+
+
+class ChildQuestion(BaseModel):
+    """A subagent waits for the user's answer (answer it with answer_child)."""
+
+    type: str = "child_question"
+    request: PermissionRequested
+
+
+class TurnEnd(BaseModel):
+    """The last item of a turn's stream: how it ended, and the session's control state."""
+
+    type: str = "turn_end"
+    reason: str
+    final_text: str
+    model_calls: int
+    detail: str | None = None
+    request: PermissionRequested | None = None
+    mode: str
+    goal: dict | None = None
+    messages: int
+    last_input: str = ""
+    complete: bool = False
+    usage: dict = {}
+
+    def outcome(self) -> TurnOutcome:
+        return TurnOutcome(self.reason, self.final_text, self.model_calls, self.detail, self.request)
+
+
+@dataclasses.dataclass
+class _Hosted:
+    session: Session
+    events: asyncio.Queue
+    asks: dict[str, asyncio.Future]
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
+class SessionActor:
+    def __init__(self, services: ClusterServices):
+        self.services = services
+        self.node_id = ray.get_runtime_context().get_node_id()
+        self.pool = SubagentPool(keep_idle=services.subagent_pool_idle)
+        self.hosted: dict[str, _Hosted] = {}
+        self.me = ray.get_runtime_context().current_actor
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def open(self, spec: SessionSpec) -> dict:
+        """Build (or resume) a session here; returns its id, notices and control state."""
+        settings = WorkingsetSettings.model_validate(spec.settings)
+        workspace = resolve_workspace(spec.workspace)
+        queue: asyncio.Queue = asyncio.Queue()
+        session_id = spec.session_id
+        hosted_ref: list[_Hosted] = []
+        approver = (lambda request: self._ask_local(hosted_ref[0], request)) if spec.interactive else None
+        runtime = RuntimePorts(
+            executor=RayToolExecutor(self.node_id, num_cpus=self.services.tool_cpus),
+            summarizer=self.services.summarizer,
+            snapshots=self.services.snapshots,
+            spawner_factory=None,
+        )
+        session = build_session(settings, workspace, emit=queue.put_nowait, session_id=session_id,
+                                mode=Mode(spec.mode), child_approver=approver, runtime=runtime)
+        # Subagents become actors that report back to this actor and this session.
+        session_factory = ray_spawner_factory(self.pool, self.me, session.session_id)
+        agent = session.ports.registry.get("Agent")
+        agent.spawner = session_factory(agent.spawner.blueprint, session.session_id, agent.spawner.parent_budget)
+        agent.spawner.blueprint.spawner_factory = session_factory
+        hosted = _Hosted(session, queue, {})
+        hosted_ref.append(hosted)
+        self.hosted[session.session_id] = hosted
+        notices: list[str] = []
+        if spec.resume:
+            loaded = session.ports.snapshots.load(session.session_id)
+            if loaded.problem:
+                notices.append(loaded.problem)
+            notices += session.restore(loaded.state)
+            seek = getattr(session.ports.model, "seek", None)
+            if spec.seek_model and callable(seek):
+                seek(loaded.state.model_calls)
+        elif spec.goal:
+            session.set_goal(spec.goal)
+        return {"session_id": session.session_id, "notices": notices, **self._control(session)}
+
+    async def close(self, session_id: str) -> None:
+        self.hosted.pop(session_id, None)
+
+    def sessions(self) -> list[str]:
+        return list(self.hosted)
+
+    # -- turns, streamed ----------------------------------------------------------------
+
+    async def turn(self, session_id: str, text: str):
+        async for item in self._stream(session_id, lambda s: s.run_turn(text)):
+            yield item
+
+    async def answer(self, session_id: str, allow: bool, always: bool):
+        async for item in self._stream(session_id, lambda s: s.answer_permission(allow, always=always)):
+            yield item
+
+    async def settle_resumed(self, session_id: str):
+        async for item in self._stream(session_id, lambda s: s.settle_resumed()):
+            yield item
+
+    async def _stream(self, session_id: str, start):
+        hosted = self._get(session_id)
+        task = asyncio.ensure_future(start(hosted.session))
+        task.add_done_callback(lambda _: hosted.events.put_nowait(_DONE))
+        while True:
+            item = await hosted.events.get()
+            if item is _DONE:
+                break
+            yield item
+        outcome = task.result()  # re-raises a model error for the caller
+        yield self._turn_end(hosted.session, outcome)
+
+    # -- control ------------------------------------------------------------------------
+
+    async def compact(self, session_id: str, focus: str | None) -> dict:
+        result = await self._get(session_id).session.compact_now(focus)
+        return {"failure": result.failure, "events": [e.model_dump() for e in result.events]}
+
+    def set_mode(self, session_id: str, mode: str) -> dict:
+        session = self._get(session_id).session
+        session.set_mode(Mode(mode))
+        return self._control(session)
+
+    def set_goal(self, session_id: str, condition: str | None) -> dict:
+        session = self._get(session_id).session
+        session.set_goal(condition)
+        return self._control(session)
+
+    def clear(self, session_id: str) -> dict:
+        session = self._get(session_id).session
+        session.clear()
+        return self._control(session)
+
+    def drain(self, session_id: str) -> list:
+        """Events emitted outside a streamed turn (mode changes, snapshots, notices)."""
+        queue = self._get(session_id).events
+        items = []
+        while not queue.empty():
+            items.append(queue.get_nowait())
+        return items
+
+    # -- subagent plumbing --------------------------------------------------------------
+
+    def push_event(self, session_id: str, event) -> None:
+        hosted = self.hosted.get(session_id)
+        if hosted is not None:
+            hosted.events.put_nowait(event)
+
+    async def ask_user(self, session_id: str, request: PermissionRequested) -> PermissionAnswer:
+        """A subagent's question: shown in the root's stream, answered by answer_child."""
+        hosted = self.hosted.get(session_id)
+        if hosted is None:
+            return PermissionAnswer(allow=False)
+        return await self._ask_local(hosted, request)
+
+    def answer_child(self, session_id: str, tool_use_id: str, allow: bool, always: bool) -> bool:
+        hosted = self.hosted.get(session_id)
+        future = hosted.asks.pop(tool_use_id, None) if hosted else None
+        if future is None or future.done():
+            return False
+        future.set_result(PermissionAnswer(allow=allow, always=always))
+        return True
+
+    async def _ask_local(self, hosted: _Hosted, request: PermissionRequested) -> PermissionAnswer:
+        future = asyncio.get_running_loop().create_future()
+        hosted.asks[request.tool_use_id] = future
+        hosted.events.put_nowait(ChildQuestion(request=request))
+        return await future
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _get(self, session_id: str) -> _Hosted:
+        hosted = self.hosted.get(session_id)
+        if hosted is None:
+            raise KeyError(f"session {session_id} is not open on this actor")
+        return hosted
+
+    def _control(self, session: Session) -> dict:
+        conversation = session.conversation
+        inputs = [m.text for m in conversation if m.role == "user" and not m.tool_results_in]
+        last = conversation[-1] if conversation else None
+        return {
+            "usage": session.usage.model_dump(),
+            "total_model_calls": session.model_calls,
+            "mode": session.mode.value,
+            "goal": session.goal.model_dump() if session.goal else None,
+            "messages": len(conversation),
+            "last_input": inputs[-1] if inputs else "",
+            # a finished turn ends in an assistant reply without tool calls and nothing parked
+            "complete": bool(last and last.role == "assistant" and not last.tool_uses and session.pending is None),
+        }
+
+    def _turn_end(self, session: Session, outcome: TurnOutcome | None) -> TurnEnd:
+        outcome = outcome or TurnOutcome("end_turn", "", 0)
+        return TurnEnd(
+            reason=outcome.reason, final_text=outcome.final_text, model_calls=outcome.model_calls,
+            detail=outcome.detail, request=outcome.request, **self._control(session),
+        )
+
+    def ping(self) -> str:
+        return self.node_id
+
+    def workspace_path(self, session_id: str) -> str:
+        return str(Path(self._get(session_id).session.ports.tool_context.workspace))

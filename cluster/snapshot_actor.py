@@ -1,0 +1,57 @@
+"""The SnapshotStore when sessions span nodes: one actor owns the diskcache.
+
+Pinned to the node where the runtime started (the head), so a session resumed on
+any node reads the same store. On a single node each process opens the diskcache
+directly instead (it is safe across processes), which avoids a hop per turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from agents.session_state import SessionState
+from agents.snapshot_store import DiskSnapshotStore, LoadedSnapshot, SessionInfo
+
+__all__ = ["RaySnapshotStore", "SnapshotStoreActor", "start_snapshot_actor"]
+
+
+@ray.remote(num_cpus=0, max_restarts=-1)
+class SnapshotStoreActor:
+    def __init__(self, root: str, max_history: int, max_age_days: float):
+        self.store = DiskSnapshotStore(Path(root), max_history=max_history, max_age_days=max_age_days)
+
+    def save(self, state: SessionState) -> str:
+        return self.store.save(state)
+
+    def load(self, session_id: str, version: str | None) -> LoadedSnapshot:
+        return self.store.load(session_id, version)
+
+    def sessions(self, cwd: str | None) -> list[SessionInfo]:
+        return self.store.sessions(Path(cwd) if cwd else None)
+
+
+class RaySnapshotStore:
+    """The SnapshotStore port through the actor. Calls block briefly (one local hop);
+    snapshots are written once per outer turn."""
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    def save(self, state: SessionState) -> str:
+        return ray.get(self.actor.save.remote(state))
+
+    def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
+        return ray.get(self.actor.load.remote(session_id, version))
+
+    def sessions(self, cwd: Path | None = None) -> list[SessionInfo]:
+        return ray.get(self.actor.sessions.remote(str(cwd) if cwd else None))
+
+
+def start_snapshot_actor(root: Path, *, max_history: int, max_age_days: float, node_id: str) -> RaySnapshotStore:
+    actor = SnapshotStoreActor.options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+    ).remote(str(root), max_history, max_age_days)
+    return RaySnapshotStore(actor)

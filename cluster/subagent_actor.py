@@ -1,0 +1,142 @@
+"""Subagents on Ray: each Agent call runs in a SubagentActor, behind the same port.
+
+The child is derived from the same blueprint as in-process (agents.subagents); only
+the process differs. Its events and permission questions travel to the root's
+SessionActor, its tool calls still go to node-affine tool tasks, and only its
+SubagentResult comes back. Actors are reused from a small per-process pool (a
+fresh actor costs a Python process start); one whose child failed is not reused.
+
+Tree budgets: a child gets the room left in the tree when it starts and enforces
+it itself; its usage is added to the parent's tree when it returns. Children that
+run in parallel each see the same room, so a tree may overshoot by what they spend
+concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import ray
+from ray.exceptions import RayError
+
+from agents.budgets import Budget
+from agents.compaction.ledger import usage_cost_usd
+from agents.events import PermissionRequested
+from agents.ports import SubagentRequest, SubagentResult
+from agents.subagents import SessionBlueprint, run_child
+from agents.tool_batch import PermissionAnswer
+
+__all__ = ["RaySpawner", "RemoteApprover", "RemoteEmitter", "SubagentActor", "SubagentPool"]
+
+
+class RemoteEmitter:
+    """EventSink that forwards a child's events to the root session's stream."""
+
+    def __init__(self, root_actor, root_session_id: str):
+        self.root_actor = root_actor
+        self.root_session_id = root_session_id
+
+    def __call__(self, event) -> None:
+        self.root_actor.push_event.remote(self.root_session_id, event)
+
+
+class RemoteApprover:
+    """A child's permission question, asked of the root's user through the root actor."""
+
+    def __init__(self, root_actor, root_session_id: str):
+        self.root_actor = root_actor
+        self.root_session_id = root_session_id
+
+    async def __call__(self, request: PermissionRequested) -> PermissionAnswer:
+        return await self.root_actor.ask_user.remote(self.root_session_id, request)
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class SubagentActor:
+    async def run(
+        self, blueprint: SessionBlueprint, request: SubagentRequest, parent_id: str, child_id: str,
+        room: tuple[int | None, float | None],
+    ) -> SubagentResult:
+        tree = Budget("tree (room left when this subagent started)", max_tokens=room[0], max_cost_usd=room[1])
+        return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, parent_budget=tree)
+
+    def ready(self) -> bool:
+        return True
+
+
+class SubagentPool:
+    """Idle SubagentActors kept for reuse (bounded); created on demand."""
+
+    def __init__(self, keep_idle: int = 8):
+        self.keep_idle = keep_idle
+        self._idle: list = []
+
+    def acquire(self):
+        return self._idle.pop() if self._idle else SubagentActor.remote()
+
+    def release(self, actor, *, healthy: bool) -> None:
+        if healthy and len(self._idle) < self.keep_idle:
+            self._idle.append(actor)
+        else:
+            ray.kill(actor)
+
+    async def warm(self, count: int) -> None:
+        actors = [SubagentActor.remote() for _ in range(count)]
+        await asyncio.gather(*(a.ready.remote() for a in actors))
+        for actor in actors:
+            self.release(actor, healthy=True)
+
+
+class RaySpawner:
+    """The SubagentSpawner port on Ray."""
+
+    def __init__(self, blueprint: SessionBlueprint, *, parent_id: str, parent_budget: Budget, pool: SubagentPool,
+                 root_actor, root_session_id: str):
+        self.blueprint = blueprint
+        self.parent_id = parent_id
+        self.parent_budget = parent_budget
+        self.pool = pool
+        self.root_actor = root_actor
+        self.root_session_id = root_session_id
+        self._count = 0
+
+    async def spawn(self, request: SubagentRequest) -> SubagentResult:
+        self._count += 1
+        child_id = f"{self.parent_id}.{self._count}"
+        actor = self.pool.acquire()
+        healthy = True
+        try:
+            result = await actor.run.remote(self._shipped_blueprint(), request, self.parent_id, child_id,
+                                            self.parent_budget.remaining())
+        except RayError as exc:
+            healthy = False
+            result = SubagentResult(
+                text=f"Subagent '{request.description}' was lost: its actor failed ({type(exc).__name__}). "
+                "Tool calls it made may have taken effect; check before repeating the work.",
+                is_error=True, reason="error", session_id=child_id,
+            )
+        finally:
+            self.pool.release(actor, healthy=healthy)
+        self.parent_budget.add(result.usage.input_tokens + result.usage.output_tokens
+                               + result.usage.cache_read_input_tokens + result.usage.cache_creation_input_tokens,
+                               result.cost_usd or usage_cost_usd(result.usage, ""))
+        return result
+
+    def _shipped_blueprint(self) -> SessionBlueprint:
+        """What the child's process gets: events and questions routed to the root actor,
+        grandchildren spawned through actors too."""
+        bp = self.blueprint
+        shipped = SessionBlueprint(**{k: v for k, v in bp.__dict__.items() if not k.startswith("_")})
+        shipped.emit = RemoteEmitter(self.root_actor, self.root_session_id)
+        if bp.child_approver is not None:
+            shipped.child_approver = RemoteApprover(self.root_actor, self.root_session_id)
+        shipped.spawner_factory = ray_spawner_factory(self.pool, self.root_actor, self.root_session_id)
+        return shipped
+
+
+def ray_spawner_factory(pool: SubagentPool, root_actor, root_session_id: str):
+    def factory(bp: SessionBlueprint, parent_id: str, budget: Budget) -> RaySpawner:
+        return RaySpawner(bp, parent_id=parent_id, parent_budget=budget, pool=pool, root_actor=root_actor,
+                          root_session_id=root_session_id)
+
+    return factory
