@@ -17,6 +17,7 @@ What the command sees:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -50,10 +51,8 @@ SECRET_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass", ".
 
 def _homes() -> list[Path]:
     homes = {Path.home()}
-    try:
+    with contextlib.suppress(KeyError):  # an account without a passwd entry
         homes.add(Path(pwd.getpwuid(os.getuid()).pw_dir))
-    except KeyError:
-        pass
     return sorted(h.resolve() for h in homes if h.is_dir() and h != Path("/"))
 
 
