@@ -9,17 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from agents.budgets import Budget
 from agents.compaction import load_summarizer
 from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
-from agents.events import EventSink, discard_events
+from agents.events import EventSink, Notice, discard_events
+from agents.hooks import HookRunner
 from agents.loop import Session, SessionPorts, new_session_id
 from agents.memory import MemoryStore, memory_section, memory_tools
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
+from agents.plugins import LoadedPlugins, apply_bundle, discover_plugins, load_enabled
 from agents.ports import ModelClient, SnapshotStore, SubagentSpawner, Summarizer, ToolExecutor
 from agents.providers import load_model_client
 from agents.skills import LoadSkillTool, discover_skills, skill_catalog_section
@@ -38,6 +41,7 @@ from agents.trace import TraceWriter
 from tools.artifacts import ArtifactStore
 from tools.base import CommandRunner, PlainCommandRunner, Tool, ToolContext
 from tools.executor import LocalToolExecutor
+from tools.mcp import McpManager, McpServerConfig
 from tools.recall import RecallTool
 from tools.registry import ToolRegistry, default_workspace_tools
 from tools.sandbox import BubblewrapRunner, SandboxLimits
@@ -45,6 +49,8 @@ from tools.sandbox import BubblewrapRunner, SandboxLimits
 __all__ = [
     "RuntimePorts",
     "build_session",
+    "load_plugins",
+    "open_session",
     "command_runner",
     "resolve_workspace",
     "session_dir",
@@ -127,6 +133,47 @@ class _PromptParts:
         )
 
 
+def load_plugins(settings: WorkingsetSettings, workspace: Path) -> LoadedPlugins:
+    """Enabled plugins from ~/.workingset/plugins, .workingset/plugins and plugins.dirs."""
+    dirs = [settings.home / "plugins", workspace / ".workingset" / "plugins", *settings.plugins.dirs]
+    plugins, problems = discover_plugins(dirs)
+    loaded = load_enabled(plugins, settings.plugins.enabled)
+    loaded.problems[:0] = problems
+    return loaded
+
+
+def _bundled(tools: list[Tool], bundle: list[str] | None) -> tuple[list[Tool], bool]:
+    """The bundle's selection, plus whether it keeps the Agent tool (added later).
+    Recall always stays: clip and clear markers point to it."""
+    if bundle is None:
+        return tools, True
+    keeps_agent = any(fnmatchcase("Agent", pattern) for pattern in bundle)
+    chosen = apply_bundle(tools, [p for p in bundle if p != "Agent"])
+    if not any(t.name == "Recall" for t in chosen):
+        chosen.append(next(t for t in tools if t.name == "Recall"))
+    return chosen, keeps_agent
+
+
+async def open_session(settings: WorkingsetSettings, workspace: Path, **kwargs) -> Session:
+    """build_session plus what needs an event loop: the MCP servers' connections."""
+    plugins = load_plugins(settings, workspace)
+    servers = list(settings.mcp_servers)
+    for raw in plugins.mcp_servers:
+        try:
+            servers.append(McpServerConfig.model_validate(raw))
+        except ValueError as exc:
+            plugins.problems.append(f"plugin MCP server {raw.get('name', '?')!r} is invalid: {exc}")
+    manager = None
+    if servers:
+        manager = McpManager(servers, log_dir=session_dir(settings, kwargs.get("session_id") or "mcp") / "mcp")
+        await manager.start()
+        plugins.problems.extend(manager.problems)
+    session = build_session(settings, workspace, plugins=plugins, extra_tools=manager.tools if manager else [], **kwargs)
+    if manager is not None:
+        session.closers.append(manager.aclose)
+    return session
+
+
 def build_session(
     settings: WorkingsetSettings,
     workspace: Path,
@@ -136,16 +183,23 @@ def build_session(
     mode: Mode = Mode.DEFAULT,
     child_approver: Approver | None = None,
     tools: list[Tool] | None = None,
+    extra_tools: list[Tool] = (),
+    plugins: LoadedPlugins | None = None,
     runtime: RuntimePorts | None = None,
 ) -> Session:
     runtime = runtime or RuntimePorts()
     session_id = session_id or new_session_id()
     state = session_dir(settings, session_id)
+    plugins = plugins if plugins is not None else load_plugins(settings, workspace)
     memory = MemoryStore(workspace, settings.home)
-    skills, _problems = discover_skills(workspace, settings.home)
-    base_tools = tools if tools is not None else [
-        *default_workspace_tools(), RecallTool(), *memory_tools(memory), LoadSkillTool(skills)
-    ]
+    skills, skill_problems = discover_skills(workspace, settings.home, plugin_dirs=plugins.skill_dirs)
+    for text in [*plugins.problems, *skill_problems, *memory.list()[1]]:
+        emit(Notice(session_id=session_id, text=text))
+    if tools is None:
+        tools = [*default_workspace_tools(), RecallTool(), *memory_tools(memory), LoadSkillTool(skills), *plugins.tools]
+    base_tools, keeps_agent = _bundled([*tools, *extra_tools], settings.bundle)
+    hook_specs = [*settings.hooks, *plugins.hooks]
+    hooks = HookRunner(hook_specs, workspace) if hook_specs else None
     parts = _PromptParts(
         environment_section(workspace), project_instructions_section(workspace), skill_catalog_section(skills), memory
     )
@@ -177,9 +231,10 @@ def build_session(
         artifacts=artifacts,
         child_approver=child_approver,
         spawner_factory=runtime.spawner_factory,
+        hooks=hooks,
     )
     agent = AgentTool(blueprint.spawner(session_id, tree), depth=0, max_depth=settings.subagents.max_depth)
-    registry = ToolRegistry([*base_tools, agent])
+    registry = ToolRegistry([*base_tools, agent] if keeps_agent else base_tools)
     ports = SessionPorts(
         model=model_for(None, "root"),
         executor=executor,
@@ -194,6 +249,7 @@ def build_session(
         judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge"),
         budget=tree,
         snapshots=runtime.snapshots or snapshot_store(settings),
+        hooks=hooks,
     )
     return Session(
         ports, system_prompt=parts.prompt_for(registry), settings=settings.session(), session_id=session_id, mode=mode

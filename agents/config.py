@@ -20,13 +20,16 @@ from pydantic_settings import (
 )
 
 from agents.errors import ConfigError
+from agents.hooks import HookSpec
 from tools.base import ToolLimits
+from tools.mcp import McpServerConfig
 
 __all__ = [
     "AgentSettings",
     "ClusterSettings",
     "CompactSettings",
     "PermissionSettings",
+    "PluginSettings",
     "SubagentSettings",
     "SandboxSettings",
     "SessionSettings",
@@ -151,6 +154,15 @@ class ClusterSettings(BaseModel):
     )
 
 
+class PluginSettings(BaseModel):
+    """Plugins: where to look and which ones join the session."""
+
+    dirs: list[Path] = Field(
+        default_factory=list, description="Extra plugin directories (besides ~/.workingset/plugins and .workingset/plugins)."
+    )
+    enabled: list[str] = Field(default_factory=list, description="Plugins (by name) whose tools, skills, MCP servers and hooks join.")
+
+
 class SessionSettings(BaseModel):
     """The part of the settings one Session's loop reads."""
 
@@ -178,6 +190,10 @@ class WorkingsetSettings(BaseSettings):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings, description="Bash sandbox.")
     cluster: ClusterSettings = Field(default_factory=ClusterSettings, description="Ray runtime.")
     runtime: Literal["ray", "local"] = Field("ray", description="Where sessions run: on Ray, or in this process.")
+    hooks: list[HookSpec] = Field(default_factory=list, description="Hooks (PreToolUse, PostToolUse, ...).")
+    plugins: PluginSettings = Field(default_factory=PluginSettings, description="Plugins.")
+    bundle: list[str] | None = Field(None, description="Tool names or globs forming the effective registry (unset: all).")
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list, description="MCP servers to connect.")
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings, description="Summaries.")
     home: Path = Field(
         default_factory=lambda: Path.home() / ".workingset",

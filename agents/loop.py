@@ -41,6 +41,7 @@ from agents.events import (
     discard_events,
 )
 from agents.goal import GoalState, continue_input, goal_section, judge_goal
+from agents.hooks import HookEvent, HookResult, HookRunner
 from agents.messages import Message, ToolUseBlock
 from agents.modes import Mode, visible_registry
 from agents.permissions import PermissionRuntime
@@ -98,6 +99,7 @@ class SessionPorts:
     budget: Budget | None = None
     is_child: bool = False
     snapshots: SnapshotStore | None = None  # None for subagents: they never write snapshots
+    hooks: HookRunner | None = None
 
 
 class Session:
@@ -125,6 +127,8 @@ class Session:
         self.mode = Mode.DEFAULT
         self.goal: GoalState | None = None
         self.pending: PendingBatch | None = None
+        self._start_source: str | None = "startup"  # SessionStart fires before the first turn
+        self.closers: list = []  # async callables run by aclose (MCP connections, ...)
         self._turn_calls = 0
         self._final_text = ""
         self.compiler = WorkingSetCompiler(ports.counter)
@@ -181,9 +185,28 @@ class Session:
         """One outer turn: the user speaks, the agent works until it answers or pauses."""
         if self.pending is not None:
             raise WorkingsetError("a tool call is waiting for permission; answer it before sending more input")
+        if self._start_source is not None and not self.ports.is_child:
+            source, self._start_source = self._start_source, None
+            cwd = str(self.ports.tool_context.workspace)
+            await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
         self.conversation.append(Message.user(user_input))
         self._turn_calls, self._final_text = 0, ""
         return self._saved(await self._advance())
+
+    async def notify_hooks(self, event: HookEvent, payload: dict, *, tool_name: str | None = None) -> HookResult | None:
+        """Run the hooks for `event`; their warnings and messages become notices."""
+        hooks = self.ports.hooks
+        if hooks is None or not hooks.matching(event, tool_name):
+            return None
+        result = await hooks.run(event, payload)
+        for text in [*result.warnings, *result.messages]:
+            self.emit(Notice(session_id=self.session_id, text=f"{event.value} hook: {text}"))
+        return result
+
+    async def aclose(self) -> None:
+        """Release what the session holds open (MCP connections)."""
+        while self.closers:
+            await self.closers.pop()()
 
     async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
         """Resume the parked call with the user's answer."""
@@ -226,6 +249,7 @@ class Session:
         self.goal = None
         self.prompt = self.prompt.replace(None, "goal")
         self._turn_calls, self._final_text = 0, ""
+        self._start_source = "clear"
         self.save_snapshot("clear")
 
     def save_snapshot(self, reason: str) -> str | None:
@@ -243,6 +267,7 @@ class Session:
     def restore(self, state: SessionState) -> list[str]:
         """Continue from a snapshot; notices say what could not come back as it was."""
         notices = restore_state(self, state)
+        self._start_source = "resume"
         for text in notices:
             self.emit(Notice(session_id=self.session_id, text=text))
         return notices
@@ -404,7 +429,17 @@ class Session:
             focus=focus,
             total_tokens=total_tokens,
         )
+        hooked = self.ports.hooks is not None and (
+            trigger != "auto" or request.current_tokens(self._compaction_env) > request.budget_tokens
+        )
+        payload = {"session_id": self.session_id, "trigger": trigger}
+        if hooked:
+            payload["tokens_before"] = request.current_tokens(self._compaction_env)
+            await self.notify_hooks(HookEvent.PRE_COMPACT, payload)
         result = await self.strategy.compact(request, self._compaction_env)
+        if hooked:
+            after = result.events[-1].tokens_after if result.events else payload["tokens_before"]
+            await self.notify_hooks(HookEvent.POST_COMPACT, {**payload, "tokens_after": after})
         if result.changed:
             self._keep_goal_anchor(self.conversation, result.messages)
             self.conversation = result.messages

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sqlite3
 import time
 from pathlib import Path
 
@@ -87,13 +88,13 @@ class DiskSnapshotStore:
         self.max_age_s = max_age_days * 86_400
         self._caches: dict[str, diskcache.Cache] = {}
         self._known: dict[str, set[str]] = {}  # keys this process knows are stored
+        self._gc_seen: dict[str, int] = {}  # the session's garbage-collection count `_known` is valid for
 
     # -- writing ------------------------------------------------------------------------
 
     def save(self, state: SessionState) -> str:
         """Store `state` as the session's new current version; return its id."""
         sid = state.session_id
-        cache = self._cache(sid)
         known = self._known.setdefault(sid, set())
         encoded = [encode_message(m) for m in state.conversation]
         chunks = [b"".join(bytes.fromhex(d) for d, _ in encoded[i : i + _CHUNK]) for i in range(0, len(encoded), _CHUNK)]
@@ -102,7 +103,12 @@ class DiskSnapshotStore:
         envelope = pack({"schema": SCHEMA_VERSION, "sum": hashlib.sha256(body).hexdigest(), "body": body})
         version = f"{time.time_ns():020d}"
         try:
+            cache = self._cache(sid)
             with cache.transact():
+                if cache.get("gc", 0) != self._gc_seen.get(sid):
+                    # Another writer collected garbage since: what this process stored may be gone.
+                    known.clear()
+                    self._gc_seen[sid] = cache.get("gc", 0)
                 for digest, data in encoded:
                     if "m:" + digest not in known:
                         cache.add("m:" + digest, data)
@@ -111,7 +117,7 @@ class DiskSnapshotStore:
                         cache.add("c:" + key, chunk)
                 cache.set("v:" + version, envelope)
                 self._rotate(cache, state, version)
-        except (OSError, diskcache.Timeout) as exc:
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise SnapshotError(f"could not write snapshot of session {sid} to {self.root / sid}: {exc}") from exc
         known.update("m:" + d for d, _ in encoded)
         known.update("c:" + k for k in chunk_keys)
@@ -124,13 +130,19 @@ class DiskSnapshotStore:
             history.append(record["current"])
         cutoff_ns = (time.time() - self.max_age_s) * 1e9
         kept = [v for v in history if int(v) >= cutoff_ns][-self.max_history :] if self.max_history else []
-        dropped = [v for v in history if v not in set(kept)]
+        # Versions leave the history at once, but their data is deleted in batches:
+        # collecting garbage reads every kept version's index, so it runs once per
+        # `slack` retirements instead of on every save once the history is full.
+        retired = [*record.get("retired", []), *(v for v in history if v not in set(kept))]
+        slack = max(self.max_history // 4, 1)
+        dropped = retired if len(retired) >= slack else []
         last_text = next((m.text for m in reversed(state.conversation) if m.role == "assistant" and m.text), "")
         cache.set(
             "session",
             {
                 "current": version,
                 "history": kept,
+                "retired": [] if dropped else retired,
                 "cwd": state.cwd,
                 "model": state.model,
                 "saved_at": state.saved_at,
@@ -155,10 +167,17 @@ class DiskSnapshotStore:
                 live.add("c:" + key)
                 chunk = cache.get("c:" + key) or b""
                 live.update("m:" + chunk[i : i + _DIGEST_BYTES].hex() for i in range(0, len(chunk), _DIGEST_BYTES))
+        deleted = set()
         for key in list(cache.iterkeys()):
             if isinstance(key, str) and key[:2] in ("m:", "c:") and key not in live:
                 cache.delete(key)
-        self._known.pop(str(Path(cache.directory).name), None)
+                deleted.add(key)
+        counter = cache.get("gc", 0) + 1
+        cache.set("gc", counter)
+        # This process did the collection, so what it knows minus what it deleted stays true.
+        sid = Path(cache.directory).name
+        self._known.setdefault(sid, set()).difference_update(deleted)
+        self._gc_seen[sid] = counter
 
     def restore(self, session_id: str, version: str) -> str:
         """Make an older version current again (the current one rotates into history)."""
@@ -173,6 +192,11 @@ class DiskSnapshotStore:
         if not record or not record.get("current"):
             raise SnapshotNotFound(f"no snapshot of session {session_id} in {self.root}")
         wanted = version or record["current"]
+        if wanted != record["current"] and wanted not in record["history"]:
+            raise SnapshotNotFound(
+                f"version {wanted} of session {session_id} is not kept; `workingset sessions history "
+                f"{session_id}` lists the versions there are"
+            )
         try:
             return LoadedSnapshot(state=self._read_version(cache, wanted), version=wanted)
         except SnapshotCorrupt as exc:

@@ -21,6 +21,7 @@ from agents.compaction.ledger import usage_cost_usd
 from agents.config import SessionSettings, SubagentSettings
 from agents.errors import ModelError
 from agents.events import EventSink, SubagentFinished, SubagentStarted
+from agents.hooks import HookEvent, HookRunner
 from agents.permissions import PermissionRuntime
 from agents.ports import (
     ModelClient,
@@ -117,6 +118,7 @@ class SessionBlueprint:
     emit: EventSink
     artifacts: ArtifactStore | None = None
     child_approver: Approver | None = None  # interactive root: a child's ask reaches the user
+    hooks: HookRunner | None = None
     # How a session at any depth gets its spawner: in-process here, actors on Ray.
     spawner_factory: Callable[[SessionBlueprint, str, Budget], SubagentSpawner] | None = None
     _ids: itertools.count = field(default_factory=itertools.count)
@@ -183,6 +185,7 @@ def build_child_session(bp: SessionBlueprint, request: SubagentRequest, *, child
         approver=bp.child_approver,
         budget=budget,
         is_child=True,
+        hooks=bp.hooks,
     )
     settings = bp.settings.model_copy(update={"agent": bp.settings.agent.model_copy(update={"max_turns": limits.max_turns})})
     return Session(ports, system_prompt=bp.prompt_for(registry), settings=settings, session_id=child_id)
@@ -200,6 +203,9 @@ async def run_child(
         return SubagentResult(text=str(exc), is_error=True, reason="error", session_id=child_id)
     bp.emit(SubagentStarted(session_id=parent_id, child_session_id=child_id, description=request.description, depth=request.depth))
     result = await _run_child(child, request)
+    if bp.hooks is not None:
+        stop = {"session_id": parent_id, "child_session_id": child_id, "description": request.description, "reason": result.reason}
+        await child.notify_hooks(HookEvent.SUBAGENT_STOP, stop)
     bp.emit(
         SubagentFinished(
             session_id=parent_id,

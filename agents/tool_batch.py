@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from agents.compaction import clip_tool_result
 from agents.events import PermissionDecided, PermissionRequested, ToolCall, ToolResult
+from agents.hooks import HookEvent
 from agents.messages import Message, ToolResultBlock, ToolUseBlock
 from agents.permissions import Decision
 from agents.tool_calls import PreparedCall, error_result, execute_prepared, prepare_tool_call
@@ -95,12 +96,40 @@ class ToolBatchRunner:
         return False
 
     async def finish(self, batch: PendingBatch) -> None:
+        """PreToolUse hooks (in call order) may still block an allowed call; the rest run
+        concurrently; PostToolUse hooks see each full result before it is clipped."""
         s = self.session
         ctx = s.ports.tool_context
-        outputs = await asyncio.gather(*(execute_prepared(c, executor=s.ports.executor, ctx=ctx) for c in batch.allowed))
-        for result in outputs:
+        runnable = [c for c in batch.allowed if await self._pre_tool_use(batch, c)]
+        outputs = await asyncio.gather(*(execute_prepared(c, executor=s.ports.executor, ctx=ctx) for c in runnable))
+        for call, result in zip(runnable, outputs, strict=True):
+            await self._post_tool_use(call, result)
             self._settle(batch, self._clip_to_budget(result))
         s.conversation.append(Message.tool_results(batch.results[i] for i in batch.order))
+
+    async def _pre_tool_use(self, batch: PendingBatch, call: PreparedCall) -> bool:
+        s = self.session
+        if s.ports.hooks is None:
+            return True
+        payload = {"session_id": s.session_id, "tool_name": call.tool.name, "tool_input": call.use.input}
+        outcome = await s.notify_hooks(HookEvent.PRE_TOOL_USE, payload, tool_name=call.tool.name)
+        if outcome is not None and outcome.block:
+            self._settle(batch, error_result(call.use, f"Blocked by a PreToolUse hook: {outcome.reason}. The call did not run."))
+            return False
+        return True
+
+    async def _post_tool_use(self, call: PreparedCall, result: ToolResultBlock) -> None:
+        s = self.session
+        if s.ports.hooks is None:
+            return
+        payload = {
+            "session_id": s.session_id,
+            "tool_name": call.tool.name,
+            "tool_input": call.use.input,
+            "tool_result": result.content,
+            "is_error": result.is_error,
+        }
+        await s.notify_hooks(HookEvent.POST_TOOL_USE, payload, tool_name=call.tool.name)
 
     # -- helpers ----------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import asyncio
 import sys
 from typing import Any
 
-from agents.assembly import build_session, resolve_workspace, snapshot_store
+from agents.assembly import open_session, resolve_workspace, snapshot_store
 from agents.config import load_settings
 from agents.errors import ConfigError, ModelError, WorkingsetError
 from agents.events import Notice
@@ -148,15 +148,22 @@ def _run_command(args: argparse.Namespace) -> int:
     approver = console_approver if interactive else None
     session_id = _resumed_id(args, settings, workspace)
     if settings.runtime == "local":
-        session = build_session(
-            settings, workspace, emit=renderer, mode=Mode(args.mode), child_approver=approver, session_id=session_id
-        )
+        return asyncio.run(_drive_local(settings, workspace, args, renderer, approver, session_id))
+    return asyncio.run(_drive_on_ray(settings, workspace, args, renderer, approver, session_id))
+
+
+async def _drive_local(settings, workspace, args, renderer, approver, session_id) -> int:
+    session = await open_session(
+        settings, workspace, emit=renderer, mode=Mode(args.mode), child_approver=approver, session_id=session_id
+    )
+    try:
         if session_id is not None:
             _resume(session)
         if args.goal:
             session.set_goal(args.goal)
-        return asyncio.run(_drive(session, args.prompt, approver))
-    return asyncio.run(_drive_on_ray(settings, workspace, args, renderer, approver, session_id))
+        return await _drive(session, args.prompt, approver)
+    finally:
+        await session.aclose()
 
 
 async def _drive(session, prompt: str | None, approver: Approver | None) -> int:

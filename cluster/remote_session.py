@@ -53,6 +53,7 @@ class RemoteSession:
         self.session_id = spec.session_id or ""
         self.mode = Mode(spec.mode)
         self.goal: GoalState | None = None
+        self.pool_index = 0  # which actor of a SessionPool hosts it
         self._control: dict = {}
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -103,14 +104,14 @@ class RemoteSession:
     async def _consume(self, stream) -> TurnOutcome:
         try:
             async for ref in stream:
-                item = await ref
-                if isinstance(item, TurnEnd):
-                    self._apply(item.model_dump())
-                    return item.outcome()
-                if isinstance(item, ChildQuestion):
-                    await self._answer_child(item)
-                    continue
-                self.emit(item)
+                for item in await ref:
+                    if isinstance(item, TurnEnd):
+                        self._apply(item.model_dump())
+                        return item.outcome()
+                    if isinstance(item, ChildQuestion):
+                        await self._answer_child(item)
+                        continue
+                    self.emit(item)
         except _LOST as exc:
             self.emit(Notice(session_id=self.session_id, text=f"the session's actor failed ({type(exc).__name__}); "
                                                                "restarting it and resuming from the last snapshot"))

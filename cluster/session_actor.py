@@ -21,7 +21,7 @@ from typing import Any
 import ray
 from pydantic import BaseModel
 
-from agents.assembly import RuntimePorts, build_session, resolve_workspace
+from agents.assembly import RuntimePorts, open_session, resolve_workspace
 from agents.config import WorkingsetSettings
 from agents.events import PermissionRequested
 from agents.loop import Session, TurnOutcome
@@ -117,8 +117,8 @@ class SessionActor:
             snapshots=self.services.snapshots,
             spawner_factory=None,
         )
-        session = build_session(settings, workspace, emit=queue.put_nowait, session_id=session_id,
-                                mode=Mode(spec.mode), child_approver=approver, runtime=runtime)
+        session = await open_session(settings, workspace, emit=queue.put_nowait, session_id=session_id,
+                                     mode=Mode(spec.mode), child_approver=approver, runtime=runtime)
         # Subagents become actors that report back to this actor and this session.
         session_factory = ray_spawner_factory(self.pool, self.me, session.session_id)
         agent = session.ports.registry.get("Agent")
@@ -141,7 +141,9 @@ class SessionActor:
         return {"session_id": session.session_id, "notices": notices, **self._control(session)}
 
     async def close(self, session_id: str) -> None:
-        self.hosted.pop(session_id, None)
+        hosted = self.hosted.pop(session_id, None)
+        if hosted is not None:
+            await hosted.session.aclose()
 
     def sessions(self) -> list[str]:
         return list(self.hosted)
@@ -164,13 +166,19 @@ class SessionActor:
         hosted = self._get(session_id)
         task = asyncio.ensure_future(start(hosted.session))
         task.add_done_callback(lambda _: hosted.events.put_nowait(_DONE))
-        while True:
-            item = await hosted.events.get()
-            if item is _DONE:
-                break
-            yield item
+        done = False
+        while not done:
+            # Events go out in batches: one object per burst, not one per event.
+            batch = [await hosted.events.get()]
+            while not hosted.events.empty():
+                batch.append(hosted.events.get_nowait())
+            if batch[-1] is _DONE:
+                batch.pop()
+                done = True
+            if batch:
+                yield batch
         outcome = task.result()  # re-raises a model error for the caller
-        yield self._turn_end(hosted.session, outcome)
+        yield [self._turn_end(hosted.session, outcome)]
 
     # -- control ------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ where the session is. Foreign Ray failures become an error result the model sees
 
 from __future__ import annotations
 
+import sys
+
 import ray
 from pydantic import BaseModel
 from ray.exceptions import RayError
@@ -30,6 +32,22 @@ def run_tool_task(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
     return asyncio.run(LocalToolExecutor().execute(tool, args, ctx))
 
 
+_OWN_PACKAGES = ("tools", "agents", "cluster", "benchmarks")
+_by_value: set[str] = set()
+
+
+def _ship_by_value(tool: Tool) -> None:
+    """A plugin's tool class lives in a module only this process can import (its
+    directory was put on sys.path here); send its code along with the call."""
+    for obj in (tool, getattr(tool, "inner", None)):
+        module = type(obj).__module__ if obj is not None else ""
+        if module and module.split(".")[0] not in _OWN_PACKAGES and module not in _by_value:
+            mod = sys.modules.get(module)
+            if mod is not None and getattr(mod, "__file__", None) and "site-packages" not in mod.__file__:
+                ray.cloudpickle.register_pickle_by_value(mod)
+                _by_value.add(module)
+
+
 class RayToolExecutor:
     """The ToolExecutor port on Ray."""
 
@@ -41,6 +59,7 @@ class RayToolExecutor:
     async def execute(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         if tool.execution_domain in _IN_SESSION:
             return await self._local.execute(tool, args, ctx)
+        _ship_by_value(tool)
         strategy = NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
         ref = run_tool_task.options(scheduling_strategy=strategy, num_cpus=self.num_cpus).remote(tool, args, ctx)
         try:

@@ -1,0 +1,214 @@
+"""Snapshot costs: write time per outer turn, disk size of a session's history, resume time.
+
+    python -m benchmarks.snapshot_bench [--sizes 100 1000 5000] [--saves 50] [--versions 100]
+
+Conversations are realistic tool interactions: an assistant message (text + a Read
+tool_use), then a user message holding its ~2 KB tool_result, every body distinct.
+
+1. Write time: a store holding one version of an N-message conversation; then `saves`
+   times, append one tool interaction and save. Reported as p50/p95 ms of
+   `DiskSnapshotStore.save`, twice: while the history fills (no version is dropped) and
+   at steady state (history full, so every save drops the oldest version and collects
+   the messages and chunks no remaining version refers to). `Session.save_snapshot`
+   adds `export_state` (a `git rev-parse`, a settings fingerprint) on top; its p50 is
+   shown at steady state.
+2. Disk size: `versions` versions of a growing conversation (one interaction added per
+   version, all versions kept) against a fresh store holding only the final version.
+   Bytes are the sum of the file sizes in the session's diskcache directory after the
+   cache is closed, as written and after SQLite VACUUM (which drops free pages).
+3. Resume: what `--resume ID` does at N messages — build the session for the current
+   environment, load the snapshot, restore it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from agents.assembly import build_session
+from agents.config import load_settings
+from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.session_state import SessionState
+from agents.snapshot_store import DiskSnapshotStore
+
+SID = "bench"
+BODY_LINES = 40  # ~2 KB per tool result
+
+
+def interaction(n: int) -> list[Message]:
+    body = "\n".join(f"{n:6d}:{line:3d}\tdef function_{n}_{line}(x):  # source" for line in range(BODY_LINES))
+    use = ToolUseBlock(id=f"toolu_{n:06d}", name="Read", input={"path": f"src/module_{n}.py"})
+    return [
+        Message.assistant(TextBlock(text=f"Reading module {n} to find the failing call."), use),
+        Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)]),
+    ]
+
+
+def conversation(size: int) -> list[Message]:
+    messages = [Message.user("Investigate the failing test and fix it.")]
+    n = 0
+    while len(messages) < size:
+        messages += interaction(n)
+        n += 1
+    return messages[:size]
+
+
+def state(messages: list[Message]) -> SessionState:
+    return SessionState(session_id=SID, cwd="/bench/ws", model="scripted:bench", conversation=list(messages))
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def timed_saves(store: DiskSnapshotStore, messages: list[Message], first_id: int, saves: int) -> list[float]:
+    samples = []
+    for n in range(first_id, first_id + saves):
+        messages += interaction(n)
+        snapshot = state(messages)
+        started = time.perf_counter()
+        store.save(snapshot)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def write_times(root: Path, size: int, saves: int) -> dict[str, float]:
+    """p50/p95 of store.save while the history fills, then with the history full."""
+    store = DiskSnapshotStore(root / f"write-{size}", max_history=saves)
+    messages = conversation(size)
+    store.save(state(messages))
+    filling = timed_saves(store, messages, 1_000_000, saves - 1)  # history reaches max_history
+    steady = timed_saves(store, messages, 2_000_000, saves)  # every save drops one version
+    store.close()
+    return {
+        "fill_p50": statistics.median(filling),
+        "fill_p95": percentile(filling, 0.95),
+        "steady_p50": statistics.median(steady),
+        "steady_p95": percentile(steady, 0.95),
+    }
+
+
+def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
+    """Session.save_snapshot (export_state + store.save): p50 while the history fills, then full."""
+    workspace = root / f"ws-{size}"
+    workspace.mkdir()
+    script = root / "script.json"
+    script.write_text(json.dumps({"turns": []}))
+    settings = load_settings(
+        workspace,
+        {"model": f"scripted:{script}", "home": str(root / f"home-session-{size}"), "snapshots": {"max_history": saves}},
+    )
+    session = build_session(settings, workspace)
+    session.conversation = conversation(size)
+    session.save_snapshot("bench")
+    samples: list[float] = []
+    for n in range(2 * saves - 1):
+        session.conversation += interaction(3_000_000 + n)
+        started = time.perf_counter()
+        session.save_snapshot("bench")
+        samples.append((time.perf_counter() - started) * 1000)
+    session.ports.snapshots.close()
+    return statistics.median(samples[: saves - 1]), statistics.median(samples[saves - 1 :])
+
+
+def directory_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def vacuumed_bytes(directory: Path) -> int:
+    connection = sqlite3.connect(directory / "cache.db")
+    connection.execute("VACUUM")
+    connection.close()
+    return directory_bytes(directory)
+
+
+def disk_sizes(root: Path, start: int, versions: int) -> dict[str, float]:
+    messages = conversation(start)
+    history_store = DiskSnapshotStore(root / f"history-{start}", max_history=versions)
+    for n in range(versions):
+        messages += interaction(5_000_000 + n)
+        history_store.save(state(messages))
+    kept = len(history_store.history(SID))
+    history_store.close()
+    fresh_store = DiskSnapshotStore(root / f"fresh-{start}")
+    fresh_store.save(state(messages))
+    fresh_store.close()
+    history_dir, fresh_dir = root / f"history-{start}" / SID, root / f"fresh-{start}" / SID
+    raw = (directory_bytes(history_dir), directory_bytes(fresh_dir))
+    vacuumed = (vacuumed_bytes(history_dir), vacuumed_bytes(fresh_dir))
+    return {"kept": kept, "final": len(messages), "raw": raw, "vacuumed": vacuumed}
+
+
+def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
+    workspace = root / f"resume-ws-{size}"
+    workspace.mkdir()
+    script = root / "script.json"
+    script.write_text(json.dumps({"turns": []}))
+    settings = load_settings(workspace, {"model": f"scripted:{script}", "home": str(root / f"home-resume-{size}")})
+    first = build_session(settings, workspace)
+    first.conversation = conversation(size)
+    first.save_snapshot("bench")
+    first.ports.snapshots.close()
+    build, load_restore = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        session = build_session(settings, workspace, session_id=first.session_id)
+        built = time.perf_counter()
+        loaded = session.ports.snapshots.load(first.session_id)
+        session.restore(loaded.state)
+        done = time.perf_counter()
+        assert len(session.conversation) == size and loaded.problem is None
+        session.ports.snapshots.close()
+        build.append((built - started) * 1000)
+        load_restore.append((done - built) * 1000)
+    return {"build": statistics.median(build), "load_restore": statistics.median(load_restore)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1_000, 5_000])
+    parser.add_argument("--saves", type=int, default=50, help="saves measured per size (also max_history)")
+    parser.add_argument("--versions", type=int, default=100, help="versions in the disk-size comparison")
+    parser.add_argument("--resume-size", type=int, default=1_000)
+    parser.add_argument("--resume-repeats", type=int, default=20)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        print(f"snapshot write, ms per save (p50 / p95), {args.saves} saves, one tool interaction (~2 KB) appended before each")
+        print(f"{'':>8}  {'DiskSnapshotStore.save':^36}  {'Session.save_snapshot p50':^26}")
+        print(f"{'messages':>8}  {'history filling':>17}  {'history full':>17}  {'filling':>12}  {'full':>12}")
+        for size in args.sizes:
+            t = write_times(root, size, args.saves)
+            session_fill, session_full = session_save_p50(root, size, args.saves)
+            print(
+                f"{size:>8}  {t['fill_p50']:>7.2f} / {t['fill_p95']:>7.2f}  "
+                f"{t['steady_p50']:>7.2f} / {t['steady_p95']:>7.2f}  {session_fill:>12.2f}  {session_full:>12.2f}"
+            )
+
+        print()
+        print(f"disk size of one session: {args.versions} versions of a growing conversation vs. only the final version")
+        print(f"{'start':>6}  {'final':>6}  {'kept':>5}  {'history KiB':>12}  {'final only KiB':>15}  {'ratio':>6}  {'after VACUUM':>22}")
+        for start in (1, 1_000):
+            d = disk_sizes(root, start, args.versions)
+            (h, f), (hv, fv) = d["raw"], d["vacuumed"]
+            print(
+                f"{start:>6}  {d['final']:>6}  {d['kept']:>5}  {h / 1024:>12.0f}  {f / 1024:>15.0f}  {h / f:>5.2f}x  "
+                f"{hv / 1024:>6.0f} / {fv / 1024:>5.0f} KiB {hv / fv:>4.2f}x"
+            )
+
+        print()
+        r = resume_ms(root, args.resume_size, args.resume_repeats)
+        print(f"resume at {args.resume_size} messages, p50 of {args.resume_repeats}: "
+              f"build_session {r['build']:.1f} ms + load & restore {r['load_restore']:.1f} ms "
+              f"= {r['build'] + r['load_restore']:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""SessionPool: many root sessions on a few SessionActors.
+
+A SessionActor hosts sessions as asyncio tasks, so a batch of hundreds of sessions
+needs only a handful of processes. Each new session goes to the actor hosting the
+fewest; every session is driven through its own RemoteSession (and so keeps the
+fault tolerance of one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import ray
+
+from agents.config import WorkingsetSettings
+from agents.events import EventSink, discard_events
+from agents.tool_batch import Approver
+from cluster.ray_run import start_services
+from cluster.remote_session import RemoteSession
+from cluster.runtime import connect, current_node_id
+from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
+
+__all__ = ["SessionPool"]
+
+
+class SessionPool:
+    def __init__(self, settings: WorkingsetSettings, *, actors: int, services: ClusterServices | None = None):
+        info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard)
+        self.settings = settings
+        self.services = services or start_services(settings, info)
+        strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=current_node_id(), soft=False)
+        self.actors = [SessionActor.options(scheduling_strategy=strategy).remote(self.services) for _ in range(actors)]
+        self.load = [0] * actors
+
+    async def ready(self) -> None:
+        """Wait until every actor process is up (its start-up is then not charged to a session)."""
+        await asyncio.gather(*(a.ping.remote() for a in self.actors))
+
+    async def open(
+        self,
+        workspace: Path,
+        *,
+        settings: WorkingsetSettings | None = None,
+        emit: EventSink = discard_events,
+        approver: Approver | None = None,
+        session_id: str | None = None,
+        goal: str | None = None,
+    ) -> RemoteSession:
+        index = min(range(len(self.actors)), key=self.load.__getitem__)
+        self.load[index] += 1
+        settings = settings or self.settings
+        spec = SessionSpec(
+            settings=settings.model_dump(mode="json"),
+            workspace=str(workspace),
+            session_id=session_id,
+            goal=goal,
+            interactive=approver is not None,
+        )
+        remote = RemoteSession(self.actors[index], spec, emit=emit, approver=approver, model_name=settings.model)
+        remote.pool_index = index
+        await remote.open()
+        return remote
+
+    async def close(self, remote: RemoteSession) -> None:
+        await remote.actor.close.remote(remote.session_id)
+        self.load[remote.pool_index] -= 1
+
+    def shutdown(self) -> None:
+        for actor in self.actors:
+            ray.kill(actor)
