@@ -4,6 +4,10 @@ What the command sees:
 - the host root read-only; the workspace the only writable bind; a private /tmp;
 - no network (its own empty network namespace), its own PID, IPC and UTS namespaces,
   a new session (no terminal injection), and it dies with its parent;
+- no capabilities, even when the harness runs as root (it could remount / read-write);
+- /run replaced by an empty tmpfs, so service sockets there (docker, dbus) are out of
+  reach; a Unix socket elsewhere on the host filesystem stays reachable (only a
+  seccomp filter could stop that);
 - a scrubbed environment: the caller's PATH (so installed toolchains are found),
   HOME=/tmp/home, LANG and TERM only — no API keys, tokens or other host variables;
 - credential stores in the home directories (the caller's $HOME and the account's
@@ -24,13 +28,18 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.base import ToolError
+
 __all__ = ["SECRET_DIRS", "SECRET_FILES", "BubblewrapRunner", "SandboxLimits", "SandboxUnavailable", "bubblewrap_path"]
 
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 
-class SandboxUnavailable(RuntimeError):
-    """Bubblewrap is missing and the user did not opt out of the sandbox."""
+class SandboxUnavailable(ToolError, RuntimeError):
+    """Bubblewrap is missing and the user did not opt out of the sandbox.
+
+    A ToolError, so Bash reports it to the model as an error result instead of crashing.
+    """
 
 
 def bubblewrap_path() -> str | None:
@@ -56,19 +65,26 @@ def _homes() -> list[Path]:
     return sorted(h.resolve() for h in homes if h.is_dir() and h != Path("/"))
 
 
-def _hide_secrets(workspace: Path) -> list[str]:
-    """Mount arguments that blank out credential stores (never the workspace itself)."""
-    args: list[str] = []
+def _hide_secrets(workspace: Path) -> tuple[list[str], list[str]]:
+    """Mount arguments that blank out credential stores: (before, after) the workspace bind.
+
+    A store that holds the workspace (a workspace in ~/.config/nvim) is blanked before
+    the workspace is bound, so the workspace reappears on top of the empty tmpfs. Every
+    other store is blanked after it, so a workspace that holds a store (a workspace at
+    $HOME) does not bring the real ~/.ssh back with its bind.
+    """
+    before: list[str] = []
+    after: list[str] = []
     for home in _homes():
         for name in SECRET_DIRS:
             path = home / name
-            if path.is_dir() and not workspace.is_relative_to(path):
-                args += ["--tmpfs", str(path)]
+            if path.is_dir():
+                (before if workspace.is_relative_to(path) else after).extend(["--tmpfs", str(path)])
         for name in SECRET_FILES:
             path = home / name
             if path.is_file():
-                args += ["--ro-bind", "/dev/null", str(path)]
-    return args
+                after += ["--ro-bind", "/dev/null", str(path)]
+    return before, after
 
 
 @dataclass(frozen=True)
@@ -79,17 +95,25 @@ class BubblewrapRunner:
     bwrap: str | None = None
 
     def argv(self, command: str, workspace: Path) -> list[str]:
-        bwrap = self.bwrap or bubblewrap_path()
+        # An explicit path must exist too: a bad one would crash the call (FileNotFoundError).
+        bwrap = shutil.which(self.bwrap) if self.bwrap else bubblewrap_path()
         if bwrap is None:
+            where = f" at {self.bwrap}" if self.bwrap else ""
             raise SandboxUnavailable(
-                "Bash runs inside bubblewrap, which is not installed; install it "
+                f"Bash runs inside bubblewrap, which is not installed{where}; install it "
                 "(apt-get install bubblewrap) or opt out with --no-sandbox"
             )
         ws = str(workspace.resolve())
+        hide_before, hide_after = _hide_secrets(workspace.resolve())
         argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        argv += _hide_secrets(workspace.resolve())
+        # Service sockets (docker, dbus, ...) live under /run; a read-only bind would
+        # still let a command connect to them.
+        if Path("/run").is_dir() and not workspace.resolve().is_relative_to("/run"):
+            argv += ["--tmpfs", "/run"]
+        argv += [*hide_before, "--bind", ws, ws, *hide_after]
         argv += [
-            "--bind", ws, ws,
+            # Run as root, bwrap keeps every capability: the command could remount / rw.
+            "--cap-drop", "ALL",
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--die-with-parent", "--new-session",
             "--chdir", ws,

@@ -1,0 +1,111 @@
+"""What the bubblewrap sandbox adds to one Bash call, in milliseconds.
+
+    python -m benchmarks.sandbox_overhead [--calls 100] [--warmup 5] [--command true]
+
+Four series of the same trivial command, run one call after another:
+- raw:  subprocess.run(["bash", "-c", CMD]) against subprocess.run(BubblewrapRunner argv);
+- Bash: BashTool with PlainCommandRunner against BashTool with BubblewrapRunner.
+Each reports median and p90 ms per call; the sandbox's cost is the difference of the
+medians (the target is at most 20 ms). Local processes only, no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tools import BashTool, ToolContext
+from tools.base import CommandRunner, PlainCommandRunner
+from tools.bash import BashInput
+from tools.sandbox import BubblewrapRunner
+
+TARGET_MS = 20.0
+
+
+def percentile(samples: list[float], q: int) -> float:
+    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
+
+
+def time_calls(call: Callable[[], None], calls: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def raw_call(runner: CommandRunner, command: str, workspace: Path) -> Callable[[], None]:
+    argv = runner.argv(command, workspace)
+    env = runner.env(workspace)
+
+    def call() -> None:
+        subprocess.run(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+
+    return call
+
+
+def bash_tool_call(
+    loop: asyncio.Runner, runner: CommandRunner, command: str, workspace: Path
+) -> Callable[[], None]:
+    ctx = ToolContext(workspace=workspace, runner=runner)
+    args = BashInput(command=command)
+    tool = BashTool()
+
+    def call() -> None:
+        out = loop.run(tool.run(args, ctx))
+        if out.is_error or not out.content.endswith("exit code: 0"):
+            raise RuntimeError(f"Bash failed: {out.content}")
+
+    return call
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--command", default="true")
+    args = parser.parse_args()
+
+    plain, sandbox = PlainCommandRunner(), BubblewrapRunner()
+    with tempfile.TemporaryDirectory() as tmp, asyncio.Runner() as loop:
+        workspace = Path(tmp).resolve()
+        pairs = [
+            ("raw subprocess", raw_call(plain, args.command, workspace), raw_call(sandbox, args.command, workspace)),
+            (
+                "BashTool",
+                bash_tool_call(loop, plain, args.command, workspace),
+                bash_tool_call(loop, sandbox, args.command, workspace),
+            ),
+        ]
+        print(f"{args.calls} calls of {args.command!r} each (after {args.warmup} warm-up calls)\n")
+        print(f"{'path':<16} {'runner':<12} {'median ms':>10} {'p90 ms':>8}")
+        added = {}
+        for label, bare_call, sandboxed_call in pairs:
+            bare = time_calls(bare_call, args.calls, args.warmup)
+            boxed = time_calls(sandboxed_call, args.calls, args.warmup)
+            for name, samples in (("plain", bare), ("bubblewrap", boxed)):
+                print(f"{label:<16} {name:<12} {statistics.median(samples):>10.2f} {percentile(samples, 90):>8.2f}")
+            added[label] = (
+                statistics.median(boxed) - statistics.median(bare),
+                percentile(boxed, 90) - percentile(bare, 90),
+            )
+        print()
+        for label, (median_ms, p90_ms) in added.items():
+            verdict = "ok" if median_ms <= TARGET_MS else "OVER"
+            print(
+                f"sandbox adds {median_ms:6.2f} ms/call median, {p90_ms:6.2f} ms p90 "
+                f"({label}; target <= {TARGET_MS:g} ms: {verdict})"
+            )
+
+
+if __name__ == "__main__":
+    main()
