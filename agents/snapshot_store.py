@@ -109,12 +109,14 @@ class DiskSnapshotStore:
                     # Another writer collected garbage since: what this process stored may be gone.
                     known.clear()
                     self._gc_seen[sid] = cache.get("gc", 0)
+                # Content-addressed: a key always holds the same bytes, so a plain set is
+                # safe and costs one statement where add would check first.
                 for digest, data in encoded:
                     if "m:" + digest not in known:
-                        cache.add("m:" + digest, data)
+                        cache.set("m:" + digest, data)
                 for key, chunk in zip(chunk_keys, chunks, strict=True):
                     if "c:" + key not in known:
-                        cache.add("c:" + key, chunk)
+                        cache.set("c:" + key, chunk)
                 cache.set("v:" + version, envelope)
                 self._rotate(cache, state, version)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from dataclasses import dataclass
 
 import ray
@@ -36,22 +37,33 @@ def current_node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast when nothing listens at host:port: ray.init would retry for many minutes."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return  # "auto", "local" and the like: ray.init resolves them itself
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+        pass
+
+
 def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: int | None = None) -> RuntimeInfo:
     """Start or join Ray once per process; later calls return the same runtime."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     if not ray.is_initialized():
         try:
             if address:
+                _check_reachable(address)
                 ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
             else:
                 ray.init(
+                    address="local",  # always our own cluster, never one another process left running
                     num_cpus=num_cpus or os.cpu_count() or 1,
                     include_dashboard=dashboard,
                     logging_level=logging.WARNING,
                     log_to_driver=False,
                     configure_logging=True,
                 )
-        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+        except (OSError, RuntimeError, ValueError) as exc:  # OSError: refused, timed out, unknown host
             where = f"the Ray cluster at {address}" if address else "an embedded Ray cluster"
             fix = "check the address and that the cluster is up" if address else "check free memory and /tmp space"
             raise ClusterError(f"cannot start or reach {where}: {exc}; {fix}, or use --local") from exc

@@ -20,6 +20,7 @@ from cluster.ray_run import start_services
 from cluster.remote_session import RemoteSession
 from cluster.runtime import connect, current_node_id
 from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
+from cluster.tool_tasks import warm_tool_workers
 
 __all__ = ["SessionPool"]
 
@@ -34,8 +35,12 @@ class SessionPool:
         self.load = [0] * actors
 
     async def ready(self) -> None:
-        """Wait until every actor process is up (its start-up is then not charged to a session)."""
+        """Wait until every actor process and the tool workers are up, so their start-up
+        is not charged to the first sessions."""
         await asyncio.gather(*(a.ping.remote() for a in self.actors))
+        cpus = ray.available_resources().get("CPU", 1.0)
+        tool_cpus = self.settings.cluster.tool_task_cpus
+        await warm_tool_workers(current_node_id(), num_cpus=tool_cpus, count=max(int(cpus / tool_cpus), 1))
 
     async def open(
         self,

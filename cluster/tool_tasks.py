@@ -9,6 +9,7 @@ where the session is. Foreign Ray failures become an error result the model sees
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import ray
@@ -19,7 +20,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.executor import LocalToolExecutor
 
-__all__ = ["RayToolExecutor", "run_tool_task"]
+__all__ = ["RayToolExecutor", "run_tool_task", "warm_tool_workers"]
 
 _IN_SESSION = (ExecutionDomain.DELEGATED_RUNTIME, ExecutionDomain.REMOTE)
 
@@ -46,6 +47,18 @@ def _ship_by_value(tool: Tool) -> None:
             if mod is not None and getattr(mod, "__file__", None) and "site-packages" not in mod.__file__:
                 ray.cloudpickle.register_pickle_by_value(mod)
                 _by_value.add(module)
+
+
+@ray.remote(max_retries=0)
+def _warm() -> bool:
+    return True
+
+
+async def warm_tool_workers(node_id: str, *, num_cpus: float, count: int) -> None:
+    """Start the worker processes tool tasks will use, so the first calls of a batch
+    do not each wait for a Python process to boot."""
+    strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+    await asyncio.gather(*(_warm.options(scheduling_strategy=strategy, num_cpus=num_cpus).remote() for _ in range(count)))
 
 
 class RayToolExecutor:

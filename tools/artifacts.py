@@ -17,7 +17,14 @@ __all__ = ["ArtifactStore"]
 class ArtifactStore:
     def __init__(self, directory: Path):
         self.directory = Path(directory)
-        self._cache = diskcache.Cache(str(self.directory))
+        self._opened: diskcache.Cache | None = None
+
+    @property
+    def _cache(self) -> diskcache.Cache:
+        # Opened on first use: most sessions never clip or clear a result.
+        if self._opened is None:
+            self._opened = diskcache.Cache(str(self.directory))
+        return self._opened
 
     def put(self, artifact_id: str, body: str) -> bool:
         """Keep `body` under `artifact_id` unless something is already kept there."""
@@ -34,7 +41,8 @@ class ArtifactStore:
         return len(self._cache)
 
     def close(self) -> None:
-        self._cache.close()
+        if self._opened is not None:
+            self._opened.close()
 
     def __getstate__(self) -> dict:
         return {"directory": self.directory}

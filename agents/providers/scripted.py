@@ -8,6 +8,7 @@ part from the start; when it runs out it answers `final_text` and ends the turn.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -66,7 +67,17 @@ class Script(ScriptedAgent):
 
 
 def load_script(path: Path) -> Script:
-    """Read and validate a script; every problem is a ConfigError naming the file."""
+    """Read and validate a script; every problem is a ConfigError naming the file.
+    Parsed scripts are kept per (path, size, mtime): a batch opens the same file many times."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"scripted model file {path} cannot be read ({exc.strerror}); check the path") from exc
+    return _load_script(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_script(path: Path, size: int, mtime_ns: int) -> Script:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
