@@ -172,8 +172,9 @@ class SessionActor:
             batch = [await hosted.events.get()]
             while not hosted.events.empty():
                 batch.append(hosted.events.get_nowait())
-            if batch[-1] is _DONE:
-                batch.pop()
+            if any(item is _DONE for item in batch):
+                # A subagent's events travel separately and may land after the turn ended.
+                batch = [item for item in batch if item is not _DONE]
                 done = True
             if batch:
                 yield batch
