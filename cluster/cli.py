@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import importlib.metadata
 import sys
 from typing import Any
 
@@ -65,7 +67,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--address", help="join this Ray cluster instead of starting an embedded one")
     add_sessions_parser(sub)
     add_memory_parser(sub)
+    for name, command in extra_commands().items():
+        command.add_parser(sub)
+        sub.choices[name].set_defaults(extra_command=name)
     return parser
+
+
+@functools.cache
+def extra_commands() -> dict:
+    """Subcommands registered in the `workingset.commands` entry point group."""
+    found = {}
+    for ep in importlib.metadata.entry_points(group="workingset.commands"):
+        try:
+            found[ep.name] = ep.load()
+        except ImportError:
+            continue  # a command whose module is not installed is simply absent
+    return found
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -131,6 +148,8 @@ def _resume(session: Session) -> None:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    if getattr(args, "extra_command", None):
+        return extra_commands()[args.extra_command].run(args)
     if args.command == "sessions":
         return run_sessions_command(args)
     if args.command == "memory":
