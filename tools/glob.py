@@ -14,7 +14,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
-from tools.workspace import path_subject, relative_display, resolve_in_workspace, walk_files
+from tools.workspace import (
+    path_permission_subject,
+    relative_display,
+    resolve_in_workspace,
+    walk_files,
+)
 
 __all__ = ["GlobInput", "GlobTool", "glob_match"]
 
@@ -48,9 +53,7 @@ class GlobTool:
     execution_domain = ExecutionDomain.LOCAL
     root_only = False
 
-    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
-        """Permission rules match this tool's path, e.g. Glob(src/**)."""
-        return path_subject(workspace, getattr(args, "path", None))
+    permission_subject = path_permission_subject
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, GlobInput)

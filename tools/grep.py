@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
 from tools.workspace import (
     BINARY_SNIFF_BYTES,
-    path_subject,
+    path_permission_subject,
     relative_display,
     resolve_in_workspace,
     walk_files,
@@ -69,9 +69,7 @@ class GrepTool:
     execution_domain = ExecutionDomain.LOCAL
     root_only = False
 
-    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
-        """Permission rules match this tool's path, e.g. Grep(src/**)."""
-        return path_subject(workspace, getattr(args, "path", None))
+    permission_subject = path_permission_subject
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, GrepInput)

@@ -11,7 +11,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
-from tools.workspace import looks_binary, path_subject, relative_display, resolve_in_workspace
+from tools.workspace import (
+    looks_binary,
+    path_permission_subject,
+    relative_display,
+    resolve_in_workspace,
+)
 
 __all__ = ["ReadInput", "ReadTool"]
 
@@ -55,9 +60,7 @@ class ReadTool:
     execution_domain = ExecutionDomain.LOCAL
     root_only = False
 
-    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
-        """Permission rules match this tool's path, e.g. Read(src/**)."""
-        return path_subject(workspace, getattr(args, "path", None))
+    permission_subject = path_permission_subject
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, ReadInput)

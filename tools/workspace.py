@@ -11,6 +11,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from tools.base import ToolError
 
 __all__ = [
@@ -70,6 +72,12 @@ def path_subject(workspace: Path, path: str | None) -> str:
     if resolved == root:
         return "."
     return resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else str(resolved)
+
+
+def path_permission_subject(tool: object, args: BaseModel, workspace: Path) -> str:
+    """A tool's permission_subject when rules match its `path` argument, e.g.
+    Edit(src/**). Assign it in the class body: `permission_subject = path_permission_subject`."""
+    return path_subject(workspace, getattr(args, "path", None))
 
 
 def looks_binary(path: Path) -> bool:

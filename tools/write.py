@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
-from tools.workspace import path_subject, relative_display, resolve_in_workspace
+from tools.workspace import path_permission_subject, relative_display, resolve_in_workspace
 
 __all__ = ["WriteInput", "WriteTool", "count_lines"]
 
@@ -39,9 +37,7 @@ class WriteTool:
     execution_domain = ExecutionDomain.LOCAL
     root_only = False
 
-    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
-        """Permission rules match this tool's path, e.g. Write(src/**)."""
-        return path_subject(workspace, getattr(args, "path", None))
+    permission_subject = path_permission_subject
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, WriteInput)
