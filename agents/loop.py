@@ -422,7 +422,7 @@ class Session:
         self, trigger, focus: str | None, total_tokens: int | None = None, budget: int | None = None
     ) -> CompactionResult:
         request = CompactionRequest(
-            messages=list(self.conversation),
+            messages=self.conversation,  # strategies never mutate it; they return new lists
             overhead_tokens=self._overhead_tokens(),
             budget_tokens=budget or self.budget_tokens,
             trigger=trigger,

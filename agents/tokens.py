@@ -98,19 +98,26 @@ class IncrementalEstimate:
         self.counter = counter
         self._seen: list[Message] = []
         self._cumulative: list[int] = []
+        self._source: Sequence[Message] | None = None
 
     def total(self, messages: Sequence[Message]) -> int:
         seen, cumulative = self._seen, self._cumulative
-        keep = 0
         limit = min(len(seen), len(messages))
-        while keep < limit and seen[keep] is messages[keep]:
-            keep += 1
+        if messages is self._source and limit == len(seen) and (not limit or messages[limit - 1] is seen[-1]):
+            # The common case: the very list seen last time, grown at the end. (The loop
+            # only appends to its list; a compaction hands it a new list.)
+            keep = limit
+        else:
+            keep = 0
+            while keep < limit and seen[keep] is messages[keep]:
+                keep += 1
         del seen[keep:], cumulative[keep:]
         running = cumulative[-1] if cumulative else 0
         for message in messages[keep:]:
             running += self.counter.count_message(message)
             seen.append(message)
             cumulative.append(running)
+        self._source = messages
         return running
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from agents.errors import ConfigError
 from agents.hooks import HookRunner
-from agents.plugins import apply_bundle, discover_plugins, load_enabled
+from agents.plugins import apply_bundle, discover_plugins, installed_entry_points, load_enabled
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_workspace_tools
 
@@ -219,7 +219,11 @@ def test_an_installed_entry_point_is_discovered_from_its_dist_info(tmp_path: Pat
         TOOL_MODULE + "\n\ndef declare():\n    return {'description': 'word tools', 'tools': make_tools()}\n"
     )
     monkeypatch.syspath_prepend(str(site))
-    plugins, problems = discover_plugins([])
+    installed_entry_points.cache_clear()  # scanned once per process; this test installs one
+    try:
+        plugins, problems = discover_plugins([])
+    finally:
+        installed_entry_points.cache_clear()
     assert problems == []
     [plugin] = [p for p in plugins if p.name == "wordy"]
     assert (plugin.manifest.description, plugin.root) == ("word tools", site.resolve())
