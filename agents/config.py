@@ -62,7 +62,9 @@ class ToolSettings(BaseModel):
 class CompactSettings(BaseModel):
     """When and how the working set is compacted before a model call."""
 
-    strategy: str = Field("clear-then-summarize", description="Compaction strategy by name.")
+    strategy: str = Field(
+        "clear-then-summarize", description="Compaction strategy spec: name[:key=value,...] or pkg.module:Factory."
+    )
     ratio: float = Field(
         0.8, gt=0, le=1, description="Budget = (context window - max output) x ratio."
     )

@@ -1,0 +1,148 @@
+"""Baselines that summarize through the Summarizer port: `summarize` and `hybrid`.
+
+The summarized part is always a clean middle: after the first messages (the task)
+and before the kept recent messages, which stay the original objects. The result is
+head + (assistant bridge) + summary boundary + the original recent messages
+(`summarized_conversation`), roles alternating. A summarizer failure or an empty
+summary never loses history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from agents.compaction.baselines_common import (
+    check,
+    head_end,
+    is_synthetic,
+    tail_start,
+    turns_since_summary,
+)
+from agents.compaction.baselines_masking import mask_old_results
+from agents.compaction.baselines_steps import Steps
+from agents.compaction.strategy import CompactionEnv, CompactionRequest, CompactionResult
+from agents.compaction.summary import is_summary_boundary
+
+__all__ = ["HybridMaskSummarize", "SummarizeOlder"]
+
+
+async def _summarize_middle(
+    steps: Steps, first: int, last: int, *, quiet: bool = False
+) -> CompactionResult:
+    """Summarize everything between the first `first` and the last `last` messages.
+    Nothing between them is a failure, or (quiet) no change."""
+    clean, n = steps.clean(), len(steps.messages)
+    head, tail = head_end(clean, n, first), tail_start(clean, n, last)
+    middle = steps.messages[head:tail] if tail is not None else []
+    if all(is_synthetic(m) or is_summary_boundary(m) for m in middle):
+        # Nothing, or only an earlier summary: summarizing it again would gain nothing.
+        if quiet:
+            return steps.done()
+        return steps.fail(
+            f"nothing new between the first {first} and the last {last} messages to summarize",
+            "summary",
+        )
+    failure = await steps.summarize(head, tail)
+    return steps.fail(failure, "summary") if failure else steps.done()
+
+
+@dataclass(frozen=True)
+class SummarizeOlder:
+    """`summarize`: a summarizing condenser (as described for OpenHands).
+
+    Rule: when the conversation is over its size — more than `max_events` messages
+    (when set), or more tokens than `max_tokens` (None: the compact budget) — everything
+    except the first `first` messages (the task) and the last `last` messages (both
+    extended to clean boundaries) goes to the summarizer, in chunks when it does not fit
+    its window, and is replaced by one summary. An earlier summary in that part is
+    summarized again with what followed it; a part holding nothing but an earlier
+    summary is not summarized again (a failure: nothing new to summarize). Still over afterwards: nothing more this call. Failure (error,
+    timeout, empty summary, nothing to summarize) keeps the conversation, with a failed
+    event.
+
+    Triggers: auto → the rule. manual → summarize regardless of size, keeping the first
+    messages and the last `settings.manual_keep_messages`; failure leaves the history
+    unchanged and says why. prompt_too_long → summarize-to-fit: keep the first messages
+    and the largest clean suffix that fits next to `settings.summary_reserve_tokens`;
+    the middle → summary.
+
+    Parameters: first: int = 1 (≥ 0), last: int = 10 (≥ 1),
+    max_events: int | None = None (≥ 1), max_tokens: int | None = None (≥ 1).
+    """
+
+    name: ClassVar[str] = "summarize"
+    first: int = 1
+    last: int = 10
+    max_events: int | None = None
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        check(self.first >= 0, "first must be >= 0")
+        check(self.last >= 1, "last must be >= 1")
+        check(self.max_events is None or self.max_events >= 1, "max_events must be >= 1 (or none)")
+        check(
+            self.max_tokens is None or self.max_tokens >= 1,
+            "max_tokens must be >= 1 (or none for the compact budget)",
+        )
+
+    def over_size(self, steps: Steps) -> bool:
+        if self.max_events is not None and len(steps.messages) > self.max_events:
+            return True
+        limit = steps.request.budget_tokens if self.max_tokens is None else self.max_tokens
+        return steps.tokens() > limit
+
+    async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
+        steps = Steps(self.name, request, env)
+        if request.trigger == "prompt_too_long":
+            return await steps.summarize_to_fit(self.first)
+        if request.trigger == "manual":
+            return await _summarize_middle(steps, self.first, env.settings.manual_keep_messages)
+        if not self.over_size(steps):
+            return steps.done()
+        return await _summarize_middle(steps, self.first, self.last)
+
+
+@dataclass(frozen=True)
+class HybridMaskSummarize:
+    """`hybrid`: observation masking on every call plus a periodic summary.
+
+    Rule: every call applies `mask`'s rule (the last `keep` tool results verbatim, older
+    bodies → `[observation elided: …; Recall(id=…)]`). Then, when at least `every`
+    assistant turns were taken since the latest summary (counted after the summary
+    boundary and the `last` messages that summary kept; from the start when there is
+    none), everything except the first `first` and the last `last` messages is
+    summarized into one summary, regardless of the budget. Nothing between them to
+    summarize: no summary this call. A failed summary keeps the masked conversation,
+    with a failed event.
+
+    Triggers: auto → the rule. manual → mask, then summarize keeping the first messages
+    and the last `settings.manual_keep_messages`; a failed summary leaves the history
+    unchanged. prompt_too_long → mask, then summarize-to-fit if still over the budget.
+
+    Parameters: keep: int = 5 (≥ 0), every: int = 10 (≥ 1), first: int = 1 (≥ 0),
+    last: int = 10 (≥ 1).
+    """
+
+    name: ClassVar[str] = "hybrid"
+    keep: int = 5
+    every: int = 10
+    first: int = 1
+    last: int = 10
+
+    def __post_init__(self) -> None:
+        check(self.keep >= 0, "keep must be >= 0")
+        check(self.every >= 1, "every must be >= 1")
+        check(self.first >= 0, "first must be >= 0")
+        check(self.last >= 1, "last must be >= 1")
+
+    async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
+        steps = Steps(self.name, request, env)
+        mask_old_results(steps, self.keep)
+        if request.trigger == "prompt_too_long":
+            return await steps.summarize_to_fit(self.first)
+        if request.trigger == "manual":
+            return await _summarize_middle(steps, self.first, env.settings.manual_keep_messages)
+        if turns_since_summary(steps.messages, kept=self.last) < self.every:
+            return steps.done()
+        return await _summarize_middle(steps, self.first, self.last, quiet=True)
