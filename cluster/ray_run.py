@@ -66,6 +66,6 @@ async def open_remote_session(
         resume=resume,
         interactive=approver is not None,
     )
-    remote = RemoteSession(actor, spec, emit=emit, approver=approver, model_name=settings.model)
+    remote = RemoteSession(actor, spec, emit=emit, approver=approver, model_name=settings.model, services=services)
     await remote.open()
     return remote

@@ -43,8 +43,12 @@ class _CompactResult:
 
 class RemoteSession:
     def __init__(self, actor, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
-                 model_name: str = "", restart_timeout_s: float = 120.0):
+                 model_name: str = "", restart_timeout_s: float = 120.0, services=None):
         self.actor = actor
+        # The shared service actors (snapshot store, compactor pool) live only while someone
+        # holds their handles; a killed SessionActor drops its copies, so the caller keeps them
+        # for the restarted actor to use.
+        self.services = services
         self.spec = spec
         self.emit = emit
         self.approver = approver
@@ -119,7 +123,7 @@ class RemoteSession:
         raise ClusterError(f"session {self.session_id}: the turn's stream ended without an outcome")
 
     async def _answer_child(self, question: ChildQuestion) -> None:
-        self.emit(question.request)
+        # The child's own permission_requested event has already reached the stream.
         answer = await self.approver(question.request) if self.approver else PermissionAnswer(allow=False)
         await self.actor.answer_child.remote(self.session_id, question.request.tool_use_id, answer.allow, answer.always)
 

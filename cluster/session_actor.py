@@ -90,6 +90,7 @@ class _Hosted:
     session: Session
     events: asyncio.Queue
     asks: dict[str, asyncio.Future]
+    turn: asyncio.Future | None = None  # the turn (or answer) running now
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -143,6 +144,11 @@ class SessionActor:
     async def close(self, session_id: str) -> None:
         hosted = self.hosted.pop(session_id, None)
         if hosted is not None:
+            # A caller that closes mid-turn (it gave up: a wall-clock limit, Ctrl-C) must not
+            # leave the turn running here, still calling the model and the tools.
+            if hosted.turn is not None and not hosted.turn.done():
+                hosted.turn.cancel()
+                await asyncio.wait([hosted.turn])
             await hosted.session.aclose()
 
     def sessions(self) -> list[str]:
@@ -165,6 +171,7 @@ class SessionActor:
     async def _stream(self, session_id: str, start):
         hosted = self._get(session_id)
         task = asyncio.ensure_future(start(hosted.session))
+        hosted.turn = task
         task.add_done_callback(lambda _: hosted.events.put_nowait(_DONE))
         done = False
         while not done:

@@ -31,24 +31,60 @@ __all__ = ["RaySpawner", "RemoteApprover", "RemoteEmitter", "SubagentActor", "Su
 
 
 class RemoteEmitter:
-    """EventSink that forwards a child's events to the root session's stream."""
+    """EventSink that forwards a child's events to the root session's stream.
+
+    Calls to an async actor may run out of order, and a result travels apart from
+    the calls its actor made, so events go one at a time, each awaited, from one
+    sender task; `flush` waits until all have reached the root (before the child's
+    result returns or it asks the user)."""
 
     def __init__(self, root_actor, root_session_id: str):
         self.root_actor = root_actor
         self.root_session_id = root_session_id
+        self._queue: list = []
+        self._sender: asyncio.Task | None = None
+
+    def __getstate__(self) -> dict:
+        return {"root_actor": self.root_actor, "root_session_id": self.root_session_id}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["root_actor"], state["root_session_id"])
 
     def __call__(self, event) -> None:
-        self.root_actor.push_event.remote(self.root_session_id, event)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to send from: best effort, unordered
+            self.root_actor.push_event.remote(self.root_session_id, event)
+            return
+        self._queue.append(event)
+        if self._sender is None or self._sender.done():
+            self._sender = loop.create_task(self._send())
+
+    async def _send(self) -> None:
+        while self._queue:
+            event = self._queue.pop(0)
+            try:
+                await self.root_actor.push_event.remote(self.root_session_id, event)
+            except RayError:
+                self._queue.clear()  # the root is gone: nobody to show them to
+                return
+
+    async def flush(self) -> None:
+        while self._sender is not None and not self._sender.done():
+            await asyncio.shield(self._sender)
 
 
 class RemoteApprover:
     """A child's permission question, asked of the root's user through the root actor."""
 
-    def __init__(self, root_actor, root_session_id: str):
+    def __init__(self, root_actor, root_session_id: str, emitter: RemoteEmitter | None = None):
         self.root_actor = root_actor
         self.root_session_id = root_session_id
+        self.emitter = emitter
 
     async def __call__(self, request: PermissionRequested) -> PermissionAnswer:
+        if self.emitter is not None:
+            await self.emitter.flush()  # the events that led to the question come first
         return await self.root_actor.ask_user.remote(self.root_session_id, request)
 
 
@@ -59,7 +95,11 @@ class SubagentActor:
         room: tuple[int | None, float | None],
     ) -> SubagentResult:
         tree = Budget("tree (room left when this subagent started)", max_tokens=room[0], max_cost_usd=room[1])
-        return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, parent_budget=tree)
+        try:
+            return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, parent_budget=tree)
+        finally:
+            if isinstance(blueprint.emit, RemoteEmitter):
+                await blueprint.emit.flush()  # the child's events reach the root before its result
 
     def ready(self) -> bool:
         return True
@@ -133,7 +173,7 @@ class RaySpawner:
         # get every other tool.
         shipped.tools = [t for t in bp.tools if t.execution_domain is not ExecutionDomain.REMOTE]
         if bp.child_approver is not None:
-            shipped.child_approver = RemoteApprover(self.root_actor, self.root_session_id)
+            shipped.child_approver = RemoteApprover(self.root_actor, self.root_session_id, shipped.emit)
         shipped.spawner_factory = ray_spawner_factory(self.pool, self.root_actor, self.root_session_id)
         return shipped
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -42,3 +45,36 @@ def messages_server(_messages_server_session: FakeMessagesServer) -> Iterator[Fa
     _messages_server_session.reset()
     yield _messages_server_session
     _messages_server_session.reset()
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    """A simulated two-node Ray cluster on this machine, connected to this process."""
+
+    cluster: Any  # ray.cluster_utils.Cluster
+    head_node_id: str
+    other_node_id: str  # the second node; it alone has the "other_node" resource
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    """One 2-node cluster shared by every Ray test (starting one costs seconds).
+    cluster.runtime.connect() reuses the connection because ray.is_initialized()."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    object_store = 150 * 1024**2
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 2, "include_dashboard": False, "object_store_memory": object_store},
+    )
+    other = cluster.add_node(num_cpus=1, resources={"other_node": 1}, object_store_memory=object_store)
+    try:
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        cluster.wait_for_nodes()
+        yield RayCluster(cluster=cluster, head_node_id=cluster.head_node.node_id, other_node_id=other.node_id)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -1,0 +1,378 @@
+"""The Ray runtime on a simulated two-node cluster (the session-scoped `ray_cluster`):
+the CLI on Ray, node-affine tool tasks, a killed SessionActor resuming from its
+snapshot, subagents' permission questions, the compactor pool, the snapshot actor
+across nodes, and an unreachable cluster."""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import ray
+from pydantic import BaseModel
+from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from agents.assembly import snapshot_store
+from agents.compaction import ExtractiveSummarizer
+from agents.compaction.summary import SummaryFailed
+from agents.config import SummarizerSettings, WorkingsetSettings
+from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.tool_batch import PermissionAnswer
+from cluster.cli import main
+from cluster.compactor_pool import start_compactor_pool
+from cluster.ray_run import open_remote_session
+from cluster.remote_session import RemoteSession
+from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
+from cluster.snapshot_actor import start_snapshot_actor
+from cluster.tool_tasks import RayToolExecutor
+from tools.base import ExecutionDomain, ToolContext, ToolOutput
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _write_script(tmp_path: Path, turns: list[dict], subagents: dict | None = None, final: str = "Done.") -> Path:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"turns": turns, "final_text": final, "subagents": subagents or {}}))
+    return path
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return ws
+
+
+def _settings(tmp_path: Path, script: Path, **fields) -> WorkingsetSettings:
+    return WorkingsetSettings(model=f"scripted:{script}", home=tmp_path / "home", **fields)
+
+
+def _agent_call(description: str, prompt: str = "Do the task.") -> dict:
+    return {"name": "Agent", "input": {"description": description, "prompt": prompt}}
+
+
+def _bash(command: str) -> dict:
+    return {"name": "Bash", "input": {"command": command}}
+
+
+def _of_type(events: list, kind: str) -> list:
+    return [e for e in events if e.type == kind]
+
+
+def _kill_and_wait(actor) -> None:
+    """Kill an actor for good and wait until calls to it fail."""
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.load.remote(), timeout=10)
+        except RayActorError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the killed actor still answers")
+
+
+def _where_am_i():
+    """A LOCAL tool reporting the node it ran on. Built in a function so Ray ships the
+    class by value (test modules are not importable by their pytest name in workers)."""
+
+    class NoInput(BaseModel):
+        pass
+
+    class WhereAmI:
+        name = "WhereAmI"
+        description = "Report the Ray node this call runs on."
+        input_model = NoInput
+        is_read_only = True
+        execution_domain = ExecutionDomain.LOCAL
+        root_only = False
+
+        async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+            return ToolOutput(content=ray.get_runtime_context().get_node_id())
+
+    return WhereAmI(), NoInput()
+
+
+# -- `workingset run` on Ray -------------------------------------------------------------
+
+
+def test_workingset_run_on_ray_fans_out_subagents_runs_sandboxed_bash_and_compacts_through_the_pool(
+    ray_cluster, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("WORKINGSET_RUNTIME", "ray")
+    # A small window: budget (10_000 - 1_000) x 0.8 = 7_200 tokens, about 3_700 of them
+    # system prompt and tool schemas. The 8_000-char Bash result on top of the long notes
+    # pushes the fourth call over it: the older result is cleared, and as the notes alone
+    # keep it over budget, older history is summarized through the pool.
+    for name, value in {
+        "COMPACT__CONTEXT_WINDOW": "10000",
+        "AGENT__MAX_OUTPUT_TOKENS": "1000",
+        "COMPACT__PRESERVE_RECENT_MESSAGES": "2",
+        "COMPACT__PRESERVE_RECENT_TOOL_USES": "1",
+        "COMPACT__MIN_GAIN_TOKENS": "200",
+    }.items():
+        monkeypatch.setenv(f"WORKINGSET_{name}", value)
+    script = _write_script(
+        tmp_path,
+        [
+            {"text": "Fanning out.", "tool_calls": [_agent_call(d, f"Look at {d}.") for d in ("alpha", "beta", "gamma")]},
+            {"text": "Notes. " + "Every module was checked. " * 185,
+             "tool_calls": [_bash("head -c 1600 /dev/zero | tr '\\0' a; echo; echo a-done")]},
+            {"text": "Now the big log.", "tool_calls": [_bash("head -c 8000 /dev/zero | tr '\\0' b; echo; echo b-done")]},
+            {"tool_calls": [_bash("echo sandboxed-$((6*7)) home=$HOME; (echo x > ../outside) 2>/dev/null; echo done")]},
+        ],
+        subagents={
+            "alpha": {"final_text": "alpha: nothing odd"},
+            "beta": {"final_text": "beta: two files"},
+            "gamma": {"final_text": "gamma: all good"},
+        },
+        final="All done: 42.",
+    )
+    ws = _workspace(tmp_path)
+    code = main(["run", "investigate", "--cwd", str(ws), "--model", f"scripted:{script}", "--json",
+                 "--permission-mode", "bypass"])
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert code == 0
+    root = events[0]["session_id"]
+    started = {e["description"]: e["child_session_id"] for e in events if e["type"] == "subagent_started"}
+    finished = {e["description"]: e["child_session_id"] for e in events if e["type"] == "subagent_finished"}
+    assert started == finished == {d: started[d] for d in ("alpha", "beta", "gamma")}
+    assert len(set(started.values())) == 3 and all(c.startswith(f"{root}.") for c in started.values())
+    results = [e for e in events if e["type"] == "tool_result" and e["session_id"] == root]
+    assert [r["content"] for r in results if r["name"] == "Agent"] == ["alpha: nothing odd", "beta: two files", "gamma: all good"]
+    bash = [r for r in results if r["name"] == "Bash"]
+    assert len(bash) == 3 and not any(r["is_error"] for r in bash)
+    assert "b-done" in bash[1]["content"] and "exit code: 0" in bash[1]["content"]
+    # bubblewrap: a clean environment, and a write next to the workspace never reaches the
+    # host (a private /tmp, the rest of the host read-only)
+    assert bash[2]["content"].startswith("sandboxed-42 home=/tmp/home") and "exit code: 0" in bash[2]["content"]
+    assert not (tmp_path / "outside").exists()
+    compactions = [e for e in events if e["type"] == "compaction" and e["applied"]]
+    assert [c["kind"] for c in compactions] == ["clear", "summary"]
+    clear, summary = compactions
+    assert clear["results_cleared"] > 0 and clear["tokens_after"] < clear["tokens_before"]
+    assert summary["summarizer_calls"] == 1 and summary["messages_summarized"] > 0 and summary["failed"] is None
+    assert summary["tokens_after"] < summary["tokens_before"]
+    assert events[-1]["type"] == "session_ended" and events[-1]["reason"] == "end_turn"
+    assert events[-1]["final_text"] == "All done: 42."
+
+
+# -- tool tasks --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("node", ["other_node_id", "head_node_id"])
+async def test_tool_task_runs_on_the_workspace_node(ray_cluster, tmp_path, node):
+    node_id = getattr(ray_cluster, node)
+    executor = RayToolExecutor(node_id, num_cpus=0.5)
+    tool, args = _where_am_i()
+    output = await executor.execute(tool, args, ToolContext(workspace=tmp_path))
+    assert not output.is_error
+    assert output.content == node_id
+
+
+# -- fault tolerance ---------------------------------------------------------------------
+
+
+async def test_killed_session_actor_resumes_from_its_snapshot_and_reruns_the_interrupted_turn(ray_cluster, tmp_path):
+    script = _write_script(tmp_path, [
+        {"text": "Turn one done."},
+        {"tool_calls": [{"name": "Glob", "input": {"pattern": "*"}}]},
+        {"text": "Turn two done.", "sleep_ms": 2500},
+    ])
+    settings = _settings(tmp_path, script, permissions={"mode": "bypass"})
+    events: list = []
+    remote = await open_remote_session(settings, _workspace(tmp_path), emit=events.append, approver=None)
+    first = await remote.run_turn("first question")
+    assert (first.reason, first.final_text) == ("end_turn", "Turn one done.")
+
+    turn = asyncio.ensure_future(remote.run_turn("second question"))
+    deadline = time.monotonic() + 30
+    while not [e for e in _of_type(events, "tool_result") if e.name == "Glob"]:
+        assert time.monotonic() < deadline and not turn.done(), "turn 2 never reached its tool call"
+        await asyncio.sleep(0.05)
+    ray.kill(remote.actor, no_restart=False)  # the actor restarts empty, mid-turn
+    try:
+        second = await asyncio.wait_for(turn, 60)
+    except TimeoutError:
+        pytest.fail(f"the turn did not finish after its actor was killed; events: {[e.type for e in events]}")
+
+    assert (second.reason, second.final_text) == ("end_turn", "Turn two done.")
+    notices = [e.text for e in _of_type(events, "notice")]
+    assert any("actor failed" in text for text in notices)
+    assert any("runs again from the last snapshot" in text for text in notices)
+    saved = snapshot_store(settings).load(remote.session_id).state
+    inputs = [m.text for m in saved.conversation if m.role == "user" and not m.tool_results_in]
+    assert inputs == ["first question", "second question"]  # turn 1 kept, exactly once
+    assert [m.text for m in saved.conversation if m.role == "assistant" and m.text] == ["Turn one done.", "Turn two done."]
+
+
+# -- subagent permission questions -------------------------------------------------------
+
+
+def _writer_script(tmp_path: Path) -> Path:
+    return _write_script(
+        tmp_path,
+        [{"tool_calls": [_agent_call("writer")]}],
+        subagents={"writer": {"turns": [{"tool_calls": [_bash("echo hi > made.txt")]}], "final_text": "wrote it"}},
+        final="root done",
+    )
+
+
+async def test_subagent_permission_question_reaches_the_root_callers_approver_on_ray(ray_cluster, tmp_path):
+    asked: list = []
+
+    async def approver(request):
+        asked.append(request)
+        return PermissionAnswer(allow=True)
+
+    settings = _settings(tmp_path, _writer_script(tmp_path), permissions={"mode": "default", "allow": ["Agent"]})
+    events: list = []
+    ws = _workspace(tmp_path)
+    remote = await open_remote_session(settings, ws, emit=events.append, approver=approver)
+    outcome = await remote.run_turn("go")
+
+    assert (outcome.reason, outcome.final_text) == ("end_turn", "root done")
+    (request,) = asked
+    assert request.name == "Bash" and request.input == {"command": "echo hi > made.txt"}
+    assert request.session_id.startswith(f"{remote.session_id}.")  # the child's question
+    assert (ws / "made.txt").read_text() == "hi\n"
+    # the child's events all reach the root's stream, in order, before the turn ends
+    child = [e.type for e in events if e.session_id == request.session_id]
+    assert child == ["model_call", "tool_call", "permission_decided", "permission_requested", "permission_decided",
+                     "tool_result", "model_call", "assistant_text"]
+    decided = [(e.effect, e.source) for e in _of_type(events, "permission_decided") if e.session_id == request.session_id]
+    assert decided == [("ask", "mode"), ("allow", "user")]
+    assert [e.type for e in events if e.type.startswith("subagent_")] == ["subagent_started", "subagent_finished"]
+    (agent_result,) = [e for e in _of_type(events, "tool_result") if e.session_id == remote.session_id]
+    assert agent_result.content == "wrote it" and not agent_result.is_error
+
+
+async def test_headless_subagent_permission_question_is_denied_with_a_clear_result_on_ray(ray_cluster, tmp_path):
+    settings = _settings(tmp_path, _writer_script(tmp_path), permissions={"mode": "default", "allow": ["Agent"]})
+    events: list = []
+    ws = _workspace(tmp_path)
+    remote = await open_remote_session(settings, ws, emit=events.append, approver=None)
+    outcome = await remote.run_turn("go")
+
+    assert (outcome.reason, outcome.final_text) == ("end_turn", "root done")
+    (denied,) = [e for e in _of_type(events, "tool_result") if e.session_id != remote.session_id]
+    assert denied.is_error and "Permission denied" in denied.content
+    assert "Bash needs approval and this subagent has no one to ask" in denied.content
+    assert not (ws / "made.txt").exists()
+    assert not _of_type(events, "permission_requested")
+
+
+# -- the compactor pool ------------------------------------------------------------------
+
+
+def _history() -> list[Message]:
+    return [
+        Message.user("Fix the failing test in app.py."),
+        Message.assistant(TextBlock(text="Running the tests."), ToolUseBlock(id="toolu_1", name="Bash", input={"command": "pytest"})),
+        Message.tool_results([ToolResultBlock(tool_use_id="toolu_1", content="FAILED test_app.py::test_x\nexit code: 1")]),
+        Message.assistant(TextBlock(text="test_x fails in app.py.")),
+    ]
+
+
+async def test_pooled_summarizer_goes_around_a_dead_summarizer_actor(ray_cluster):
+    pool = start_compactor_pool(SummarizerSettings(), size=2, max_queue=4)
+    _kill_and_wait(pool.actors[0])
+    expected = await ExtractiveSummarizer().summarize(_history())
+    # round-robin: the first call starts at the dead actor, the second at the live one
+    assert await pool.summarize(_history()) == expected
+    assert await pool.summarize(_history()) == expected
+
+
+async def test_pooled_summarizer_with_every_actor_dead_fails_with_summary_failed(ray_cluster):
+    pool = start_compactor_pool(SummarizerSettings(timeout_s=5), size=2, max_queue=4)
+    for actor in pool.actors:
+        _kill_and_wait(actor)
+    with pytest.raises(SummaryFailed) as failed:
+        await pool.summarize(_history())
+    message = str(failed.value)
+    assert message.startswith("compactor pool could not summarize: ") and message.count("unavailable") == 2
+
+
+# -- snapshots across nodes --------------------------------------------------------------
+
+
+async def test_session_saved_on_the_head_node_resumes_on_the_other_node_through_the_snapshot_actor(ray_cluster, tmp_path):
+    script = _write_script(tmp_path, [{"text": "The word is kiwi."}], final="Still kiwi.")
+    settings = _settings(tmp_path, script)
+    store = start_snapshot_actor(tmp_path / "store", max_history=5, max_age_days=1.0, node_id=ray_cluster.head_node_id)
+    services = ClusterServices(snapshots=store)
+    ws = _workspace(tmp_path)
+
+    def on(node_id: str):
+        strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+        return SessionActor.options(scheduling_strategy=strategy).remote(services)
+
+    first_actor = on(ray_cluster.head_node_id)
+    spec = SessionSpec(settings=settings.model_dump(mode="json"), workspace=str(ws))
+    first = RemoteSession(first_actor, spec, emit=lambda e: None, approver=None)
+    await first.open()
+    assert (await first.run_turn("remember a word")).final_text == "The word is kiwi."
+    assert await first_actor.ping.remote() == ray_cluster.head_node_id
+
+    events: list = []
+    second_actor = on(ray_cluster.other_node_id)
+    resumed = RemoteSession(second_actor, spec.model_copy(update={"session_id": first.session_id, "resume": True}),
+                            emit=events.append, approver=None)
+    await resumed.open()
+    assert await second_actor.ping.remote() == ray_cluster.other_node_id
+    assert not _of_type(events, "notice")  # the snapshot came back whole
+    assert (await resumed.run_turn("which word?")).reason == "end_turn"
+
+    # the store actor (on the head node) holds both turns, read from a task on the other node
+    @ray.remote(num_cpus=0)
+    def load_there(store, session_id):
+        return ray.get_runtime_context().get_node_id(), store.load(session_id).state
+
+    where, state = await load_there.options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=ray_cluster.other_node_id, soft=False)
+    ).remote(store, first.session_id)
+    assert where == ray_cluster.other_node_id
+    assert [m.text for m in state.conversation if m.role == "user"] == ["remember a word", "which word?"]
+    assert not (settings.home / "snapshots").exists()  # everything went through the actor's store
+
+
+# -- Ray unavailable ---------------------------------------------------------------------
+
+
+def _env_without_ray() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("WORKINGSET_RUNTIME", "RAY_ADDRESS")}
+
+
+def test_connect_to_an_unreachable_address_is_one_clear_cluster_error():
+    code = (
+        "from cluster.runtime import ClusterError, connect\n"
+        "try:\n"
+        "    connect(address='127.0.0.1:1')\n"
+        "except ClusterError as exc:\n"
+        "    print(f'ClusterError: {exc}')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env=_env_without_ray())
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    assert line.startswith("ClusterError: cannot start or reach the Ray cluster at 127.0.0.1:1")
+    assert "check the address and that the cluster is up" in line
+
+
+def test_cli_with_an_unreachable_address_exits_with_one_error_line(tmp_path):
+    script = _write_script(tmp_path, [])
+    proc = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "run", "x", "--address", "127.0.0.1:1", "--cwd", str(tmp_path),
+         "--model", f"scripted:{script}"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env=_env_without_ray(), stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("workingset: error: cannot start or reach the Ray cluster at 127.0.0.1:1")
