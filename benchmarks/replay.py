@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.compaction import ExtractiveSummarizer
 from agents.compaction.ledger import CompactionEvent
-from agents.config import AgentSettings, CompactSettings, SessionSettings
+from agents.config import AgentSettings, CompactSettings, SessionSettings, ToolSettings
 from agents.events import ModelCall
 from agents.loop import Session, SessionPorts
 from agents.messages import TextBlock
@@ -28,9 +28,31 @@ from tools import LocalToolExecutor, ToolContext, ToolRegistry
 from tools.artifacts import ArtifactStore
 from tools.base import ExecutionDomain, ToolOutput
 
-__all__ = ["ReplayResult", "replay_trace"]
+__all__ = [
+    "DEFAULT_RESULT_MAX_TOKENS",
+    "NO_BUDGET",
+    "ReplayResult",
+    "replay_trace",
+    "result_budget_for",
+    "strategy_base_name",
+]
 
 END_OF_RECORDING = "(end of the recorded trajectory)"
+
+# `raw` measures the conversation as recorded: no compaction and no per-result clipping.
+NO_BUDGET = 10_000_000
+DEFAULT_RESULT_MAX_TOKENS = ToolSettings().result_max_tokens
+
+
+def strategy_base_name(spec: str) -> str:
+    """`window:keep=10` -> `window`: the registered name in a strategy spec."""
+    return spec.split(":", 1)[0].strip()
+
+
+def result_budget_for(spec: str) -> int:
+    """The per-result budget a strategy is replayed with: `raw` disables clipping, every
+    other strategy gets Workingset's default (`tools.result_max_tokens`)."""
+    return NO_BUDGET if strategy_base_name(spec) == "raw" else DEFAULT_RESULT_MAX_TOKENS
 
 
 class _AnyInput(BaseModel):
@@ -65,12 +87,20 @@ class RecordedModel:
 
     def __init__(self, trace: Trace):
         self.name = f"replay:{trace.model or 'unknown'}"
-        self._replies = deque(m for m in trace.messages if m.role == "assistant")
+        self._replies = deque((i, m) for i, m in enumerate(trace.messages) if m.role == "assistant")
         self.requests: list[ModelRequest] = []
+        # For each request: the index in trace.messages of the recorded reply it got
+        # (None once the recording is used up).
+        self.answered: list[int | None] = []
+
+    @property
+    def remaining(self) -> int:
+        return len(self._replies)
 
     async def create(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
-        message = self._replies.popleft() if self._replies else None
+        index, message = self._replies.popleft() if self._replies else (None, None)
+        self.answered.append(index)
         content = message.content if message else (TextBlock(text=END_OF_RECORDING),)
         stop = "tool_use" if any(b.type == "tool_use" for b in content) else "end_turn"
         return ModelResponse(content=content, stop_reason=stop, usage=Usage())
@@ -89,11 +119,16 @@ def _recorded_results(trace: Trace) -> dict[str, deque[tuple[str, bool]]]:
 
 @dataclass
 class ReplayResult:
+    """`requests[k]` is the k-th compiled working set; `answered[k]` the index in
+    `trace.messages` of the recorded reply it got (None for the extra call a replay makes
+    after the recording ends, which the recorded agent never made)."""
+
     trace: Trace
     strategy: str
     requests: list[ModelRequest]
     estimated_tokens: list[int] = field(default_factory=list)
     compactions: list[CompactionEvent] = field(default_factory=list)
+    answered: list[int | None] = field(default_factory=list)
 
     @property
     def total_tokens(self) -> int:
@@ -104,15 +139,33 @@ class ReplayResult:
         return max(self.estimated_tokens, default=0)
 
 
+def _next_user_text(trace: Trace, answered: list[int | None]) -> str | None:
+    """After a turn ended on a reply without tool uses: the user text the recording
+    continues with (a later outer turn), if any."""
+    last = next((i for i in reversed(answered) if i is not None), None)
+    if last is None or last + 1 >= len(trace.messages):
+        return None
+    following = trace.messages[last + 1]
+    if following.role != "user" or following.tool_results_in or not following.text.strip():
+        return None
+    return following.text
+
+
 async def replay_trace(
     trace: Trace,
     *,
     strategy: str = "clear-then-summarize",
     context_window: int | None = None,
-    result_max_tokens: int = 8_000,
+    result_max_tokens: int | None = None,
     summarizer: Summarizer | None = None,
     compact: CompactSettings | None = None,
 ) -> ReplayResult:
+    """Replay `trace` under `strategy` (a spec as `make_strategy` takes it). The agent's
+    steps are walked in order: the task opens the first outer turn, and a recorded user
+    message after a reply without tool uses opens the next one. `result_max_tokens`
+    defaults to `result_budget_for(strategy)`."""
+    if result_max_tokens is None:
+        result_max_tokens = result_budget_for(strategy)
     results = _recorded_results(trace)
     names = sorted({u.name for u in trace.tool_uses})
     model = RecordedModel(trace)
@@ -135,7 +188,10 @@ async def replay_trace(
             emit=events.append,
         )
         session = Session(ports, system_prompt=trace.system or "(no system prompt recorded)", settings=settings)
-        await session.run_turn(trace.task)
+        text: str | None = trace.task
+        while text is not None:
+            await session.run_turn(text)
+            text = _next_user_text(trace, model.answered) if model.remaining else None
         ports.artifacts.close()
     return ReplayResult(
         trace=trace,
@@ -143,4 +199,5 @@ async def replay_trace(
         requests=model.requests,
         estimated_tokens=[e.estimated_input_tokens for e in events if isinstance(e, ModelCall)],
         compactions=[e for e in events if isinstance(e, CompactionEvent)],
+        answered=model.answered,
     )

@@ -4,6 +4,11 @@
 names in the public datasets are not reliable: `output.jsonl`, `trajectory.json`, `.traj`).
 `find_trace_files` lists the loadable traces under a folder by the same test, so licenses,
 READMEs, task metadata and benchmark summaries drop out without a name list.
+
+Workingset's own records load the same way: a session export (`workingset sessions export
+ID --format json`) is a file, a trace dir (`--trace-dir DIR`, one record per model call) is
+a directory — `load_trace_file(DIR)` reads it, and `find_trace_files` lists the directory
+once instead of its call records.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import anthropic_messages, mini_swe_agent, moatless, openhands, swe_agent
+from . import anthropic_messages, mini_swe_agent, moatless, openhands, swe_agent, workingset
 from .anthropic_messages import load_anthropic_messages, to_anthropic_messages
 from .mini_swe_agent import load_mini_swe_agent
 from .moatless import load_moatless
@@ -25,6 +30,7 @@ from .model import (
 )
 from .openhands import load_openhands
 from .swe_agent import load_swe_agent
+from .workingset import is_trace_dir, load_trace_dir
 
 __all__ = [
     "FORMATS",
@@ -39,6 +45,7 @@ __all__ = [
     "load_moatless",
     "load_openhands",
     "load_swe_agent",
+    "load_trace_dir",
     "load_trace_file",
     "model_calls",
     "to_anthropic_messages",
@@ -55,7 +62,11 @@ class TraceFormat(NamedTuple):
 # formats (with distinctive top-level keys) come before the generic Anthropic message list,
 # which is the fallback for any plain user/assistant conversation.
 FORMATS: list[TraceFormat] = [
-    # Workingset's own session exports and trace dirs go here, ahead of the public formats.
+    # Workingset's own session exports and trace records, ahead of the public formats (a
+    # trace record holds a `messages` list the generic Anthropic loader would also accept).
+    # A trace dir is a directory, handled in load_trace_file / find_trace_files.
+    TraceFormat(workingset.SESSION_SOURCE, workingset.detect_session, workingset.parse_session),
+    TraceFormat(workingset.TRACE_SOURCE, workingset.detect_trace_call, workingset.parse_trace_call),
     TraceFormat(mini_swe_agent.SOURCE, mini_swe_agent.detect, mini_swe_agent.parse),
     TraceFormat(openhands.SOURCE, openhands.detect, openhands.parse),
     TraceFormat(moatless.SOURCE, moatless.detect, moatless.parse),
@@ -69,7 +80,7 @@ _SUFFIXES = {".json", ".jsonl", ".traj"}
 
 
 def _supported() -> str:
-    return ", ".join(f.name for f in FORMATS)
+    return ", ".join(f.name for f in FORMATS) + f", {workingset.TRACE_SOURCE} dir"
 
 
 def _match(docs: list[Any]) -> TraceFormat | None:
@@ -84,8 +95,12 @@ def _read(path: Path) -> list[Any]:
 
 
 def detect_format(path: str | Path) -> str:
-    """The name of the format `load_trace_file` would use for this file."""
+    """The name of the format `load_trace_file` would use for this file (or trace dir)."""
     p = Path(path)
+    if p.is_dir():
+        if is_trace_dir(p):
+            return workingset.TRACE_SOURCE
+        raise UnknownTraceFormat(f"{p}: a directory that is not a Workingset trace dir")
     found = _match(_read(p))
     if found is None:
         raise UnknownTraceFormat(f"{p}: unknown trace format; supported formats: {_supported()}")
@@ -93,8 +108,13 @@ def detect_format(path: str | Path) -> str:
 
 
 def load_trace_file(path: str | Path) -> list[Trace]:
-    """Every run in the file (an OpenHands output.jsonl holds several)."""
+    """Every run in the file (an OpenHands output.jsonl holds several), or every session
+    in a Workingset trace dir."""
     p = Path(path)
+    if p.is_dir():
+        return load_trace_dir(p)
+    if not p.exists():
+        raise UnknownTraceFormat(f"{p}: no such file or directory")
     docs = _read(p)
     found = _match(docs)
     if found is None:
@@ -103,11 +123,23 @@ def load_trace_file(path: str | Path) -> list[Trace]:
 
 
 def find_trace_files(root: str | Path) -> list[Path]:
-    """Every file under `root` that some loader recognises, sorted."""
+    """Every file under `root` that some loader recognises, sorted; a Workingset trace dir
+    is listed once, as the directory (`root` itself may be one)."""
+    root = Path(root)
+    if is_trace_dir(root):
+        return [root]
     found: list[Path] = []
-    for p in sorted(Path(root).rglob("*")):
+    trace_dirs: dict[Path, bool] = {}
+    for p in sorted(root.rglob("*")):
         if not p.is_file() or p.suffix not in _SUFFIXES:
             continue
+        if workingset.CALL_FILE.match(p.name):
+            if p.parent not in trace_dirs:
+                trace_dirs[p.parent] = is_trace_dir(p.parent)
+                if trace_dirs[p.parent]:
+                    found.append(p.parent)
+            if trace_dirs[p.parent]:
+                continue
         try:
             docs = read_json_documents(p)
         except UnknownTraceFormat:

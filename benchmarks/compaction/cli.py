@@ -1,0 +1,196 @@
+"""`workingset bench compaction ...`: the command (see the package docstring).
+
+Joins the CLI through the `workingset.commands` entry point `bench`; `compaction` is a
+subcommand of `bench`. A user error (unknown strategy or bad parameter, bad context
+window, a trace that cannot be used under --strict) is a ConfigError: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from agents.compaction.strategy import STRATEGIES, make_strategy
+from agents.errors import ConfigError
+
+from .data import Inputs, load_inputs, synthetic_inputs
+from .live import run_live
+from .plots import write_plots
+from .report import build_document, markdown_report, print_live, print_table
+from .runner import BenchConfig, run_local, run_on_ray
+from .stats import summarize_strategies
+
+__all__ = ["COMMAND", "BenchCommand", "parse_strategies"]
+
+DEFAULT_OUT = Path("bench-results") / "compaction"
+DEFAULT_SYNTHETIC = 8
+
+
+def parse_strategies(text: str | None) -> list[str]:
+    """`a,b:k=1,k2=2,c` -> [a, b:k=1,k2=2, c]: a piece holding `=` but no `:` continues the
+    previous spec's parameters. Default: every registered strategy."""
+    if not text:
+        return sorted(STRATEGIES)
+    specs: list[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        if "=" in piece and ":" not in piece and specs:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs
+
+
+def _validate(specs: list[str]) -> None:
+    for spec in specs:
+        try:
+            make_strategy(spec)
+        except ConfigError as exc:
+            raise ConfigError(f"--strategies: {exc}") from exc
+        except (TypeError, ValueError) as exc:
+            known = ", ".join(sorted(STRATEGIES))
+            raise ConfigError(f"--strategies: bad strategy spec '{spec}' ({exc}); known: {known}") from exc
+
+
+def _strategies(args: argparse.Namespace) -> list[str]:
+    specs = parse_strategies(args.strategies)
+    for required in (args.baseline, "raw"):  # the references of every paired ratio
+        if required not in specs:
+            specs.insert(0, required)
+    specs = list(dict.fromkeys(specs))
+    _validate(specs)
+    return ["raw", *(s for s in specs if s != "raw")]
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--traces", action="append", type=Path, metavar="PATH",
+                   help="trace file, folder or Workingset trace dir (repeatable); default: synthetic trajectories")
+    p.add_argument("--synthetic", type=int, default=DEFAULT_SYNTHETIC, metavar="N",
+                   help=f"how many synthetic trajectories without --traces (default {DEFAULT_SYNTHETIC})")
+    p.add_argument("--strategies", help="comma-separated strategy specs, e.g. raw,window:keep=10 (default: all registered)")
+    p.add_argument("--baseline", default="clear-then-summarize", help="second reference of the paired ratios (default: clear-then-summarize)")
+    p.add_argument("--context-window", type=int, default=32_000, help="context window in tokens (default 32000)")
+    p.add_argument("--summarizer", default="extractive", help="extractive (default, offline) or a model spec")
+    p.add_argument("--pricing-model", default="claude-sonnet-4-5", help="model whose input price is used (default claude-sonnet-4-5)")
+    p.add_argument("--resamples", type=int, default=2_000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the synthetic data (default 0)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
+    p.add_argument("--strict", action="store_true", help="stop at the first unusable trace or failed replay")
+    p.add_argument("--local", action="store_true", help="run every task in this process instead of on Ray")
+    p.add_argument("--address", help="Ray cluster to join (default: an embedded one, or RAY_ADDRESS)")
+    live = p.add_argument_group("live mode")
+    live.add_argument("--live", type=Path, metavar="TASKS.jsonl",
+                      help="also run these batch-eval tasks once per strategy: pass rate and paired flips")
+    live.add_argument("--model", help="model spec of the live runs (a task's own model wins)")
+    live.add_argument("--concurrency", type=int, default=2, help="live tasks at once per strategy (default 2)")
+
+
+def _config(args: argparse.Namespace) -> BenchConfig:
+    if args.context_window < 1_000:
+        raise ConfigError(f"--context-window {args.context_window} is too small; give at least 1000 tokens")
+    if args.resamples < 0 or args.synthetic < 1 or args.concurrency < 1:
+        raise ConfigError("--resamples must be >= 0, --synthetic and --concurrency >= 1")
+    if args.live is not None and not args.live.is_file():
+        raise ConfigError(f"--live {args.live}: no such task file")
+    return BenchConfig(
+        strategies=_strategies(args), baseline=args.baseline, context_window=args.context_window,
+        summarizer=args.summarizer, pricing_model=args.pricing_model, resamples=args.resamples,
+        seed=args.seed, strict=args.strict,
+    )
+
+
+def _inputs(args: argparse.Namespace) -> Inputs:
+    if not args.traces:
+        return synthetic_inputs(args.synthetic, args.seed)
+    inputs = load_inputs(args.traces, strict=args.strict)
+    if not inputs.traces:
+        reasons = "; ".join(f"{p}: {r}" for p, r in inputs.skipped) or "no trace files found"
+        raise ConfigError(f"no usable traces in {', '.join(map(str, args.traces))} ({reasons})")
+    return inputs
+
+
+def run_compaction(args: argparse.Namespace) -> int:
+    started = time.perf_counter()  # the wall time covers loading, replays (and Ray start-up) and statistics
+    config = _config(args)
+    inputs = _inputs(args)
+    err = Console(stderr=True)
+    for path, reason in inputs.skipped:
+        print(f"skipping {path}: {reason}", file=sys.stderr)
+    total = len(inputs.traces) * len(config.strategies)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task("replaying", total=total)
+
+        def advance(result) -> None:
+            bar.update(task, advance=1, description=f"{result.trace[:40]} · {result.strategy}")
+
+        if args.local:
+            runs, runtime = run_local(inputs.traces, config, advance), "in-process (--local)"
+        else:
+            runs, runtime = run_on_ray(inputs.traces, config, advance, address=args.address), "Ray"
+    summaries = summarize_strategies(runs, config.strategies, baseline=config.baseline,
+                                     resamples=config.resamples, seed=config.seed)
+    wall = time.perf_counter() - started
+    doc = build_document(inputs, config, runs, summaries, wall_time_s=wall, runtime=runtime)
+    if args.live is not None:
+        doc["live"] = _live(args, config, err)
+        doc["wall_time_s"] = round(time.perf_counter() - started, 2)
+    args.out.mkdir(parents=True, exist_ok=True)
+    doc["figures"] = write_plots(doc, args.out)
+    (args.out / "results.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    (args.out / "report.md").write_text(markdown_report(doc), encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=180)  # piped or captured: do not squeeze the table to 80 columns
+        print_table(doc, console)
+        print_live(doc, console)
+    print(f"wrote {args.out / 'report.md'}, {args.out / 'results.json'} and the figures in {args.out}", file=sys.stderr)
+    return 0 if all(r.error is None for r in runs) else 1
+
+
+def _live(args: argparse.Namespace, config: BenchConfig, err: Console) -> dict:
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task("live tasks", total=None)
+
+        def finished(spec: str, task_id: str, status: str) -> None:
+            bar.update(task, advance=1, description=f"live · {spec} · {task_id}: {status}")
+
+        return run_live(
+            args.live, strategies=config.strategies, baseline=config.baseline, out=args.out, model=args.model,
+            summarizer=config.summarizer, local=args.local, address=args.address, concurrency=args.concurrency,
+            strict=args.strict, resamples=config.resamples, seed=config.seed, progress=finished,
+            on_start=lambda total: bar.update(task, total=total),
+        )
+
+
+class BenchCommand:
+    """`workingset bench <benchmark>`; today: compaction."""
+
+    def add_parser(self, subparsers: argparse._SubParsersAction) -> None:
+        bench = subparsers.add_parser("bench", help="benchmarks (compaction strategies)")
+        kinds = bench.add_subparsers(dest="bench_command", required=True)
+        compaction = kinds.add_parser(
+            "compaction", help="replay trajectories under each compaction strategy and compare them",
+            description=(__doc__ or "").splitlines()[0],
+        )
+        _add_arguments(compaction)
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.bench_command == "compaction":
+            return run_compaction(args)
+        raise ConfigError(f"unknown benchmark '{args.bench_command}'; known: compaction")
+
+
+COMMAND = BenchCommand()

@@ -1,0 +1,156 @@
+"""Run every trace x strategy replay: on Ray (one remote task each) or in this process.
+
+Evidence is strategy-independent, so it is computed once per trace (on Ray: one task per
+trace, whose result every strategy task of that trace receives by reference).
+Summaries go through the Summarizer port: `extractive` runs inside each task; a model
+spec runs on Ray through the CompactorPool, in-process through the model client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, Field
+
+from agents.compaction import ExtractiveSummarizer, load_summarizer
+from agents.config import SummarizerSettings
+from agents.errors import WorkingsetError
+from agents.ports import Summarizer
+from agents.tokens import CharRatioEstimator
+from benchmarks.replay import replay_trace
+from benchmarks.traces import Trace
+
+from .cache_cost import MeteredSummarizer
+from .evidence import TraceEvidence, trace_evidence
+from .metrics import RunMetrics, measure_replay
+
+__all__ = ["BenchConfig", "BenchFailed", "measure", "run_local", "run_on_ray"]
+
+Progress = Callable[[RunMetrics], None]
+
+
+class BenchFailed(WorkingsetError):
+    """A replay failed and --strict asked to stop."""
+
+
+class BenchConfig(BaseModel):
+    strategies: list[str]
+    baseline: str = "clear-then-summarize"
+    context_window: int = Field(32_000, ge=1_000)
+    summarizer: str = "extractive"
+    pricing_model: str = "claude-sonnet-4-5"
+    resamples: int = Field(2_000, ge=0)
+    seed: int = 0
+    strict: bool = False
+
+
+async def measure(
+    label: str, trace: Trace, evidence: TraceEvidence, spec: str, config: BenchConfig, summarizer: Summarizer | None = None
+) -> RunMetrics:
+    """Replay one trace under one strategy and measure it; a failure is a result with `error`."""
+    started = time.perf_counter()
+    counter = CharRatioEstimator()
+    meter = MeteredSummarizer(summarizer or ExtractiveSummarizer(), counter)
+    try:
+        replay = await replay_trace(trace, strategy=spec, context_window=config.context_window, summarizer=meter)
+        metrics = measure_replay(
+            replay, evidence, trace_label=label, pricing_model=config.pricing_model,
+            summarizer_calls=meter.calls, counter=counter,
+        )
+    except Exception as exc:  # one broken replay must not lose the others' results
+        metrics = RunMetrics(trace=label, strategy=spec, error=f"{type(exc).__name__}: {exc}")
+    metrics.seconds = time.perf_counter() - started
+    return metrics
+
+
+def _check(result: RunMetrics, config: BenchConfig) -> None:
+    if result.error and config.strict:
+        raise BenchFailed(f"{result.trace} under {result.strategy}: {result.error} (--strict)")
+
+
+def _local_summarizer(config: BenchConfig) -> Summarizer | None:
+    if config.summarizer == "extractive":
+        return None
+    return load_summarizer(SummarizerSettings(spec=config.summarizer))
+
+
+async def _run_local(traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None) -> list[RunMetrics]:
+    summarizer = _local_summarizer(config)
+    results = []
+    for label, trace in traces:
+        evidence = trace_evidence(trace)
+        for spec in config.strategies:
+            result = await measure(label, trace, evidence, spec, config, summarizer)
+            _check(result, config)
+            results.append(result)
+            if progress:
+                progress(result)
+    return results
+
+
+def run_local(traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None = None) -> list[RunMetrics]:
+    """Every task in this process, one after another (`--local`)."""
+    return asyncio.run(_run_local(traces, config, progress))
+
+
+# -- Ray ---------------------------------------------------------------------------------
+
+
+def _evidence_task(trace: Trace) -> TraceEvidence:
+    return trace_evidence(trace)
+
+
+def _measure_task(label: str, trace: Trace, evidence: TraceEvidence, spec: str, config: dict, summarizer) -> RunMetrics:
+    return asyncio.run(measure(label, trace, evidence, spec, BenchConfig.model_validate(config), summarizer))
+
+
+def _pool(config: BenchConfig):
+    if config.summarizer == "extractive":
+        return None
+    from agents.config import ClusterSettings
+    from cluster.compactor_pool import start_compactor_pool
+
+    cluster = ClusterSettings()
+    return start_compactor_pool(
+        SummarizerSettings(spec=config.summarizer), size=cluster.compactor_pool_size, max_queue=cluster.compactor_max_queue
+    )
+
+
+def run_on_ray(
+    traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None = None, *, address: str | None = None
+) -> list[RunMetrics]:
+    """One Ray task per trace x strategy (1 CPU each), results in submission order."""
+    import ray
+
+    from cluster.runtime import connect
+
+    connect(address)
+    evidence_task = ray.remote(num_cpus=1, max_retries=0)(_evidence_task)
+    measure_task = ray.remote(num_cpus=1, max_retries=0)(_measure_task)
+    summarizer = _pool(config)
+    dumped = config.model_dump()
+    refs, order = [], {}
+    for label, trace in traces:
+        trace_ref = ray.put(trace)
+        evidence_ref = evidence_task.remote(trace_ref)
+        for spec in config.strategies:
+            ref = measure_task.remote(label, trace_ref, evidence_ref, spec, dumped, summarizer)
+            order[ref] = len(refs)
+            refs.append(ref)
+    results: list[RunMetrics | None] = [None] * len(refs)
+    pending = list(refs)
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            result = ray.get(done[0])
+            results[order[done[0]]] = result
+            if progress:
+                progress(result)
+            _check(result, config)
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    return [r for r in results if r is not None]

@@ -1,0 +1,164 @@
+"""`workingset bench compaction`: offline on synthetic data, on one real trace, and the
+errors a user can cause."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.compaction.cli import parse_strategies
+from benchmarks.compaction.live import flip_table
+from cluster.cli import main
+
+TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+TOY = (
+    TRACES / "swe-agent" / "tests" / "test_data" / "trajectories"
+    / "gpt4__swe-agent__test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1" / "swe-agent__test-repo-i1.traj"
+)
+PNG = b"\x89PNG\r\n\x1a\n"
+FAST = ["--local", "--resamples", "200"]
+
+
+def _bench(*args: str) -> int:
+    return main(["bench", "compaction", *FAST, *args])
+
+
+def test_runs_offline_without_traces_on_labelled_synthetic_data(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _bench("--synthetic", "2", "--strategies", "mask:keep=4", "--out", str(out)) == 0
+    printed = capsys.readouterr()
+    assert "SYNTHETIC" in printed.out and "mask:keep=4" in printed.out
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["synthetic"] is True and "SYNTHETIC" in doc["data"]
+    # raw and the baseline are always run: they are the references of the paired ratios.
+    assert doc["settings"]["strategies"] == ["raw", "clear-then-summarize", "mask:keep=4"]
+    assert len(doc["traces"]) == 2 and len(doc["runs"]) == 6 and not any(r["error"] for r in doc["runs"])
+    by_name = {s["strategy"]: s for s in doc["summary"]}
+    assert by_name["raw"]["vs_raw"]["cumulative_tokens"]["value"] == 1.0
+    assert by_name["mask:keep=4"]["vs_raw"]["cumulative_tokens"]["value"] < 0.5
+    assert by_name["clear-then-summarize"]["vs_baseline"]["cost_usd"]["value"] == 1.0
+    report = (out / "report.md").read_text()
+    assert "SYNTHETIC data" in report and "## Metrics" in report and "Grounding recall" in report
+    for name in ("pareto.png", "tokens_per_step.png"):
+        assert (out / name).read_bytes()[:8] == PNG
+    assert "wall time" in printed.out
+
+
+def _real(path: Path) -> str:
+    if not path.is_file():
+        pytest.fail(f"trace corpus not found: {path} (these tests need ../shared/traces)", pytrace=False)
+    return str(path)
+
+
+def test_the_same_inputs_give_the_same_figures(tmp_path, capsys):
+    docs = []
+    for run in ("a", "b"):
+        assert _bench("--traces", _real(TOY), "--strategies", "mask", "--json", "--out", str(tmp_path / run)) == 0
+        doc = json.loads(capsys.readouterr().out)
+        docs.append((doc["summary"], [{k: v for k, v in r.items() if k != "seconds"} for r in doc["runs"]]))
+    assert docs[0] == docs[1]
+
+
+def test_one_real_trace(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _bench("--traces", _real(TOY), "--strategies", "truncate", "--json", "--out", str(out)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["synthetic"] is False and str(TOY) in doc["data"]
+    assert [t["label"] for t in doc["traces"]] == ["swe-agent:swe-agent__test-repo-i1"]
+    assert {r["strategy"] for r in doc["runs"]} == {"raw", "clear-then-summarize", "truncate"}
+    assert all(r["calls"] == 5 and r["grounding_recall"] is not None for r in doc["runs"])
+    assert "SYNTHETIC" not in (out / "report.md").read_text()
+
+
+def test_an_unknown_strategy_is_one_clear_line(tmp_path, capsys):
+    assert _bench("--strategies", "raw,nope", "--out", str(tmp_path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown compaction strategy 'nope'" in err
+    assert "clear-then-summarize" in err and "mask" in err and "raw" in err
+
+
+def test_a_bad_strategy_parameter_is_one_clear_line(tmp_path, capsys):
+    assert _bench("--strategies", "mask:bogus=1", "--out", str(tmp_path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bogus" in err and "keep" in err
+
+
+def test_unreadable_traces_are_named_and_skipped_or_stop_with_strict(tmp_path, capsys):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "broken.json").write_text("{not json")
+    (folder / "tasks.json").write_text(json.dumps({"tasks": [1, 2]}))  # JSON, but not a trace: ignored
+    (folder / "good.json").write_text(json.dumps({"messages": [
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "src/app/main.py"}]},
+        {"role": "assistant", "content": "Edit src/app/main.py next."},
+    ]}))
+    out = tmp_path / "out"
+    assert _bench("--traces", str(folder), "--strategies", "raw", "--json", "--out", str(out)) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [t["label"] for t in doc["traces"]] == ["anthropic-messages:good"]
+    [skipped] = doc["skipped"]
+    assert skipped["path"].endswith("broken.json") and "not valid JSON" in skipped["reason"]
+    assert doc["ignored"] == [str(folder / "tasks.json")]
+    assert "broken.json" in captured.err
+
+    assert _bench("--traces", str(folder), "--strict", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "broken.json" in err and "--strict" in err
+
+    assert _bench("--traces", str(tmp_path / "missing.json"), "--out", str(out)) == 2
+    assert "missing.json" in capsys.readouterr().err
+
+
+def test_strategy_specs_keep_their_parameters_together():
+    assert parse_strategies("raw, window:first=1,last=30 ,mask:keep=8") == ["raw", "window:first=1,last=30", "mask:keep=8"]
+    assert "raw" in parse_strategies(None) and "clear-then-summarize" in parse_strategies("")
+
+
+# -- live mode --------------------------------------------------------------------------------
+
+
+def test_flip_table_pairs_outcomes_by_task():
+    base = {"a": "passed", "b": "passed", "c": "failed", "d": "failed", "e": "error", "f": "passed"}
+    other = {"a": "passed", "b": "failed", "c": "passed", "d": "budget", "e": "passed", "g": "passed"}
+    assert flip_table(base, other) == {"gained": 1, "lost": 1, "both_passed": 1, "both_not_passed": 1, "not_comparable": 1}
+
+
+def _live_task(tmp_path: Path) -> Path:
+    """One real eval task: a repo with a bug, a scripted model that fixes it, a grader."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    script = tmp_path / "fix.json"
+    script.write_text(json.dumps({"turns": [
+        {"text": "Fix the sign.", "tool_calls": [{"name": "Edit", "input": {
+            "path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}}]},
+    ], "final_text": "add() now adds."}))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({
+        "id": "add", "repo": "repo", "instruction": "add() subtracts; fix it.",
+        "test_command": "python -c 'import calc; assert calc.add(2, 3) == 5'", "model": f"scripted:{script}",
+    }) + "\n")
+    return tasks
+
+
+def test_live_mode_runs_the_tasks_once_per_strategy(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = _bench("--traces", _real(TOY), "--strategies", "raw", "--live", str(_live_task(tmp_path)), "--json",
+                  "--out", str(out))
+    assert code == 0
+    live = json.loads(capsys.readouterr().out)["live"]
+    assert live["tasks"] == 1 and [s["strategy"] for s in live["strategies"]] == ["raw", "clear-then-summarize"]
+    for row in live["strategies"]:
+        assert (row["tasks"], row["passed"], row["statuses"]) == (1, 1, {"passed": 1})
+        assert row["flips_vs_baseline"]["both_passed"] == 1 and Path(row["out"], "results.jsonl").is_file()
+    assert "## Live runs" in (out / "report.md").read_text()
+
+
+def test_live_mode_refuses_a_missing_task_file(tmp_path, capsys):
+    assert _bench("--live", str(tmp_path / "none.jsonl"), "--out", str(tmp_path)) == 2
+    assert "none.jsonl" in capsys.readouterr().err

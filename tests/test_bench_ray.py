@@ -1,0 +1,47 @@
+"""The benchmark's Ray path: one remote task per trace x strategy gives exactly what the
+in-process run gives."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.compaction.runner import BenchConfig, run_local, run_on_ray
+from benchmarks.traces import load_trace_file
+
+TOY = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "swe-agent" / "tests" / "test_data"
+    / "trajectories" / "gpt4__swe-agent__test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1"
+    / "swe-agent__test-repo-i1.traj"
+)
+
+
+@pytest.fixture(scope="module")
+def ray_runtime() -> Iterator[None]:
+    """Reuse a Ray runtime another test started; else start an embedded one for this module."""
+    import ray
+
+    from cluster.runtime import connect
+
+    started = not ray.is_initialized()
+    connect(num_cpus=2)
+    yield
+    if started:
+        ray.shutdown()
+
+
+def test_ray_tasks_give_the_same_metrics_as_in_process(ray_runtime):
+    if not TOY.is_file():
+        pytest.fail(f"trace corpus not found: {TOY} (these tests need ../shared/traces)", pytrace=False)
+    traces = [("toy", load_trace_file(TOY)[0])]
+    config = BenchConfig(strategies=["raw", "mask:keep=1", "nope"], context_window=8_000)
+    seen = []
+    on_ray = run_on_ray(traces, config, seen.append)
+    local = run_local(traces, config)
+    assert len(seen) == 3
+    strip = lambda runs: [r.model_dump(exclude={"seconds"}) for r in runs]  # noqa: E731
+    assert strip(on_ray) == strip(local)
+    assert [r.strategy for r in on_ray] == ["raw", "mask:keep=1", "nope"]
+    assert on_ray[0].error is None and on_ray[1].compactions and "nope" in on_ray[2].error
