@@ -26,6 +26,7 @@ from agents.config import WorkingsetSettings
 from agents.events import PermissionRequested
 from agents.loop import Session, TurnOutcome
 from agents.modes import Mode
+from agents.snapshot_store import SnapshotNotFound
 from agents.tool_batch import PermissionAnswer
 from cluster.subagent_actor import SubagentPool, ray_spawner_factory
 from cluster.tool_tasks import RayToolExecutor
@@ -129,8 +130,16 @@ class SessionActor:
         hosted_ref.append(hosted)
         self.hosted[session.session_id] = hosted
         notices: list[str] = []
+        loaded = None
         if spec.resume:
-            loaded = session.ports.snapshots.load(session.session_id)
+            try:
+                loaded = session.ports.snapshots.load(session.session_id)
+            except SnapshotNotFound:
+                if not spec.seek_model:
+                    raise
+                # Lost during its first turn: nothing was saved yet, so it starts again.
+                notices.append("no snapshot was saved before the failure; the session starts again from its first turn")
+        if loaded is not None:
             if loaded.problem:
                 notices.append(loaded.problem)
             notices += session.restore(loaded.state)

@@ -77,6 +77,9 @@ class RayToolExecutor:
         ref = run_tool_task.options(scheduling_strategy=strategy, num_cpus=self.num_cpus).remote(tool, args, ctx)
         try:
             return await ref
+        except asyncio.CancelledError:
+            ray.cancel(ref, force=True)  # the turn was abandoned: stop the command too
+            raise
         except ToolError as exc:
             return ToolOutput(content=str(exc), is_error=True)
         except RayError as exc:

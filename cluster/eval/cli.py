@@ -1,0 +1,130 @@
+"""`workingset eval`: run a task file as a batch of agent sessions and grade them.
+
+    workingset eval TASKS.jsonl --model SPEC --out DIR [--concurrency N] [--local | --address ADDR]
+                    [--summarizer SPEC] [--strategy NAME] [--json] [--strict] [--retry-failed]
+                    [--keep-workspaces] [--repos DIR] [--max-turns N] [--max-tokens N]
+                    [--max-cost USD] [--wall-s S] [--actors N] [--grade-concurrency N]
+                    [--allow RULE] [--deny RULE] [--no-sandbox] [--swebench-runner CMD]
+
+Headless permissions and settings: see settings.py.
+
+Exit codes: 0 every task ran; 1 some task lines were invalid or some task ended in
+status error (the rest ran); 2 a usage error (bad flag, unreadable task file, invalid
+lines with --strict); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (`ray job stop`):
+the results so far are kept and the same command resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents.errors import ConfigError
+from cluster.eval.hosts import LocalHost, RayHost, default_actors
+from cluster.eval.progress import JsonReporter, ProgressReporter
+from cluster.eval.runner import EvalOptions, EvalRunner
+from cluster.eval.settings import eval_settings, preflight
+from cluster.eval.swebench import DEFAULT_RUNNER
+from cluster.eval.tasks import load_tasks
+
+__all__ = ["COMMAND", "EvalCommand"]
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {value:g}")
+    return value
+
+
+async def _stoppable(batch):
+    """SIGTERM (`ray job stop`, `kill`) stops the batch the way Ctrl-C does: the running
+    tasks are cancelled and cleaned up, the summary is written."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    try:
+        return await batch
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+class EvalCommand:
+    name = "eval"
+
+    def add_parser(self, subparsers) -> argparse.ArgumentParser:
+        p = subparsers.add_parser(
+            "eval", help="run a task file as a batch of agent sessions, grade them, report",
+            description=(__doc__ or "").split("\n\n")[0], epilog="Permissions: cluster/eval/settings.py; exit codes: cluster/eval/cli.py.",
+        )
+        p.add_argument("tasks", help="task file: JSON Lines (or one JSON array), one task per row")
+        p.add_argument("--out", required=True, help="results directory; rerunning the same command resumes it")
+        p.add_argument("--model", help="model spec: anthropic:<model> or scripted:<file>")
+        p.add_argument("--summarizer", help="summarizer spec: extractive (default) or a model spec")
+        p.add_argument("--strategy", help="compaction strategy (default: clear-then-summarize)")
+        p.add_argument("--concurrency", type=_positive_int, default=4, help="tasks at once (default 4)")
+        p.add_argument("--local", action="store_true", help="run sessions in this process instead of on Ray")
+        p.add_argument("--address", help="join this Ray cluster instead of starting an embedded one")
+        p.add_argument("--actors", type=_positive_int, help="SessionActors on Ray (default: one per 16 concurrent)")
+        p.add_argument("--grade-concurrency", type=_positive_int,
+                       help="setup and test commands at once (default: 2 per core, at least 4)")
+        p.add_argument("--json", action="store_true", help="stream per-task events as JSON lines instead of progress")
+        p.add_argument("--strict", action="store_true", help="refuse to start when any task line is invalid")
+        p.add_argument("--retry-failed", action="store_true", help="run again the tasks whose last result is not passed")
+        p.add_argument("--keep-workspaces", action="store_true", help="keep each task's workspace under OUT/workspaces")
+        p.add_argument("--repos", type=Path, help="SWE-bench rows: directory holding owner__name or name clones")
+        p.add_argument("--swebench-runner", default=DEFAULT_RUNNER, help=f"SWE-bench rows: test runner (default: {DEFAULT_RUNNER})")
+        p.add_argument("--max-turns", type=_positive_int, help="model calls per task, unless the task sets budgets.turns")
+        p.add_argument("--max-tokens", type=_positive_int, help="tokens per task, unless the task sets budgets.tokens")
+        p.add_argument("--max-cost", type=_positive_float, metavar="USD", help="cost per task, unless the task sets budgets.cost_usd")
+        p.add_argument("--wall-s", type=_positive_float, help="agent wall clock per task, unless the task sets budgets.wall_s")
+        p.add_argument("--allow", action="append", default=[], metavar="RULE", help="extra allow rule (repeatable)")
+        p.add_argument("--deny", action="append", default=[], metavar="RULE", help="deny rule (repeatable)")
+        p.add_argument("--no-sandbox", action="store_true", help="run Bash, setup and grading without bubblewrap")
+        return p
+
+    def run(self, args: argparse.Namespace) -> int:
+        loaded = load_tasks(Path(args.tasks), repos_dir=args.repos, swebench_runner=args.swebench_runner)
+        invalid = loaded.problem_lines()
+        if invalid and args.strict:
+            shown = "; ".join(invalid[:3]) + (f"; and {len(invalid) - 3} more" if len(invalid) > 3 else "")
+            raise ConfigError(f"{len(invalid)} invalid task line(s), nothing was run (--strict): {shown}")
+        if not loaded.tasks:
+            raise ConfigError(f"no valid task in {args.tasks}" + (f": {invalid[0]}" if invalid else ""))
+        settings = eval_settings(args)
+        preflight(settings, loaded.tasks)
+        reporter = JsonReporter() if args.json else ProgressReporter()
+        for problem, text in zip(loaded.problems, invalid, strict=True):
+            reporter.event("task_invalid", line=problem.line, field=problem.field, message=problem.message, text=text)
+        if settings.runtime == "local":
+            host: Any = LocalHost()
+        else:
+            host = RayHost(actors=args.actors or default_actors(args.concurrency))
+        options = EvalOptions(out=Path(args.out), concurrency=args.concurrency, keep_workspaces=args.keep_workspaces,
+                              retry_failed=args.retry_failed, wall_s=args.wall_s, invalid=invalid,
+                              command_slots=args.grade_concurrency)
+        runner = EvalRunner(settings, loaded.tasks, options, host=host, reporter=reporter)
+        try:
+            summary = asyncio.run(_stoppable(runner.run()))
+        except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+            reporter.close()
+            print(f"workingset: interrupted; the results so far are in {runner.out.root}; "
+                  "run the same command again to resume", file=sys.stderr)
+            return 130 if isinstance(exc, KeyboardInterrupt) else 143
+        if not args.json:
+            print(f"results: {runner.out.results}\nreport:  {runner.out.report}")
+        return 1 if invalid or summary["statuses"]["error"] else 0
+
+
+COMMAND = EvalCommand()

@@ -1,0 +1,155 @@
+"""What a batch shows while it runs.
+
+`ProgressReporter` (default): a live rich progress bar — done / total, running, passed,
+failed, other endings, tokens and cost so far (running sessions included), elapsed
+and ETA — with one line per finished task above it.
+
+`JsonReporter` (`--json`): one JSON object per line on stdout, flushed at once:
+
+| type | fields |
+|---|---|
+| `eval_started` | `tasks` (in the file), `to_run`, `skipped` (finished before), `concurrency`, `runtime`, `out` |
+| `task_invalid` | `line`, `field`, `message`, `text` (a line of the task file that will not run) |
+| `task_skipped` | `task_id`, `status` (its earlier result) |
+| `task_started` | `task_id`, `attempt` |
+| `task_phase` | `task_id`, `phase` (`workspace`, `setup`, `agent`, `patch`, `grade`) |
+| `task_retry` | `task_id`, `reason` (lost infrastructure; the task runs once more) |
+| `task_finished` | `task_id`, `status`, `result` (the row written to results.jsonl) |
+| `eval_finished` | `interrupted`, `summary` (as in summary.json) |
+| `notice` | `text` (e.g. a torn line in results.jsonl that was skipped) |
+
+Every object also has `ts` (Unix time). The agents' own events are not in this stream:
+each task's are in `<out>/events/<task>.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Protocol, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+__all__ = ["JsonReporter", "ProgressReporter", "Reporter"]
+
+
+class Reporter(Protocol):
+    def event(self, kind: str, **fields: Any) -> None: ...
+
+    def usage(self, task_id: str, tokens: int, cost_usd: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class JsonReporter:
+    def __init__(self, stream: TextIO | None = None):
+        self.stream = stream
+
+    def event(self, kind: str, **fields: Any) -> None:
+        stream = self.stream or sys.stdout
+        stream.write(json.dumps({"type": kind, "ts": time.time(), **fields}, default=str) + "\n")
+        stream.flush()
+
+    def usage(self, task_id: str, tokens: int, cost_usd: float) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+_STYLE = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "budget": "yellow"}
+
+
+class ProgressReporter:
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(highlight=False)
+        self.progress = Progress(
+            TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
+            TextColumn("·"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=self.console,
+        )
+        self.bar = None
+        self.running = 0
+        self.statuses: dict[str, int] = {}
+        self.tokens = 0
+        self.cost = 0.0
+        self.live: dict[str, tuple[int, float]] = {}
+
+    def _counts(self) -> str:
+        s = self.statuses
+        other = sum(v for k, v in s.items() if k not in ("passed", "failed"))
+        tokens = self.tokens + sum(t for t, _ in self.live.values())
+        cost = self.cost + sum(c for _, c in self.live.values())
+        return (f"running {self.running} · [green]passed {s.get('passed', 0)}[/] · [red]failed {s.get('failed', 0)}[/] · "
+                f"other {other} · {tokens:,} tok · ${cost:.4f}")
+
+    def _refresh(self, advance: int = 0) -> None:
+        if self.bar is not None:
+            self.progress.update(self.bar, advance=advance, counts=self._counts())
+
+    def event(self, kind: str, **fields: Any) -> None:
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(**fields)
+
+    def _on_eval_started(self, *, to_run: int, skipped: int, tasks: int, out: str, **_: Any) -> None:
+        if skipped:
+            self.console.print(f"[dim]{skipped} of {tasks} tasks already finished in {escape(out)}; skipped[/]")
+        self.progress.start()
+        self.bar = self.progress.add_task("eval", total=to_run, counts=self._counts())
+
+    def _on_task_invalid(self, *, message: str, line: int, field: str | None = None, text: str = "", **_: Any) -> None:
+        self.progress.console.print(f"[yellow]skipped: {escape(text or message)}[/]")
+
+    def _on_notice(self, *, text: str, **_: Any) -> None:
+        self.progress.console.print(f"[yellow]{escape(text)}[/]")
+
+    def _on_task_started(self, **_: Any) -> None:
+        self.running += 1
+        self._refresh()
+
+    def _on_task_retry(self, *, task_id: str, reason: str, **_: Any) -> None:
+        self.progress.console.print(f"[yellow]↻ {escape(task_id)}: {escape(reason)}; running it once more[/]")
+
+    def _on_task_finished(self, *, task_id: str, status: str, result: dict, **_: Any) -> None:
+        self.running -= 1
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        self.live.pop(task_id, None)
+        tokens = sum(result.get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"))
+        self.tokens += tokens
+        self.cost += result.get("cost_usd", 0.0)
+        detail = f" · {escape(result['error'])}" if result.get("error") else ""
+        self.progress.console.print(
+            f"[{_STYLE.get(status, 'white')}]{status:>7}[/] {escape(task_id)} · {result.get('turns', 0)} turns · "
+            f"{tokens:,} tok · ${result.get('cost_usd', 0.0):.4f} · {result.get('wall_s', 0.0):.1f} s{detail}"
+        )
+        self._refresh(advance=1)
+
+    def _on_eval_finished(self, *, summary: dict, interrupted: bool, **_: Any) -> None:
+        self.close()
+        s = summary
+        per_solved = s["cost_per_solved_usd"]
+        solved = f" (${per_solved:.4f} per solved task)" if per_solved is not None else ""
+        self.console.print(
+            f"[bold]{'interrupted' if interrupted else 'done'}[/]: {s['statuses']['passed']}/{s['finished']} passed "
+            f"({s['pass_rate'] * 100:.1f} %) · ${s['cost_usd']:.4f}{solved} · "
+            f"wall p50 {s['wall_s']['p50'] or 0:.1f} s, p95 {s['wall_s']['p95'] or 0:.1f} s"
+        )
+
+    def usage(self, task_id: str, tokens: int, cost_usd: float) -> None:
+        self.live[task_id] = (tokens, cost_usd)
+        self._refresh()
+
+    def close(self) -> None:
+        if self.progress.live.is_started:
+            self.progress.stop()

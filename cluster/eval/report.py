@@ -1,0 +1,147 @@
+"""The batch's figures: `summary.json` (for programs) and `report.md` (for people).
+
+Computed from the latest result row of each task of the task file, so an interrupted
+batch reports what finished and a rerun's report covers the whole set.
+
+    pass_rate             passed / finished
+    cost_per_task_usd     total cost / finished
+    cost_per_solved_usd   total cost / passed (what one solved task costs, failures included)
+    wall_s                p50 / p95 / mean / max of the per-task wall time (linear interpolation)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from pathlib import Path
+
+from cluster.eval.results import STATUSES, ResultRow
+
+__all__ = ["percentile", "summarize", "write_report", "write_summary"]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def _round(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], model: str,
+              interrupted: bool = False) -> dict:
+    n = len(rows)
+    statuses = Counter(r.status for r in rows)
+    passed = statuses["passed"]
+    cost = sum(r.cost_usd for r in rows)
+    tokens = {
+        "input": sum(r.input_tokens for r in rows),
+        "output": sum(r.output_tokens for r in rows),
+        "cache_read": sum(r.cache_read_tokens for r in rows),
+        "cache_creation": sum(r.cache_creation_tokens for r in rows),
+    }
+    tokens["total"] = sum(tokens.values())
+    walls = [r.wall_s for r in rows]
+    return {
+        "model": model,
+        "tasks": tasks_total,
+        "finished": n,
+        "pending": max(tasks_total - n, 0),
+        "invalid_lines": len(invalid),
+        "statuses": {s: statuses[s] for s in STATUSES},
+        "pass_rate": _round(passed / n if n else 0.0, 4),
+        "cost_usd": _round(cost),
+        "cost_per_task_usd": _round(cost / n if n else None),
+        "cost_per_solved_usd": _round(cost / passed if passed else None),
+        "tokens": tokens,
+        "tokens_per_task": _round(tokens["total"] / n if n else None, 1),
+        "turns_per_task": _round(sum(r.turns for r in rows) / n if n else None, 2),
+        "wall_s": {
+            "p50": _round(percentile(walls, 0.5), 3),
+            "p95": _round(percentile(walls, 0.95), 3),
+            "mean": _round(sum(walls) / n if n else None, 3),
+            "max": _round(max(walls) if walls else None, 3),
+        },
+        "compactions": sum(r.compactions for r in rows),
+        "retries": sum(r.retries for r in rows),
+        "actor_restarts": sum(r.actor_restarts for r in rows),
+        "interrupted": interrupted,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def write_summary(path: Path, summary: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _money(value: float | None) -> str:
+    return "–" if value is None else f"${value:.4f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f} s"
+
+
+def _cell(text: str | None, limit: int = 120) -> str:
+    text = " ".join((text or "").split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.replace("|", "\\|")
+
+
+def _row_note(row: ResultRow) -> str:
+    parts = [row.error] if row.error else []
+    if row.status in ("timeout", "budget") and row.tests_passed is not None:
+        parts.append(f"tests {'passed' if row.tests_passed else 'failed'} anyway")
+    parts += row.notes
+    return _cell("; ".join(p for p in parts if p))
+
+
+def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list[str]) -> None:
+    s = summary
+    st = s["statuses"]
+    t = s["tokens"]
+    state = " (interrupted: rerun the same command to finish)" if s["interrupted"] else ""
+    lines = [
+        "# Evaluation report",
+        "",
+        f"Model `{s['model']}` · {s['tasks']} tasks: {s['finished']} finished, {s['pending']} pending, "
+        f"{s['invalid_lines']} invalid lines{state} · {s['generated_at']}",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| pass rate | {s['pass_rate'] * 100:.1f} % ({st['passed']} / {s['finished']}) |",
+        f"| passed / failed / error / timeout / budget | {' / '.join(str(st[k]) for k in STATUSES)} |",
+        f"| cost | {_money(s['cost_usd'])} total · {_money(s['cost_per_task_usd'])} per task · "
+        f"{_money(s['cost_per_solved_usd'])} per solved task |",
+        f"| tokens | {t['total']:,} (in {t['input']:,} · out {t['output']:,} · cache read {t['cache_read']:,} · "
+        f"cache write {t['cache_creation']:,}) |",
+        f"| wall per task | p50 {_seconds(s['wall_s']['p50'])} · p95 {_seconds(s['wall_s']['p95'])} · "
+        f"max {_seconds(s['wall_s']['max'])} |",
+        f"| compactions | {s['compactions']} |",
+        f"| retries · actor restarts | {s['retries']} · {s['actor_restarts']} |",
+        "",
+        "## Tasks",
+        "",
+        "| task | status | turns | tokens | cost | wall | compactions | patch | note |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for row in sorted(rows, key=lambda r: r.task_id):
+        lines.append(
+            f"| {_cell(row.task_id, 60)} | {row.status} | {row.turns} | {row.tokens:,} | {_money(row.cost_usd)} | "
+            f"{_seconds(row.wall_s)} | {row.compactions} | {row.patch_path or '–'} | {_row_note(row)} |"
+        )
+    if invalid:
+        lines += ["", "## Lines of the task file that were not run", ""]
+        lines += [f"- {_cell(text, 300)}" for text in invalid]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(path)

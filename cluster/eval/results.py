@@ -1,0 +1,136 @@
+"""`results.jsonl`: one row per finished task attempt, appended as each task ends.
+
+The latest row of a task is its result. Rerunning the same command skips every task
+that has a row; `--retry-failed` runs again those whose latest row is not `passed`.
+A task interrupted by Ctrl-C has no row, so the rerun picks it up. A torn last line
+(the process was killed mid-write) is skipped with a warning and never breaks a rerun.
+
+Statuses:
+    passed   the agent finished and the test command exited 0
+    failed   the agent finished and the test command exited non-zero
+    error    the task could not be run or graded: missing repository, failing setup,
+             model or harness error, grader timeout (see `error`)
+    timeout  the agent passed its wall-clock budget (budgets.wall_s); still graded
+    budget   the agent hit its turn, token or cost budget; still graded
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from cluster.eval.tasks import Task
+
+__all__ = ["STATUSES", "ResultRow", "ResultsFile", "plan_run", "write_predictions"]
+
+Status = Literal["passed", "failed", "error", "timeout", "budget"]
+STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget")
+
+
+class ResultRow(BaseModel):
+    task_id: str
+    status: Status
+    attempt: int = Field(1, description="1 for the first run of this task in this out dir, 2 for the next, ...")
+    stop_reason: str | None = Field(None, description="How the agent's turn ended: end_turn, turn_limit, budget, ...")
+    tests_passed: bool | None = Field(None, description="The grader's verdict, when it gave one.")
+    test_exit_code: int | None = None
+    turns: int = Field(0, description="Model calls of the root session.")
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float = 0.0
+    wall_s: float = Field(0.0, description="The whole task: workspace, setup, agent, grading.")
+    agent_wall_s: float = 0.0
+    compactions: int = 0
+    compaction_kinds: dict[str, int] = Field(default_factory=dict)
+    patch_path: str | None = Field(None, description="The agent's diff, relative to the out dir (None: no change).")
+    session_id: str | None = None
+    model: str = ""
+    strategy: str = ""
+    base_commit: str | None = None
+    error: str | None = None
+    retries: int = Field(0, description="Runs again after lost infrastructure (at most 1).")
+    actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")
+    notes: list[str] = Field(default_factory=list)
+    events_path: str | None = None
+    grade_log: str | None = None
+    workspace: str | None = Field(None, description="Kept workspace (--keep-workspaces).")
+    started_at: float = 0.0
+    finished_at: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+
+class ResultsFile:
+    def __init__(self, path: Path):
+        self.path = path
+        self.problems: list[str] = []
+
+    def rows(self) -> list[ResultRow]:
+        """Every readable row in file order; unreadable lines go to `problems`."""
+        self.problems = []
+        if not self.path.is_file():
+            return []
+        rows = []
+        for number, line in enumerate(self.path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(ResultRow.model_validate_json(line))
+            except ValidationError:
+                self.problems.append(f"{self.path} line {number} is not a result row (a write was cut short?); ignored")
+        return rows
+
+    def latest(self) -> tuple[dict[str, ResultRow], dict[str, int]]:
+        """(latest row per task, rows per task)."""
+        latest: dict[str, ResultRow] = {}
+        counts: dict[str, int] = {}
+        for row in self.rows():
+            latest[row.task_id] = row
+            counts[row.task_id] = counts.get(row.task_id, 0) + 1
+        return latest, counts
+
+    def append(self, row: ResultRow) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a+b") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":  # a torn last line: start on a fresh one
+                    f.write(b"\n")
+            f.write((row.model_dump_json() + "\n").encode())
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def plan_run(tasks: list[Task], latest: dict[str, ResultRow], *, retry_failed: bool) -> tuple[list[Task], list[Task]]:
+    """(to run, skipped as finished)."""
+    run, skipped = [], []
+    for task in tasks:
+        row = latest.get(task.id)
+        if row is None or (retry_failed and row.status != "passed"):
+            run.append(task)
+        else:
+            skipped.append(task)
+    return run, skipped
+
+
+def write_predictions(path: Path, rows: list[ResultRow], out_dir: Path) -> int:
+    """SWE-bench predictions: one line per task, the patch as the agent left it."""
+    lines = []
+    for row in sorted(rows, key=lambda r: r.task_id):
+        patch = ""
+        if row.patch_path and (out_dir / row.patch_path).is_file():
+            patch = (out_dir / row.patch_path).read_text(encoding="utf-8", errors="replace")
+        lines.append(json.dumps({"instance_id": row.task_id, "model_name_or_path": row.model, "model_patch": patch}))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    tmp.replace(path)
+    return len(lines)

@@ -1,0 +1,95 @@
+"""The batch's settings, and each task's.
+
+Headless permissions: nobody answers a question during a batch, so the sessions run
+with `permissions.headless = "deny-asks"`, `permissions.mode = "accept-edits"` (file
+edits in the workspace are allowed) and the allow rules `Bash` and `Agent` (any
+command, inside the bubblewrap sandbox: the workspace the only writable place, no
+network; subagents under the same rules). Anything else that would ask is denied with
+a result the model sees. `--allow` adds rules; `--deny` rules win over all of them.
+
+Settings otherwise come from flags, WORKINGSET_* variables, ./.workingset/config.toml
+and ~/.workingset/config.toml (not from the tasks' repositories); `home` is always
+`<out>/home`, so the sessions' snapshots and artifacts stay with the results.
+
+A task's `model`, `strategy` and `budgets` (turns -> agent.max_turns, tokens ->
+subagents.tree_max_tokens, cost_usd -> subagents.tree_max_cost_usd) override the
+batch's; `budgets.wall_s` is enforced by the runner around the agent's turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agents.config import WorkingsetSettings, load_settings
+from agents.errors import ConfigError
+from cluster.eval.layout import OutDir
+from cluster.eval.tasks import Task, absolute_spec
+
+__all__ = ["EVAL_ALLOW", "eval_settings", "preflight", "task_settings"]
+
+EVAL_ALLOW = ["Bash", "Agent"]
+
+
+def eval_settings(args: argparse.Namespace) -> WorkingsetSettings:
+    """The batch's settings: flags over environment and config files, headless."""
+    cwd = Path.cwd()
+    flags: dict[str, Any] = {
+        "home": str(OutDir(Path(args.out)).home),
+        "permissions": {"mode": "accept-edits", "headless": "deny-asks",
+                        "allow": [*EVAL_ALLOW, *args.allow], "deny": list(args.deny)},
+    }
+    if args.model:
+        flags["model"] = absolute_spec(args.model, cwd)
+    nested = {
+        "summarizer": {"spec": absolute_spec(args.summarizer, cwd)},
+        "compact": {"strategy": args.strategy},
+        "agent": {"max_turns": args.max_turns},
+        "subagents": {"tree_max_tokens": args.max_tokens, "tree_max_cost_usd": args.max_cost},
+        "cluster": {"address": args.address},
+        "sandbox": {"enabled": False} if args.no_sandbox else {},
+    }
+    for section, values in nested.items():
+        given = {k: v for k, v in values.items() if v is not None}
+        if given:
+            flags[section] = given
+    if args.local:
+        flags["runtime"] = "local"
+    return load_settings(cwd, flags)
+
+
+def preflight(settings: WorkingsetSettings, tasks: list[Task]) -> None:
+    """Fail before the batch, not in every task, when the batch's own model (if a task
+    uses it), summarizer or strategy cannot load. A task's own override that cannot
+    load is that task's error row."""
+    from agents.compaction import load_summarizer, make_strategy
+    from agents.providers import load_model_client
+
+    if any(t.model is None for t in tasks):
+        load_model_client(settings.model)
+    load_summarizer(settings.summarizer)
+    make_strategy(settings.compact.strategy)
+
+
+def task_settings(base: WorkingsetSettings, task: Task) -> WorkingsetSettings:
+    """The batch's settings with the task's model, strategy and budgets."""
+    data = base.model_dump(mode="json")
+    if task.model:
+        data["model"] = task.model
+    if task.strategy:
+        data["compact"]["strategy"] = task.strategy
+    budgets = task.budgets
+    if budgets.turns is not None:
+        data["agent"]["max_turns"] = budgets.turns
+    if budgets.tokens is not None:
+        data["subagents"]["tree_max_tokens"] = budgets.tokens
+    if budgets.cost_usd is not None:
+        data["subagents"]["tree_max_cost_usd"] = budgets.cost_usd
+    try:
+        return WorkingsetSettings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"settings for task {task.id!r}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc

@@ -1,0 +1,80 @@
+"""One task's event sink: every agent event to `<out>/events/<task>.jsonl`, and the
+totals a result row reports (model calls, tokens, cost, compactions, actor failures).
+
+Tokens and cost count each session once: the root's own `model_call` events, plus
+each subagent's own usage from its `subagent_finished` event (subagent ids contain a
+dot, `<root>.<n>`). Cost is at list prices (`usage_cost_usd`), cache reads and writes
+included, priced by the task's model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from pydantic import BaseModel
+
+from agents.compaction.ledger import usage_cost_usd
+from agents.ports import Usage
+
+__all__ = ["TaskStats"]
+
+_ACTOR_FAILED = "the session's actor failed"
+
+
+class TaskStats:
+    def __init__(self, model_name: str, log_path: Path | None = None,
+                 on_change: Callable[[TaskStats], None] | None = None):
+        self.model_name = model_name
+        self.log_path = log_path
+        self.on_change = on_change
+        self.session_id: str | None = None
+        self.turns = 0
+        self.usage = Usage()
+        self.cost_usd = 0.0
+        self.compactions: Counter[str] = Counter()
+        self.actor_failures = 0
+        self._log: IO[str] | None = None
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = log_path.open("a", encoding="utf-8", buffering=1)  # line-buffered: tail -f works
+
+    @property
+    def tokens(self) -> int:
+        u = self.usage
+        return u.input_tokens + u.output_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+
+    def __call__(self, event: BaseModel) -> None:
+        if self._log is not None:
+            self._log.write(event.model_dump_json() + "\n")
+        kind = getattr(event, "type", "")
+        is_root = "." not in getattr(event, "session_id", "")
+        changed = False
+        if kind == "model_call" and is_root:
+            self.turns += 1
+            self.usage = self.usage + event.usage
+            self.cost_usd += usage_cost_usd(event.usage, self.model_name)
+            changed = True
+        elif kind == "subagent_finished":
+            self.usage = self.usage + event.usage
+            self.cost_usd += event.cost_usd
+            changed = True
+        elif kind == "compaction" and event.applied:
+            self.compactions[event.kind] += 1
+        elif kind == "notice" and event.text.startswith(_ACTOR_FAILED):
+            self.actor_failures += 1
+        if changed and self.on_change is not None:
+            self.on_change(self)
+
+    def note(self, kind: str, **fields) -> None:
+        """An eval-level line in the same log (phases, retries), so one file tells the story."""
+        if self._log is not None:
+            self._log.write(json.dumps({"type": kind, **fields}) + "\n")
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None

@@ -1,0 +1,221 @@
+"""One task's flow, from workspace to result row:
+
+    workspace -> setup (sandboxed) -> agent session -> patch -> [test patch] -> grade
+
+Each stage that fails ends the task with an error row saying why (`TaskEnded`); a lost
+session actor or runtime raises `Retry` for the batch to run the task once more. The
+workspace is removed whatever happens (unless kept), and a cancelled task (Ctrl-C)
+closes its session first.
+
+Status: passed / failed from the grader when the agent ended its turn; `timeout` when
+the agent passed its wall-clock budget; `budget` when it hit its turn, token or cost
+budget (both still graded: `tests_passed` says how it stood); `error` otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from agents.config import WorkingsetSettings
+from agents.errors import ConfigError
+from agents.ports import Usage
+from cluster.eval.grading import GradingError, SandboxedShell
+from cluster.eval.layout import OutDir
+from cluster.eval.progress import Reporter
+from cluster.eval.results import ResultRow
+from cluster.eval.settings import task_settings
+from cluster.eval.stats import TaskStats
+from cluster.eval.tasks import Task
+from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces, safe_name
+
+__all__ = ["Retry", "TaskEnded", "TaskFlow", "describe"]
+
+_BUDGET_REASONS = ("turn_limit", "budget")
+
+
+class TaskEnded(Exception):
+    """The task ends here with an error row."""
+
+
+class Retry(Exception):
+    """Lost infrastructure: the task may run once more. Carries what the lost attempt
+    spent, so the row counts it."""
+
+    def __init__(self, message: str, stats: TaskStats | None = None):
+        super().__init__(message)
+        self.actor_failures = stats.actor_failures if stats else 0
+        self.usage = stats.usage if stats else Usage()
+        self.cost_usd = stats.cost_usd if stats else 0.0
+
+    def charge(self, row: ResultRow) -> ResultRow:
+        u = self.usage
+        return row.model_copy(update={
+            "actor_restarts": row.actor_restarts + self.actor_failures,
+            "input_tokens": row.input_tokens + u.input_tokens,
+            "output_tokens": row.output_tokens + u.output_tokens,
+            "cache_read_tokens": row.cache_read_tokens + u.cache_read_input_tokens,
+            "cache_creation_tokens": row.cache_creation_tokens + u.cache_creation_input_tokens,
+            "cost_usd": round(row.cost_usd + self.cost_usd, 6),
+        })
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+class TaskFlow:
+    """Runs one attempt of a task; shared by the batch's workers."""
+
+    def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: Any, reporter: Reporter,
+                 workspaces: Workspaces, shell: SandboxedShell, commands: asyncio.Semaphore,
+                 wall_s: float | None, keep_workspaces: bool):
+        self.settings = settings
+        self.out = out
+        self.host = host
+        self.reporter = reporter
+        self.workspaces = workspaces
+        self.shell = shell
+        self._commands = commands
+        self.wall_s = wall_s
+        self.keep_workspaces = keep_workspaces
+
+    async def attempt(self, task: Task, attempt: int, *, retries: int = 0, notes: list[str] | None = None) -> ResultRow:
+        started, clock = time.time(), time.monotonic()
+        name = safe_name(task.id)
+        row: dict[str, Any] = {"task_id": task.id, "attempt": attempt, "retries": retries, "notes": list(notes or []),
+                               "started_at": started, "model": task.model or self.settings.model}
+        try:
+            settings = task_settings(self.settings, task)
+        except ConfigError as exc:
+            return ResultRow(**row, status="error", error=str(exc), finished_at=time.time())
+        row.update(model=settings.model, strategy=settings.compact.strategy)
+        events = self.out.events / f"{name}.jsonl"
+        stats = TaskStats(settings.model, events, on_change=lambda s: self.reporter.usage(task.id, s.tokens, s.cost_usd))
+        row["events_path"] = self.out.rel(events)
+        workspace = self.workspaces.path_for(name)
+        try:
+            await self._stages(task, name, settings, stats, row)
+        except TaskEnded as exc:
+            row.update(status="error", error=str(exc))
+        finally:
+            stats.close()
+            await self.workspaces.remove(workspace)
+        u = stats.usage
+        row.update(
+            turns=stats.turns, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_input_tokens, cache_creation_tokens=u.cache_creation_input_tokens,
+            cost_usd=round(stats.cost_usd, 6), compactions=sum(stats.compactions.values()),
+            compaction_kinds=dict(stats.compactions), actor_restarts=stats.actor_failures, session_id=stats.session_id,
+            wall_s=round(time.monotonic() - clock, 3), finished_at=time.time(),
+            workspace=str(workspace) if self.keep_workspaces and workspace.exists() else None,
+        )
+        return ResultRow(**row)
+
+    def _phase(self, task: Task, stats: TaskStats, phase: str) -> None:
+        self.reporter.event("task_phase", task_id=task.id, phase=phase)
+        stats.note("eval_phase", task_id=task.id, phase=phase, ts=time.time())
+
+    async def _stages(self, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats, row: dict) -> None:
+        self._phase(task, stats, "workspace")
+        ws = await self._prepare(task, name)
+        row["base_commit"] = ws.base_commit
+        if task.setup_command:
+            self._phase(task, stats, "setup")
+            await self._setup(task, ws, name)
+        self._phase(task, stats, "agent")
+        reason = await self._agent(task, ws, settings, stats, row)
+        row["stop_reason"] = reason
+        self._phase(task, stats, "patch")
+        await self._patch(ws, name, row)
+        self._phase(task, stats, "grade")
+        passed = await self._grade(task, ws, name, row)
+        if reason == "timeout":
+            row["status"] = "timeout"
+        elif reason in _BUDGET_REASONS:
+            row["status"] = "budget"
+        else:
+            row["status"] = "passed" if passed else "failed"
+
+    async def _prepare(self, task: Task, name: str) -> Workspace:
+        try:
+            return await asyncio.wait_for(self.workspaces.prepare(task, name), task.timeouts.setup_s)
+        except TimeoutError:
+            raise TaskEnded(f"preparing the workspace timed out after {task.timeouts.setup_s:g} s") from None
+        except (WorkspaceError, OSError) as exc:
+            raise TaskEnded(f"workspace: {exc}") from None
+
+    async def _setup(self, task: Task, ws: Workspace, name: str) -> None:
+        async with self._commands:
+            result = await self.shell.run(task.setup_command, ws.path, task.timeouts.setup_s)
+        log = self.out.logs / name / "setup.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"$ {task.setup_command}\n{result.output}\n[exit code: {result.exit_code}]\n", encoding="utf-8")
+        if result.timed_out:
+            raise TaskEnded(f"setup timed out after {task.timeouts.setup_s:g} s (log: {self.out.rel(log)})")
+        if not result.ok:
+            raise TaskEnded(f"setup failed (exit code {result.exit_code}): {result.tail(3)} (log: {self.out.rel(log)})")
+
+    async def _agent(self, task: Task, ws: Workspace, settings: WorkingsetSettings, stats: TaskStats, row: dict) -> str:
+        """The session's turn on the instruction; returns how it ended ("timeout" when the
+        wall-clock budget ran out)."""
+        wall = task.budgets.wall_s or self.wall_s
+        clock = time.monotonic()
+        handle = timer = None
+        try:
+            handle = await self.host.open(ws.path, settings, stats)
+            stats.session_id = handle.session_id
+            handle.announce_start()
+            timer = asyncio.timeout(wall)  # the turn's wall clock, not the session's start
+            async with timer:
+                outcome = await handle.run_turn(task.instruction)
+            handle.announce_end(outcome.reason, outcome.final_text, error=outcome.detail)
+            return outcome.reason
+        except TimeoutError as exc:
+            if timer is None or not timer.expired():
+                raise TaskEnded(f"the agent failed: {describe(exc)}") from exc
+            handle.announce_end("budget", "", error=f"wall-clock budget of {wall:g} s reached")
+            row["notes"].append(f"stopped at the wall-clock budget of {wall:g} s")
+            return "timeout"
+        except Exception as exc:
+            # The actor failed and the session could not be resumed (e.g. killed during the
+            # first turn: no snapshot yet), or the runtime itself is gone: run it once more.
+            if self.host.retryable(exc) or stats.actor_failures:
+                raise Retry(describe(exc), stats) from exc
+            raise TaskEnded(f"the agent failed: {describe(exc)}") from exc
+        finally:
+            row["agent_wall_s"] = round(time.monotonic() - clock, 3)
+            if handle is not None:
+                await self.host.close(handle)
+
+    async def _patch(self, ws: Workspace, name: str, row: dict) -> None:
+        path = self.out.patches / f"{name}.diff"
+        try:
+            patch = await self.workspaces.diff(ws)
+        except WorkspaceError as exc:
+            row["notes"].append(str(exc))
+            patch = ""
+        if patch.strip():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(patch, encoding="utf-8")
+            row["patch_path"] = self.out.rel(path)
+        else:
+            path.unlink(missing_ok=True)  # an earlier attempt's patch is not this one's
+
+    async def _grade(self, task: Task, ws: Workspace, name: str, row: dict) -> bool:
+        if task.test_patch:
+            try:
+                await self.workspaces.apply(ws, task.test_patch, task.timeouts.test_s)
+            except WorkspaceError as exc:
+                raise TaskEnded(str(exc)) from None
+        log = self.out.logs / name / "grade.log"
+        row["grade_log"] = self.out.rel(log)
+        try:
+            async with self._commands:
+                result = await self.shell.grade(task.test_command, ws.path, task.timeouts.test_s, log)
+        except GradingError as exc:
+            raise TaskEnded(str(exc).replace(str(log), self.out.rel(log))) from None
+        row.update(tests_passed=result.passed, test_exit_code=result.exit_code)
+        return result.passed

@@ -1,0 +1,124 @@
+"""`workingset eval` on Ray (the session-scoped two-node `ray_cluster`): sessions on a
+SessionPool, a session actor killed mid-task (the task runs once more, recorded), and a
+wall-clock timeout whose turn really stops on the actor."""
+
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import ray
+
+from agents.config import WorkingsetSettings
+from cluster.eval.hosts import RayHost
+from cluster.eval.progress import JsonReporter
+from cluster.eval.runner import EvalOptions, EvalRunner
+from cluster.eval.tasks import load_tasks
+
+GRADER = "python3 test_calc.py"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _calc_repo(root: Path) -> Path:
+    repo = root / "calc"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (repo / "test_calc.py").write_text("from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    return repo
+
+
+def _script(root: Path, name: str, turns: list[dict]) -> Path:
+    path = root / f"{name}.json"
+    path.write_text(json.dumps({"turns": turns, "final_text": "Fixed."}))
+    return path
+
+
+_EDIT = {"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}
+
+
+class KillingRayHost(RayHost):
+    """Kills the SessionActor of the task whose workspace is named `victim`, once, right
+    after that session's Edit — mid-turn, while the model is still thinking."""
+
+    def __init__(self, *, actors: int, victim: str):
+        super().__init__(actors=actors)
+        self.victim = victim
+        self.killed = 0
+
+    async def open(self, workspace, settings, emit):
+        holder: list = []
+
+        def watch(event) -> None:
+            emit(event)
+            if (workspace.name == self.victim and not self.killed and getattr(event, "type", "") == "tool_result"
+                    and event.name == "Edit"):
+                self.killed += 1
+                ray.kill(holder[0].actor, no_restart=False)  # it restarts, empty
+
+        handle = await super().open(workspace, settings, watch)
+        holder.append(handle)
+        return handle
+
+
+async def test_eval_on_ray_survives_a_killed_session_actor_and_stops_a_timed_out_turn(ray_cluster, tmp_path):
+    repo = _calc_repo(tmp_path)
+    fix = _script(tmp_path, "fix", [
+        {"text": "Fixing.", "tool_calls": [_EDIT]},
+        {"text": "Verifying.", "sleep_ms": 1500, "tool_calls": [{"name": "Bash", "input": {"command": GRADER}}]},
+    ])
+    patient = _script(tmp_path, "patient", [  # keeps the batch (and its actors) up past the late write
+        {"text": "Fixing.", "tool_calls": [_EDIT]},
+        {"text": "Verifying.", "sleep_ms": 5000, "tool_calls": [{"name": "Bash", "input": {"command": GRADER}}]},
+    ])
+    late = _script(tmp_path, "late", [
+        {"text": "Thinking long.", "sleep_ms": 2000, "tool_calls": [
+            {"name": "Write", "input": {"path": "late.txt", "content": "written after the deadline"}}]},
+    ])
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"id": "plain", "repo": str(repo), "instruction": "fix add", "test_command": GRADER,
+         "model": f"scripted:{patient}"},
+        {"id": "victim", "repo": str(repo), "instruction": "fix add", "test_command": GRADER},
+        {"id": "slow", "repo": str(repo), "instruction": "fix add", "test_command": GRADER,
+         "model": f"scripted:{late}", "budgets": {"wall_s": 1}},
+    ]))
+    settings = WorkingsetSettings(model=f"scripted:{fix}", home=tmp_path / "ignored",
+                                  permissions={"mode": "accept-edits", "allow": ["Bash"], "headless": "deny-asks"})
+    host = KillingRayHost(actors=3, victim="victim")
+    out = tmp_path / "out"
+    stream = io.StringIO()
+    runner = EvalRunner(settings, load_tasks(tasks).tasks,
+                        EvalOptions(out=out, concurrency=3, keep_workspaces=True), host=host, reporter=JsonReporter(stream))
+    summary = await runner.run()
+
+    rows = {r["task_id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert rows["plain"]["status"] == "passed" and rows["plain"]["retries"] == 0
+    assert rows["plain"]["turns"] == 3 and rows["plain"]["patch_path"] == "patches/plain.diff"
+
+    victim = rows["victim"]
+    assert host.killed == 1
+    assert (victim["status"], victim["retries"], victim["actor_restarts"]) == ("passed", 1, 1)
+    assert victim["notes"][0].startswith("run again after lost infrastructure: ")
+    events = [json.loads(line) for line in (out / victim["events_path"]).read_text().splitlines()]
+    assert any(e["type"] == "notice" and e["text"].startswith("the session's actor failed") for e in events)
+    assert [e["type"] for e in map(json.loads, stream.getvalue().splitlines())].count("task_retry") == 1
+
+    slow = rows["slow"]
+    assert (slow["status"], slow["stop_reason"], slow["tests_passed"]) == ("timeout", "timeout", False)
+    # closing the session stopped its turn on the actor: the Write, due 2 s after the session
+    # opened, never happened, though the actors lived on for 5 s more (the patient task)
+    assert slow["finished_at"] - slow["started_at"] < 4.5
+    assert rows["plain"]["finished_at"] - slow["started_at"] > 5.0
+    assert not (out / "workspaces" / "slow" / "late.txt").exists()
+
+    assert summary["statuses"] == {"passed": 2, "failed": 0, "error": 0, "timeout": 1, "budget": 0}
+    assert summary["retries"] == 1 and summary["actor_restarts"] == 1
+    assert host.pool is None  # the batch's actors are gone
+    assert (out / "home" / "snapshots").is_dir()  # sessions keep their snapshots with the results

@@ -1,0 +1,160 @@
+"""Eval workspaces: a fresh git workspace per task at the ref, the source repository
+never touched, plain directories copied, the patch taken in the sandbox, hidden tests
+applied, clear errors."""
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agents.config import WorkingsetSettings
+from cluster.eval.grading import SandboxedShell
+from cluster.eval.tasks import Task
+from cluster.eval.workspaces import WorkspaceError, Workspaces, safe_name
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _repo(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    _git(src, "init", "-q", "-b", "main")
+    (src / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    _git(src, "add", ".")
+    _git(src, "commit", "-qm", "v1")
+    _git(src, "tag", "v1")
+    (src / "calc.py").write_text("def add(a, b):\n    return a - b  # v2\n")
+    _git(src, "commit", "-qam", "v2")
+    _git(src, "branch", "feature")
+    return src
+
+
+def _tree_digest(root: Path) -> str:
+    """Every file under root, .git included, with its bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _task(repo: Path | str, **fields) -> Task:
+    return Task(id="t", repo=str(repo), instruction="i", test_command="true", **fields)
+
+
+@pytest.fixture
+def spaces(tmp_path) -> Workspaces:
+    shell = SandboxedShell(WorkingsetSettings(home=tmp_path / "home"))
+    return Workspaces(tmp_path / "out" / "workspaces", tmp_path / "out" / "repos", shell)
+
+
+async def test_workspace_is_a_fresh_clone_at_the_ref_and_the_source_is_untouched(tmp_path, spaces):
+    src = _repo(tmp_path)
+    (src / "calc.py").write_text("uncommitted change\n")  # not taken: the committed state is
+    (src / "scratch.txt").write_text("untracked\n")
+    before = _tree_digest(src)
+
+    head = await spaces.prepare(_task(src), "head")
+    at_tag = await spaces.prepare(_task(src, ref="v1"), "tag")
+    at_branch = await spaces.prepare(_task(src, ref="feature"), "branch")
+    (head.path / "calc.py").write_text("edited in the workspace\n")
+    (head.path / "new.py").write_text("x = 1\n")
+
+    assert head.path == tmp_path / "out" / "workspaces" / "head"
+    assert head.base_commit == _git(src, "rev-parse", "main") == at_branch.base_commit
+    assert at_tag.base_commit == _git(src, "rev-parse", "v1")
+    assert (at_tag.path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+    assert not (head.path / "scratch.txt").exists()
+    assert _git(head.path, "remote") == ""  # nothing points back at the source
+    assert _tree_digest(src) == before
+    assert _git(src, "worktree", "list").count("\n") == 0
+
+
+async def test_the_patch_has_changes_and_new_files_but_not_build_junk_or_the_index(tmp_path, spaces):
+    ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
+    (ws.path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (ws.path / "pkg").mkdir()
+    (ws.path / "pkg" / "new.py").write_text("y = 2\n")
+    (ws.path / "pkg" / "__pycache__").mkdir()
+    (ws.path / "pkg" / "__pycache__" / "new.cpython-311.pyc").write_bytes(b"\0junk")
+    (ws.path / ".pytest_cache").mkdir()
+    (ws.path / ".pytest_cache" / "README.md").write_text("junk\n")
+    _git(ws.path, "add", "calc.py")  # the agent's own staging does not matter
+
+    patch = await spaces.diff(ws)
+    assert "diff --git a/calc.py b/calc.py" in patch and "+    return a + b" in patch
+    assert "diff --git a/pkg/new.py b/pkg/new.py" in patch and "new file mode" in patch
+    assert "__pycache__" not in patch and ".pytest_cache" not in patch
+    assert _git(ws.path, "diff", "--cached", "--name-only") == "calc.py"  # its index is as it left it
+    assert not (ws.path / ".git" / "workingset-eval.patch").exists()
+
+
+async def test_a_committing_agent_still_gets_its_whole_change_in_the_patch(tmp_path, spaces):
+    ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
+    (ws.path / "calc.py").write_text("committed fix\n")
+    _git(ws.path, "commit", "-qam", "agent commit")
+    assert "+committed fix" in await spaces.diff(ws)
+
+
+async def test_a_plain_directory_is_copied_and_gets_a_base_commit(tmp_path, spaces):
+    src = tmp_path / "plain"
+    (src / "__pycache__").mkdir(parents=True)
+    (src / "__pycache__" / "m.pyc").write_bytes(b"junk")
+    (src / "m.py").write_text("x = 1\n")
+    before = _tree_digest(src)
+    ws = await spaces.prepare(_task(src), "p")
+    assert (ws.path / "m.py").read_text() == "x = 1\n" and not (ws.path / "__pycache__").exists()
+    assert _git(ws.path, "rev-parse", "HEAD") == ws.base_commit
+    assert await spaces.diff(ws) == ""
+    assert _tree_digest(src) == before and not (src / ".git").exists()
+
+
+async def test_a_directory_inside_another_repository_is_copied_not_cloned(tmp_path, spaces):
+    outer = _repo(tmp_path)
+    (outer / "sample").mkdir()
+    (outer / "sample" / "s.py").write_text("s = 1\n")
+    ws = await spaces.prepare(_task(outer / "sample"), "inner")
+    assert sorted(p.name for p in ws.path.iterdir()) == [".git", "s.py"]
+
+
+async def test_hidden_tests_apply_before_grading_and_a_bad_patch_is_a_clear_error(tmp_path, spaces):
+    ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
+    test_patch = ("diff --git a/test_hidden.py b/test_hidden.py\nnew file mode 100644\n--- /dev/null\n"
+                  "+++ b/test_hidden.py\n@@ -0,0 +1 @@\n+assert True\n")
+    await spaces.apply(ws, test_patch, timeout_s=30)
+    assert (ws.path / "test_hidden.py").read_text() == "assert True\n"
+    with pytest.raises(WorkspaceError, match="the test patch does not apply: .*test_hidden.py"):
+        await spaces.apply(ws, test_patch, timeout_s=30)
+
+
+async def test_bad_ref_missing_repo_and_unreachable_url_are_workspace_errors(tmp_path, spaces):
+    src = _repo(tmp_path)
+    with pytest.raises(WorkspaceError, match=r"ref 'nope' is not a commit, branch or tag of .*src"):
+        await spaces.prepare(_task(src, ref="nope"), "a")
+    with pytest.raises(WorkspaceError, match=r"repository .*missing does not exist"):
+        await spaces.prepare(_task(tmp_path / "missing"), "b")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(WorkspaceError, match="ref 'v1' given, but .*plain is not the top of a git repository"):
+        await spaces.prepare(_task(plain, ref="v1"), "c")
+    with pytest.raises(WorkspaceError, match="cannot clone file:///nonexistent/repo.git: git clone failed"):
+        await spaces.prepare(_task("file:///nonexistent/repo.git"), "d")
+
+
+async def test_a_url_is_cloned_once_and_shared(tmp_path, spaces):
+    src = _repo(tmp_path)
+    url = f"file://{src}"
+    first = await spaces.prepare(_task(url, ref="v1"), "u1")
+    second = await spaces.prepare(_task(url), "u2")
+    assert first.base_commit == _git(src, "rev-parse", "v1")
+    assert second.base_commit == _git(src, "rev-parse", "main")
+    assert len(list((tmp_path / "out" / "repos").iterdir())) == 1
+
+
+def test_safe_names_are_readable_and_distinct():
+    assert safe_name("sqlfluff__sqlfluff-1625") == "sqlfluff__sqlfluff-1625"
+    assert safe_name("a/b") != safe_name("a:b")
+    assert safe_name("a/b").startswith("a_b-") and "/" not in safe_name("../../etc")
