@@ -104,11 +104,15 @@ async def test_eval_on_ray_survives_a_killed_session_actor_and_stops_a_timed_out
 
     victim = rows["victim"]
     assert host.killed == 1
-    assert (victim["status"], victim["retries"], victim["actor_restarts"]) == ("passed", 1, 1)
-    assert victim["notes"][0].startswith("run again after lost infrastructure: ")
+    # Killed in its first turn (no snapshot yet): the RemoteSession reopens it fresh and
+    # runs the turn again, saying so — the batch does not need its own retry.
+    assert (victim["status"], victim["retries"], victim["actor_restarts"]) == ("passed", 0, 1)
     events = [json.loads(line) for line in (out / victim["events_path"]).read_text().splitlines()]
-    assert any(e["type"] == "notice" and e["text"].startswith("the session's actor failed") for e in events)
-    assert [e["type"] for e in map(json.loads, stream.getvalue().splitlines())].count("task_retry") == 1
+    notices = [e["text"] for e in events if e["type"] == "notice"]
+    assert any(t.startswith("the session's actor failed") for t in notices)
+    assert any(t.startswith("no snapshot was saved before the failure") for t in notices)
+    assert any(t.startswith("the interrupted turn runs again") for t in notices)
+    assert [e["type"] for e in map(json.loads, stream.getvalue().splitlines())].count("task_retry") == 0
 
     slow = rows["slow"]
     assert (slow["status"], slow["stop_reason"], slow["tests_passed"]) == ("timeout", "timeout", False)
@@ -119,6 +123,6 @@ async def test_eval_on_ray_survives_a_killed_session_actor_and_stops_a_timed_out
     assert not (out / "workspaces" / "slow" / "late.txt").exists()
 
     assert summary["statuses"] == {"passed": 2, "failed": 0, "error": 0, "timeout": 1, "budget": 0}
-    assert summary["retries"] == 1 and summary["actor_restarts"] == 1
+    assert summary["retries"] == 0 and summary["actor_restarts"] == 1
     assert host.pool is None  # the batch's actors are gone
     assert (out / "home" / "snapshots").is_dir()  # sessions keep their snapshots with the results

@@ -58,6 +58,20 @@ SECRET_DIRS = (".ssh", ".aws", ".config", ".gnupg", ".docker", ".kube", ".azure"
 SECRET_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass", ".bash_history", ".python_history")
 
 
+def _toolchains_under_tmp() -> list[str]:
+    """Read-only binds for PATH entries under /tmp (a virtualenv made there), which the
+    private /tmp would otherwise hide; a `bin` folder brings its environment along."""
+    binds: list[str] = []
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        path = Path(entry).resolve() if entry else None
+        if path is None or not path.is_dir() or not path.is_relative_to("/tmp"):
+            continue
+        root = path.parent if path.name == "bin" else path
+        if root != Path("/tmp") and str(root) not in binds:
+            binds += ["--ro-bind", str(root), str(root)]
+    return binds
+
+
 def _homes() -> list[Path]:
     homes = {Path.home()}
     with contextlib.suppress(KeyError):  # an account without a passwd entry
@@ -110,6 +124,7 @@ class BubblewrapRunner:
         # still let a command connect to them.
         if Path("/run").is_dir() and not workspace.resolve().is_relative_to("/run"):
             argv += ["--tmpfs", "/run"]
+        argv += _toolchains_under_tmp()
         argv += [*hide_before, "--bind", ws, ws, *hide_after]
         argv += [
             # Run as root, bwrap keeps every capability: the command could remount / rw.
