@@ -95,6 +95,8 @@ def _git(cwd: Path, *args: str) -> str | None:
 
 
 def git_summary(cwd: Path) -> str:
+    if not any((d / ".git").exists() for d in (cwd, *cwd.parents)):
+        return "Git: not a repository"  # no process to learn that (batches open many sessions)
     branch = _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
     if branch is None:
         return "Git: not a repository"
