@@ -1,13 +1,14 @@
-"""Fakes shipped with the tests: a recording model and a sleeping tool."""
+"""Fakes shipped with the tests: a recording model, a sleeping tool, random conversations."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from agents.messages import TextBlock, ToolUseBlock
+from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.ports import ModelRequest, ModelResponse, Usage
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
@@ -49,3 +50,25 @@ class SleepTool:
     async def run(self, args: SleepInput, ctx: ToolContext) -> ToolOutput:
         await asyncio.sleep(args.seconds)
         return ToolOutput(content=args.label)
+
+
+def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Message]:
+    """A protocol-complete conversation with text, parallel tool batches (results in
+    shuffled order) and plain user turns, for invariant tests over many seeds."""
+    messages = [Message.user("task " * rng.randint(1, 50))]
+    for t in range(rng.randint(2, max_turns)):
+        n_uses = rng.choice([0, 1, 1, 2, 3])
+        text = (TextBlock(text="thinking " * rng.randint(1, 40)),) if n_uses == 0 or rng.random() < 0.5 else ()
+        uses = tuple(
+            ToolUseBlock(id=f"toolu_{t}_{k}", name=rng.choice(["Bash", "Read", "Agent"]), input={"k": k})
+            for k in range(n_uses)
+        )
+        messages.append(Message(role="assistant", content=(*text, *uses)))
+        if uses:
+            results = [ToolResultBlock(tool_use_id=u.id, content="out " * rng.randint(1, 800)) for u in uses]
+            rng.shuffle(results)
+            messages.append(Message.tool_results(results))
+        else:
+            messages.append(Message.user("go on " * rng.randint(1, 30)))
+    assert protocol_problems(messages, allow_trailing_uses=False) == []
+    return messages

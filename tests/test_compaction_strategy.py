@@ -25,6 +25,7 @@ from agents.config import CompactSettings, SummarizerSettings
 from agents.errors import ConfigError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.tokens import CharRatioEstimator, estimate_messages_tokens
+from tests.fakes import random_conversation
 from tools.artifacts import ArtifactStore
 from tools.base import ToolContext, ToolLimits
 from tools.recall import RecallInput, RecallTool
@@ -481,32 +482,7 @@ async def test_raw_strategy_never_compacts():
 
 
 def _random_conversation(rng: random.Random) -> list[Message]:
-    messages = [Message.user("task " * rng.randint(1, 50))]
-    for t in range(rng.randint(2, 18)):
-        n_uses = rng.choice([0, 1, 1, 2, 3])
-        text = (
-            (TextBlock(text="thinking " * rng.randint(1, 40)),)
-            if n_uses == 0 or rng.random() < 0.5
-            else ()
-        )
-        uses = tuple(
-            ToolUseBlock(
-                id=f"toolu_{t}_{k}", name=rng.choice(["Bash", "Read", "Agent"]), input={"k": k}
-            )
-            for k in range(n_uses)
-        )
-        messages.append(Message(role="assistant", content=(*text, *uses)))
-        if uses:
-            results = [
-                ToolResultBlock(tool_use_id=u.id, content="out " * rng.randint(1, 800))
-                for u in uses
-            ]
-            rng.shuffle(results)
-            messages.append(Message.tool_results(results))
-        else:
-            messages.append(Message.user("go on " * rng.randint(1, 30)))
-    assert protocol_problems(messages, allow_trailing_uses=False) == []
-    return messages
+    return random_conversation(rng, max_turns=18)
 
 
 def _random_cases():
