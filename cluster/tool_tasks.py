@@ -25,12 +25,18 @@ __all__ = ["RayToolExecutor", "run_tool_task", "warm_tool_workers"]
 _IN_SESSION = (ExecutionDomain.DELEGATED_RUNTIME, ExecutionDomain.REMOTE)
 
 
+_worker_loop: asyncio.AbstractEventLoop | None = None
+
+
 @ray.remote(max_retries=0)
 def run_tool_task(tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-    """One tool call in a Ray worker; retries are off so a side effect never runs twice."""
-    import asyncio
-
-    return asyncio.run(LocalToolExecutor().execute(tool, args, ctx))
+    """One tool call in a Ray worker; retries are off so a side effect never runs twice.
+    The worker keeps one event loop for all its calls (a new loop per call costs more
+    than a small tool call itself)."""
+    global _worker_loop
+    if _worker_loop is None or _worker_loop.is_closed():
+        _worker_loop = asyncio.new_event_loop()
+    return _worker_loop.run_until_complete(LocalToolExecutor().execute(tool, args, ctx))
 
 
 _OWN_PACKAGES = ("tools", "agents", "cluster", "benchmarks")
