@@ -34,6 +34,7 @@ from cluster.tool_tasks import RayToolExecutor
 __all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "TurnEnd"]
 
 _DONE = object()
+_BATCH_WINDOW_S = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,8 +185,12 @@ class SessionActor:
         task.add_done_callback(lambda _: hosted.events.put_nowait(_DONE))
         done = False
         while not done:
-            # Events go out in batches: one object per burst, not one per event.
+            # Events go out in batches: one object per burst, not one per event. A short
+            # wait gathers a burst (a turn's events come in quick runs), which matters
+            # when one actor streams for hundreds of sessions.
             batch = [await hosted.events.get()]
+            if batch[0] is not _DONE:
+                await asyncio.sleep(_BATCH_WINDOW_S)
             while not hosted.events.empty():
                 batch.append(hosted.events.get_nowait())
             if any(item is _DONE for item in batch):
