@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -85,6 +86,8 @@ def _dispatch(args: argparse.Namespace, store, workspace: Path) -> int:
         print(json.dumps({"version": loaded.version, **header}, indent=1, default=str))
     elif args.action == "export":
         loaded = store.load(args.id, args.version)
+        if loaded.problem:  # on stderr, so the export itself stays clean
+            print(f"warning: {loaded.problem}", file=sys.stderr)
         if args.format == "markdown":
             print(to_markdown(loaded.state))
         else:
