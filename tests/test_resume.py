@@ -751,3 +751,19 @@ def test_sessions_restore_of_an_unknown_version_changes_nothing(tmp_path, capsys
     assert main(["sessions", "--cwd", str(ws), "restore", sid, "00000000000000000001"]) == 2
     assert "00000000000000000001" in capsys.readouterr().err
     assert [v.version for v in _store(tmp_path).history(sid)] == before
+
+
+def test_cli_export_of_a_corrupted_current_warns_on_stderr_and_exports_the_intact_version(tmp_path, capsys):
+    ws = _workspace(tmp_path)
+    _cli_config(ws, tmp_path)
+    _script(tmp_path, [{"text": "one"}, {"text": "two"}])
+    sid = _cli_session(tmp_path, ws, capsys, "first")
+    main(["run", "second", "--cwd", str(ws), "--resume", sid, "--json"])
+    capsys.readouterr()
+    current, _ = _corrupt_current(tmp_path, sid)
+
+    assert main(["sessions", "--cwd", str(ws), "export", sid]) == 0
+    captured = capsys.readouterr()
+    assert "warning:" in captured.err and current in captured.err
+    exported = json.loads(captured.out)
+    assert [m["content"][0]["text"] for m in exported["conversation"]] == ["first", "one"]
