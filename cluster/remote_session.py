@@ -14,7 +14,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 
 from agents.compaction.ledger import CompactionEvent
 from agents.events import EventSink, Notice, SessionEnded, SessionStarted
@@ -134,7 +134,11 @@ class RemoteSession:
             try:
                 opened = await self.actor.open.remote(spec)
                 break
-            except _LOST:
+            except _LOST as exc:
+                if isinstance(exc, RayTaskError):
+                    # The actor is up but opening failed inside it (e.g. a store it needs is
+                    # gone): waiting longer will not help.
+                    raise ClusterError(f"session {self.session_id} could not be reopened: {exc.cause!r}") from exc
                 if time.monotonic() > deadline:
                     raise ClusterError(f"the actor of session {self.session_id} did not come back within "
                                        f"{self.restart_timeout_s:g} s") from None
