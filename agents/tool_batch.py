@@ -23,6 +23,7 @@ from agents.hooks import HookEvent
 from agents.messages import Message, ToolResultBlock, ToolUseBlock
 from agents.permissions import Decision
 from agents.tool_calls import PreparedCall, error_result, execute_prepared, prepare_tool_call
+from tools.base import ExecutionDomain
 
 if TYPE_CHECKING:
     from agents.loop import Session
@@ -49,6 +50,27 @@ class PendingBatch:
     started: dict[str, float] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)  # why each parked call asks
+
+
+def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
+    """Split calls (in call order) into groups that may run at once. A call that changes
+    the workspace (not read-only, local or sandboxed: Edit, Write, Bash) runs alone, so
+    two edits of one file never race and a command sees the edits made before it;
+    reads, subagents and remote tools between them run concurrently."""
+    groups: list[list[PreparedCall]] = []
+    shared: list[PreparedCall] = []
+    for call in calls:
+        tool = call.tool
+        if not tool.is_read_only and tool.execution_domain in (ExecutionDomain.LOCAL, ExecutionDomain.SANDBOX):
+            if shared:
+                groups.append(shared)
+                shared = []
+            groups.append([call])
+        else:
+            shared.append(call)
+    if shared:
+        groups.append(shared)
+    return groups
 
 
 class ToolBatchRunner:
@@ -96,15 +118,18 @@ class ToolBatchRunner:
         return False
 
     async def finish(self, batch: PendingBatch) -> None:
-        """PreToolUse hooks (in call order) may still block an allowed call; the rest run
-        concurrently; PostToolUse hooks see each full result before it is clipped."""
+        """PreToolUse hooks (in call order) may still block an allowed call; the rest run in
+        call order, concurrently where that is safe (see `waves`); PostToolUse hooks see
+        each full result before it is clipped."""
         s = self.session
         ctx = s.ports.tool_context
-        runnable = [c for c in batch.allowed if await self._pre_tool_use(batch, c)]
-        outputs = await asyncio.gather(*(execute_prepared(c, executor=s.ports.executor, ctx=ctx) for c in runnable))
-        for call, result in zip(runnable, outputs, strict=True):
-            await self._post_tool_use(call, result)
-            self._settle(batch, self._clip_to_budget(result))
+        allowed = sorted(batch.allowed, key=lambda c: batch.order.index(c.use.id))
+        runnable = [c for c in allowed if await self._pre_tool_use(batch, c)]
+        for wave in waves(runnable):
+            outputs = await asyncio.gather(*(execute_prepared(c, executor=s.ports.executor, ctx=ctx) for c in wave))
+            for call, result in zip(wave, outputs, strict=True):
+                await self._post_tool_use(call, result)
+                self._settle(batch, self._clip_to_budget(result))
         s.conversation.append(Message.tool_results(batch.results[i] for i in batch.order))
 
     async def _pre_tool_use(self, batch: PendingBatch, call: PreparedCall) -> bool:

@@ -109,3 +109,34 @@ async def test_model_errors_propagate_to_the_caller(tmp_path):
     session, _ = _session(tmp_path, Broken([]))
     with pytest.raises(Overloaded):
         await session.run_turn("go")
+
+
+async def test_two_edits_of_one_file_in_one_reply_apply_in_order_not_in_a_race(tmp_path):
+    (tmp_path / "f.py").write_text("a = 1\nb = 2\n")
+    model = RecordingModel(
+        [
+            [
+                _use("1", "Edit", path="f.py", old_string="a = 1", new_string="a = 10"),
+                _use("2", "Edit", path="f.py", old_string="a = 10\nb = 2", new_string="a = 10\nb = 20"),
+            ],
+            [TextBlock(text="ok")],
+        ]
+    )
+    session, _ = _session(tmp_path, model)
+    await session.run_turn("edit twice")
+    assert [r.is_error for r in session.conversation[2].tool_results_in] == [False, False]
+    assert (tmp_path / "f.py").read_text() == "a = 10\nb = 20\n"
+
+
+def test_mutating_local_calls_run_alone_and_the_rest_in_between_run_together():
+    from agents.tool_batch import waves
+    from agents.tool_calls import PreparedCall
+    from tools import EditTool, ReadTool
+    from tools.base import ExecutionDomain
+
+    class Delegated:
+        name, is_read_only, execution_domain = "Agent", False, ExecutionDomain.DELEGATED_RUNTIME
+
+    tools = [ReadTool(), ReadTool(), EditTool(), EditTool(), ReadTool(), Delegated(), Delegated()]
+    calls = [PreparedCall(ToolUseBlock(id=str(i), name=t.name, input={}), t, None) for i, t in enumerate(tools)]
+    assert [[c.use.id for c in wave] for wave in waves(calls)] == [["0", "1"], ["2"], ["3"], ["4", "5", "6"]]
