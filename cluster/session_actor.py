@@ -82,6 +82,7 @@ class TurnEnd(BaseModel):
     last_input: str = ""
     complete: bool = False
     usage: dict = {}
+    total_model_calls: int = 0
 
     def outcome(self) -> TurnOutcome:
         return TurnOutcome(self.reason, self.final_text, self.model_calls, self.detail, self.request)
