@@ -376,3 +376,23 @@ def test_cli_with_an_unreachable_address_exits_with_one_error_line(tmp_path):
     assert "Traceback" not in proc.stderr
     (line,) = proc.stderr.splitlines()
     assert line.startswith("workingset: error: cannot start or reach the Ray cluster at 127.0.0.1:1")
+
+
+def test_repl_on_ray_runs_turns_and_control_commands_through_the_remote_session(tmp_path):
+    """The REPL drives a RemoteSession the way it drives an in-process Session."""
+    script = tmp_path / "repl.yaml"
+    script.write_text('turns:\n  - text: "hi there"\n  - text: "a plan"\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "WORKINGSET_RUNTIME"}
+    env["WORKINGSET_HOME"] = str(tmp_path / "home")
+    proc = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "run", "--cwd", str(ws), "--model", f"scripted:{script}"],
+        input="hello\n/goal tests pass\n/goal\n/plan\nwhat next\nk\n/exit\n",
+        capture_output=True, text=True, timeout=180, cwd=ROOT, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "hi there" in out and "goal (active, 0 auto turns): tests pass" in out
+    assert "mode: plan" in out and "a plan" in out and "[a]pprove" in out
+    assert "ended (user_exit) after 2 model calls" in out and "Traceback" not in proc.stderr
