@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ValidationError
@@ -19,7 +20,17 @@ from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelClient, ModelRequest
 from agents.system_prompt import Section
 
-__all__ = ["GoalState", "Verdict", "continue_input", "goal_section", "judge_goal", "render_evidence"]
+__all__ = [
+    "GoalState",
+    "JudgeStep",
+    "Verdict",
+    "anchor_after_rewrite",
+    "continue_input",
+    "goal_section",
+    "judge_goal",
+    "judge_step",
+    "render_evidence",
+]
 
 JUDGE_SYSTEM = (
     "You are an independent judge of a coding agent's work. You did not do the work and you "
@@ -115,3 +126,38 @@ async def judge_goal(judge: ModelClient, condition: str, evidence: Sequence[Mess
     except ModelError as exc:
         return Verdict(verdict="error", reason=f"judge call failed: {type(exc).__name__}: {exc}")
     return parse_verdict(response.as_message().text)
+
+
+@dataclass(frozen=True)
+class JudgeStep:
+    """What one judging means for the loop: go on with an input, stop, or (neither) done."""
+
+    verdict: Verdict
+    continue_with: str | None = None
+    stop: Literal["judge_error", "goal_limit"] | None = None
+    detail: str | None = None
+
+
+async def judge_step(goal: GoalState, judge: ModelClient, conversation: Sequence[Message], *, max_auto_turns: int) -> JudgeStep:
+    """Judge the evidence since the goal was set and update the goal's state."""
+    verdict = await judge_goal(judge, goal.condition, conversation[goal.since_index :])
+    goal.last_reason = verdict.reason
+    if verdict.verdict == "met":
+        goal.status = "met"
+        return JudgeStep(verdict)
+    if verdict.verdict == "error":
+        return JudgeStep(verdict, stop="judge_error", detail=verdict.reason)
+    if goal.auto_turns >= max_auto_turns:
+        detail = f"goal still not met after {goal.auto_turns} automatic continuations: {verdict.reason}"
+        return JudgeStep(verdict, stop="goal_limit", detail=detail)
+    goal.auto_turns += 1
+    return JudgeStep(verdict, continue_with=continue_input(goal, verdict.reason))
+
+
+def anchor_after_rewrite(since_index: int, before: Sequence[Message], after: Sequence[Message]) -> int:
+    """Where the judge's evidence starts once the conversation was rewritten: the same
+    first message if it survived, the start (the summary) if it was summarized away."""
+    if since_index >= len(before):
+        return len(after)
+    anchor = before[since_index]
+    return next((i for i, m in enumerate(after) if m is anchor), 0)

@@ -23,6 +23,7 @@ from agents.compaction import (
     check_budget_fits,
     compact_budget,
     make_strategy,
+    refusal_budget,
 )
 from agents.compaction.ledger import CompactionEvent
 from agents.config import SessionSettings
@@ -40,7 +41,7 @@ from agents.events import (
     SnapshotSaved,
     discard_events,
 )
-from agents.goal import GoalState, continue_input, goal_section, judge_goal
+from agents.goal import GoalState, anchor_after_rewrite, goal_section, judge_step
 from agents.hooks import HookEvent, HookResult, HookRunner
 from agents.messages import Message, ToolUseBlock
 from agents.modes import Mode, visible_registry
@@ -324,7 +325,7 @@ class Session:
             response = await self.ports.model.create(compiled.request)
         except PromptTooLong as refusal:
             # Recompile once around a summary and retry; the retry is not a new turn.
-            compiled = await self._compile("prompt_too_long", self._refusal_budget(compiled.estimated_tokens, refusal))
+            compiled = await self._compile("prompt_too_long", refusal_budget(compiled.estimated_tokens, refusal, self.budget_tokens))
             try:
                 response = await self.ports.model.create(compiled.request)
             except PromptTooLong as again:
@@ -355,33 +356,25 @@ class Session:
         return response
 
     async def _judge_goal(self, outcome: TurnOutcome) -> str | TurnOutcome | None:
-        """After a natural end in Default mode: the judge decides whether work goes on."""
+        """After a natural end in Default mode: the judge decides whether work goes on
+        (a continue input), stops (an outcome), or the goal is met (None)."""
         goal = self.goal
         if goal is None or goal.status != "active" or self.mode is Mode.PLAN:
             return None
-        judge = self.ports.judge or self.ports.model
-        verdict = await judge_goal(judge, goal.condition, self.conversation[goal.since_index :])
-        goal.last_reason = verdict.reason
-        self.emit(
-            GoalVerdict(
-                session_id=self.session_id,
-                condition=goal.condition,
-                verdict=verdict.verdict,
-                reason=verdict.reason,
-                auto_turns=goal.auto_turns,
-            )
+        auto_turns = goal.auto_turns  # the event reports the count this verdict was given at
+        step = await judge_step(
+            goal,
+            self.ports.judge or self.ports.model,
+            self.conversation,
+            max_auto_turns=self.settings.agent.max_goal_auto_turns,
         )
-        if verdict.verdict == "met":
-            goal.status = "met"
+        self.emit(GoalVerdict(session_id=self.session_id, condition=goal.condition, verdict=step.verdict.verdict,
+                              reason=step.verdict.reason, auto_turns=auto_turns))
+        if goal.status == "met":
             self.prompt = self.prompt.replace(None, "goal")
-            return None
-        if verdict.verdict == "error":
-            return TurnOutcome("judge_error", outcome.final_text, outcome.model_calls, detail=verdict.reason)
-        if goal.auto_turns >= self.settings.agent.max_goal_auto_turns:
-            detail = f"goal still not met after {goal.auto_turns} automatic continuations: {verdict.reason}"
-            return TurnOutcome("goal_limit", outcome.final_text, outcome.model_calls, detail=detail)
-        goal.auto_turns += 1
-        return continue_input(goal, verdict.reason)
+        if step.stop is not None:
+            return TurnOutcome(step.stop, outcome.final_text, outcome.model_calls, detail=step.detail)
+        return step.continue_with
 
     # -- compile and compact ----------------------------------------------------------
 
@@ -396,15 +389,6 @@ class Session:
             messages=self.conversation,
             max_tokens=self.settings.agent.max_output_tokens,
         )
-
-    def _refusal_budget(self, estimated: int, refusal: PromptTooLong) -> int:
-        """The provider counted more than we estimated: aim below what it would accept,
-        scaled by its own numbers when it gave them, else at half of what was refused."""
-        if refusal.actual_tokens and refusal.limit_tokens:
-            target = int(estimated * refusal.limit_tokens / refusal.actual_tokens * _REFUSAL_SAFETY)
-        else:
-            target = estimated // 2
-        return min(self.budget_tokens, target)
 
     async def _compile(self, trigger: Literal["auto", "prompt_too_long"], budget: int | None = None) -> CompiledRequest:
         # The strategy sees every call (it decides whether to act); the running estimate
@@ -441,19 +425,9 @@ class Session:
             after = result.events[-1].tokens_after if result.events else payload["tokens_before"]
             await self.notify_hooks(HookEvent.POST_COMPACT, {**payload, "tokens_after": after})
         if result.changed:
-            self._keep_goal_anchor(self.conversation, result.messages)
+            if self.goal is not None:
+                self.goal.since_index = anchor_after_rewrite(self.goal.since_index, self.conversation, result.messages)
             self.conversation = result.messages
         for event in result.events:
             self.emit(event.model_copy(update={"session_id": self.session_id}))
         return result
-
-    def _keep_goal_anchor(self, before: list[Message], after: list[Message]) -> None:
-        """Keep the judge's evidence window on the same first message after a rewrite;
-        when that message was summarized away, the evidence starts at the summary."""
-        if self.goal is None:
-            return
-        if self.goal.since_index >= len(before):
-            self.goal.since_index = len(after)
-            return
-        anchor = before[self.goal.since_index]
-        self.goal.since_index = next((i for i, m in enumerate(after) if m is anchor), 0)

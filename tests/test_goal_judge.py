@@ -231,3 +231,14 @@ async def test_goal_set_just_before_a_compaction_starts_with_the_next_message(tm
     await session.run_turn("NEW input")
     prompt = _judge_prompt(judge)
     assert "NEW input" in prompt and "NEW reply" in prompt and "OLD input" not in prompt
+
+
+def test_goal_anchor_follows_its_message_through_a_rewrite_or_falls_back_to_the_start():
+    from agents.goal import anchor_after_rewrite
+    from agents.messages import Message
+
+    a, b, c = Message.user("a"), Message.user("b"), Message.user("c")
+    summary = Message.user("[Conversation compacted] ...")
+    assert anchor_after_rewrite(1, [a, b, c], [summary, b, c]) == 1
+    assert anchor_after_rewrite(0, [a, b, c], [summary, c]) == 0
+    assert anchor_after_rewrite(3, [a, b, c], [summary, c]) == 2  # set after the last message: stays at the end

@@ -168,3 +168,12 @@ def test_stable_prefix_is_byte_identical_across_calls(tmp_path, capsys):
     main(["run", "go", "--cwd", str(tmp_path), "--model", f"scripted:{script}", "--trace-dir", str(trace_dir)])
     first, second = (json.loads(p.read_text()) for p in sorted(trace_dir.glob("*.json")))
     assert first["system"] == second["system"]
+
+
+def test_refusal_budget_aims_under_the_providers_own_counts_or_halves():
+    from agents.compaction import refusal_budget
+
+    counted = PromptTooLong("too long", actual_tokens=250_000, limit_tokens=200_000)
+    assert refusal_budget(100_000, counted, 150_000) == int(100_000 * 200_000 / 250_000 * 0.9)
+    assert refusal_budget(100_000, PromptTooLong("too long"), 150_000) == 50_000
+    assert refusal_budget(400_000, PromptTooLong("too long"), 150_000) == 150_000  # never above the budget

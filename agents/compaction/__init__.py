@@ -6,7 +6,12 @@ from agents.compaction.boundaries import (
     split_keeping_recent,
     split_largest_fitting_suffix,
 )
-from agents.compaction.budget import check_budget_fits, compact_budget, context_window_for
+from agents.compaction.budget import (
+    check_budget_fits,
+    compact_budget,
+    context_window_for,
+    refusal_budget,
+)
 from agents.compaction.clearing import clear_old_tool_results, cleared_note, is_cleared
 from agents.compaction.extractive import ExtractiveSummarizer
 from agents.compaction.ledger import CompactionEvent
@@ -52,6 +57,7 @@ __all__ = [
     "context_window_for",
     "is_cleared",
     "is_summary_boundary",
+    "refusal_budget",
     "load_summarizer",
     "make_strategy",
     "register_strategy",

@@ -9,9 +9,9 @@ Context windows come from a per-model table (matched by name substring) unless t
 from __future__ import annotations
 
 from agents.config import CompactSettings
-from agents.errors import ConfigError
+from agents.errors import ConfigError, PromptTooLong
 
-__all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_WINDOW", "compact_budget", "context_window_for", "check_budget_fits"]
+__all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_WINDOW", "compact_budget", "context_window_for", "check_budget_fits", "refusal_budget"]
 
 CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("claude", 200_000),
@@ -46,3 +46,16 @@ def check_budget_fits(budget_tokens: int, overhead_tokens: int) -> None:
             f"the compact budget ({budget_tokens} tokens) is smaller than the system prompt and tool "
             f"schemas ({overhead_tokens} tokens); raise compact.ratio or compact.context_window"
         )
+
+
+REFUSAL_SAFETY = 0.9  # aim a little under the provider's limit after a refusal
+
+
+def refusal_budget(estimated: int, refusal: PromptTooLong, budget_tokens: int) -> int:
+    """The provider counted more than we estimated: aim below what it would accept,
+    scaled by its own numbers when it gave them, else at half of what was refused."""
+    if refusal.actual_tokens and refusal.limit_tokens:
+        target = int(estimated * refusal.limit_tokens / refusal.actual_tokens * REFUSAL_SAFETY)
+    else:
+        target = estimated // 2
+    return min(budget_tokens, target)
