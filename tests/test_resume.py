@@ -583,7 +583,9 @@ def test_cli_resume_from_another_workspace_is_refused_naming_both(tmp_path, caps
     assert [v.version for v in _store(tmp_path).history(sid)] == before
 
 
-def test_cli_resume_of_a_corrupted_current_says_so_and_uses_the_newest_intact_version(tmp_path, capsys):
+def _two_turn_session_with_a_corrupted_current(tmp_path, capsys):
+    """A CLI session of two turns ("first" → "one", "second" → current) whose current
+    version is then damaged; returns (workspace, session id, current version, its bytes)."""
     ws = _workspace(tmp_path)
     _cli_config(ws, tmp_path)
     _script(tmp_path, [{"text": "one"}, {"text": "two"}])
@@ -591,6 +593,11 @@ def test_cli_resume_of_a_corrupted_current_says_so_and_uses_the_newest_intact_ve
     main(["run", "second", "--cwd", str(ws), "--resume", sid, "--json"])
     capsys.readouterr()
     current, damaged = _corrupt_current(tmp_path, sid)
+    return ws, sid, current, damaged
+
+
+def test_cli_resume_of_a_corrupted_current_says_so_and_uses_the_newest_intact_version(tmp_path, capsys):
+    ws, sid, current, damaged = _two_turn_session_with_a_corrupted_current(tmp_path, capsys)
 
     _script(tmp_path, [{"text": "three"}])
     assert main(["run", "third", "--cwd", str(ws), "--resume", sid, "--json"]) == 0
@@ -754,13 +761,7 @@ def test_sessions_restore_of_an_unknown_version_changes_nothing(tmp_path, capsys
 
 
 def test_cli_export_of_a_corrupted_current_warns_on_stderr_and_exports_the_intact_version(tmp_path, capsys):
-    ws = _workspace(tmp_path)
-    _cli_config(ws, tmp_path)
-    _script(tmp_path, [{"text": "one"}, {"text": "two"}])
-    sid = _cli_session(tmp_path, ws, capsys, "first")
-    main(["run", "second", "--cwd", str(ws), "--resume", sid, "--json"])
-    capsys.readouterr()
-    current, _ = _corrupt_current(tmp_path, sid)
+    ws, sid, current, _ = _two_turn_session_with_a_corrupted_current(tmp_path, capsys)
 
     assert main(["sessions", "--cwd", str(ws), "export", sid]) == 0
     captured = capsys.readouterr()
