@@ -1,0 +1,115 @@
+"""Beneath: every open stays inside its root, whatever the path or a racing swap does."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+import pytest
+
+from tools import beneath
+from tools.beneath import Beneath, BeneathError, relative_path
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def mode(request, monkeypatch):
+    """Every test runs with openat2 and with the per-component O_NOFOLLOW fallback."""
+    monkeypatch.setattr(beneath, "_openat2_missing", request.param == "walk")
+    return request.param
+
+
+def test_reads_a_file_inside(tmp_path, mode):
+    (tmp_path / "a.txt").write_text("hello")
+    with Beneath(tmp_path) as root:
+        assert root.read_regular("a.txt") == b"hello"
+
+
+def test_dotdot_out_of_the_root_is_refused(tmp_path, mode):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "secret").write_text("s")
+    with Beneath(tmp_path / "ws") as root, pytest.raises(BeneathError, match="outside the workspace"):
+        root.read_regular("../secret")
+
+
+def test_symlink_out_of_the_root_is_refused(tmp_path, mode):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "secret").write_text("s")
+    (tmp_path / "ws" / "link").symlink_to(tmp_path / "secret")
+    with Beneath(tmp_path / "ws") as root, pytest.raises(BeneathError):
+        root.read_regular("link")
+
+
+def test_fifo_is_refused_without_blocking(tmp_path, mode):
+    os.mkfifo(tmp_path / "pipe")
+    with Beneath(tmp_path) as root, pytest.raises(BeneathError, match="FIFO"):
+        root.read_regular("pipe")
+
+
+def test_nul_byte_is_a_clear_error(tmp_path):
+    with pytest.raises(BeneathError, match="NUL"):
+        relative_path(tmp_path, "a\0b")
+
+
+def test_absolute_path_outside_is_refused(tmp_path):
+    with pytest.raises(BeneathError, match="outside the workspace"):
+        relative_path(tmp_path, "/etc/passwd")
+
+
+def test_write_atomic_replaces_a_symlink_instead_of_following_it(tmp_path, mode):
+    (tmp_path / "ws").mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    (tmp_path / "ws" / "f").symlink_to(outside)
+    with Beneath(tmp_path / "ws") as root:
+        root.write_atomic("f", b"new")
+    assert outside.read_text() == "keep"
+    assert (tmp_path / "ws" / "f").read_text() == "new" and not (tmp_path / "ws" / "f").is_symlink()
+
+
+def test_a_racing_directory_swap_never_reaches_outside(tmp_path, mode):
+    ws = tmp_path / "ws"
+    (ws / "d").mkdir(parents=True)
+    (ws / "d" / "f").write_text("inside")
+    outside = tmp_path / "out"
+    outside.mkdir()
+    (outside / "f").write_text("SECRET")
+    stop = threading.Event()
+
+    def swap():
+        while not stop.is_set():
+            try:
+                os.rename(ws / "d", ws / "d.real")
+                os.symlink(outside, ws / "d")
+                os.unlink(ws / "d")
+                os.rename(ws / "d.real", ws / "d")
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=swap)
+    thread.start()
+    seen = set()
+    try:
+        with Beneath(ws) as root:
+            for _ in range(3000):
+                with contextlib.suppress(BeneathError, OSError):
+                    seen.add(root.read_regular("d/f"))
+    finally:
+        stop.set()
+        thread.join()
+    assert b"SECRET" not in seen
+
+
+def test_walk_lists_regular_files_and_skips_links_out(tmp_path, mode):
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "a.py").write_text("x")
+    (ws / "src" / "in").symlink_to("a.py")  # relative: RESOLVE_BENEATH refuses absolute links
+    (ws / "out").symlink_to(tmp_path)
+    (tmp_path / "b.py").write_text("y")
+    os.mkfifo(ws / "pipe")
+    with Beneath(ws) as root:
+        found = list(root.walk_files())
+    assert "src/a.py" in found and "pipe" not in found and not any(f.startswith("out") for f in found)
+    if mode == "openat2":
+        assert "src/in" in found
