@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agents.errors import ConfigError
+from tools.path_glob import path_glob_match
 
 __all__ = ["Effect", "Rule", "parse_rule", "parse_rules"]
 
@@ -52,28 +53,8 @@ class Rule:
             # A prefix grant covers one command, not whatever is chained after it.
             return not _SHELL_CONTROL.search(subject[len(prefix) :])
         if any(ch in self.pattern for ch in "*?["):
-            return _glob_match(subject, self.pattern)
+            return path_glob_match(subject, self.pattern)
         return subject == self.pattern
-
-
-def _glob_match(subject: str, pattern: str) -> bool:
-    """fnmatch where `**` crosses directories and `*` stays within one."""
-    regex = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**", i):
-            regex += ".*"
-            i += 2
-        elif pattern[i] == "*":
-            regex += "[^/]*"
-            i += 1
-        elif pattern[i] == "?":
-            regex += "[^/]"
-            i += 1
-        else:
-            regex += re.escape(pattern[i])
-            i += 1
-    return re.fullmatch(regex, subject) is not None
 
 
 def parse_rule(text: str, effect: Effect) -> Rule:
