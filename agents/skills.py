@@ -105,10 +105,14 @@ def _load(root: Path, path: Path, scope: SkillScope, prefix: str = "") -> Skill:
     return Skill(name=prefix + name, description=" ".join(description.split()), path=path, scope=scope, root=root)
 
 
-def _skill_files(base: Path, directory: Path) -> list[Path]:
+def _skill_files(base: Path, directory: Path, problems: list[str]) -> list[Path]:
     """The `directory/*/SKILL.md` that exist, sorted; listed through a handle on `base`, so
-    a skills directory that is a link leading outside `base` lists nothing."""
+    a skills directory that is a link leading outside `base` lists nothing (a problem)."""
     names = list_beneath(base, str(directory.relative_to(base)))
+    if names is None:
+        if is_present(directory):
+            problems.append(f"{directory} is a link leading outside {base} or not a directory; its skills are skipped")
+        return []
     return [directory / name / SKILL_FILE for name in names if is_present(directory / name / SKILL_FILE)]
 
 
@@ -128,7 +132,7 @@ def discover_skills(
     ]
     roots += [("plugin", root, root, f"{plugin}:") for plugin, root in sorted((plugin_dirs or {}).items())]
     for scope, base, directory, prefix in roots:
-        for path in _skill_files(base, directory):
+        for path in _skill_files(base, directory, problems):
             try:
                 skill = _load(base, path, scope, prefix)
             except (ValueError, FrontMatterError) as exc:

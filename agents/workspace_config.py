@@ -116,10 +116,10 @@ def screen(data: dict[str, Any]) -> ScreenedConfig:
 
 def workspace_plugins(workspace: Path) -> list[str]:
     """Names of the plugin directories under `.workingset/plugins` (not read, not imported)."""
-    names = list_beneath(workspace, ".workingset/plugins")
+    names = list_beneath(workspace, ".workingset/plugins") or []
     if PLUGIN_MANIFEST in names:  # the directory is itself one plugin
         return ["plugins"]
-    return [n for n in names if PLUGIN_MANIFEST in list_beneath(workspace, f".workingset/plugins/{n}")]
+    return [n for n in names if PLUGIN_MANIFEST in (list_beneath(workspace, f".workingset/plugins/{n}") or [])]
 
 
 def untrusted_notice(workspace: Path, ignored: list[str], plugins: list[str], problem: str | None = None) -> str | None:

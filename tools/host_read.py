@@ -52,18 +52,18 @@ def read_text_beneath(root: Path, rel: str, max_bytes: int) -> str | None:
         return beneath.read_text_if_regular(rel, max_bytes)
 
 
-def list_beneath(root: Path, rel: str) -> list[str]:
-    """The sorted names in the directory `rel` inside `root`; empty when it is absent, not
+def list_beneath(root: Path, rel: str) -> list[str] | None:
+    """The sorted names in the directory `rel` inside `root`; None when it is absent, not
     a directory, or reached through a link that leaves `root`."""
     try:
         beneath = Beneath(root)
     except BeneathError:
-        return []
+        return None
     with beneath:
         try:
             fd = beneath.open(rel, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
-            return []
+            return None
         try:
             return sorted(os.listdir(fd))
         finally:
