@@ -312,9 +312,11 @@ def _build_untrusted(
         for key, value in screened.limits.items():
             section, name = key.split(".")
             current = getattr(getattr(base, section), name)
-            if _is_number(value) and _is_number(current) and value > current:
+            if current is None:
+                ignored.append(f"{key} (unset in your settings)")
+            elif _is_number(value) and _is_number(current) and value > current:
                 ignored.append(f"{key} (above your {current})")
-            else:
+            else:  # lower, or not a number: validation names a wrong type
                 applied.setdefault(section, {})[name] = value
     settings = _build(overrides, applied, user_files, own.path)
     if screened.rules:

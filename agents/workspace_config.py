@@ -3,13 +3,14 @@
 The agent can write the workspace, so an untrusted workspace's config may set only what
 cannot reach the host, spend more, or loosen a rule:
 
-- tuning of how the working set is compacted: `compact.ratio`, `compact.context_window`,
-  `compact.preserve_recent_messages`, `compact.preserve_recent_tool_uses`,
-  `compact.manual_keep_messages`, `compact.min_gain_tokens`,
-  `compact.summary_reserve_tokens`, `summarizer.window_tokens`,
-  `summarizer.extractive_max_chars` (any value the setting accepts);
-- limits, only lowered (a value above what the user's own settings give is ignored):
-  `agent.max_turns`, `agent.max_output_tokens`, `agent.max_goal_auto_turns`, every
+- tuning of how the working set is compacted: `compact.preserve_recent_messages`,
+  `compact.preserve_recent_tool_uses`, `compact.manual_keep_messages`,
+  `compact.min_gain_tokens`, `compact.summary_reserve_tokens`,
+  `summarizer.window_tokens`, `summarizer.extractive_max_chars` (any value the
+  setting accepts);
+- limits, only lowered (a value above what the user's own settings give, or one the
+  user left unset, is ignored): `agent.max_turns`, `agent.max_output_tokens`,
+  `agent.max_goal_auto_turns`, `compact.ratio`, `compact.context_window`, every
   `tools.*` cap, `summarizer.max_output_tokens`, `summarizer.timeout_s`;
 - restrictive permission rules, added to the user's (never replacing them):
   `permissions.deny`, `permissions.ask`.
@@ -39,12 +40,12 @@ CONFIG_MAX_BYTES = 1_000_000
 PLUGIN_MANIFEST = "workingset-plugin.toml"
 
 TUNING_KEYS = frozenset({
-    "compact.ratio", "compact.context_window", "compact.preserve_recent_messages",
-    "compact.preserve_recent_tool_uses", "compact.manual_keep_messages", "compact.min_gain_tokens",
-    "compact.summary_reserve_tokens", "summarizer.window_tokens", "summarizer.extractive_max_chars",
+    "compact.preserve_recent_messages", "compact.preserve_recent_tool_uses", "compact.manual_keep_messages",
+    "compact.min_gain_tokens", "compact.summary_reserve_tokens", "summarizer.window_tokens",
+    "summarizer.extractive_max_chars",
 })
 LIMIT_KEYS = frozenset({
-    "agent.max_turns", "agent.max_output_tokens", "agent.max_goal_auto_turns",
+    "agent.max_turns", "agent.max_output_tokens", "agent.max_goal_auto_turns", "compact.ratio", "compact.context_window",
     "tools.bash_timeout_s", "tools.bash_output_max_chars", "tools.read_max_bytes", "tools.read_default_lines",
     "tools.grep_max_matches", "tools.glob_max_paths", "tools.result_max_tokens",
     "summarizer.max_output_tokens", "summarizer.timeout_s",

@@ -95,17 +95,19 @@ def test_the_notice_names_every_ignored_key_and_how_to_trust(ws, tmp_path, capsy
 
 
 def test_an_untrusted_workspace_without_requests_gets_no_notice(ws):
-    _config(ws, "[compact]\nratio = 0.5\n[summarizer]\nwindow_tokens = 50000\n")
+    _config(ws, "[compact]\nratio = 0.5\npreserve_recent_messages = 6\n[summarizer]\nwindow_tokens = 50000\n")
     loaded = load_workspace_settings(ws)
     assert loaded.notice is None
-    assert loaded.settings.compact.ratio == 0.5 and loaded.settings.summarizer.window_tokens == 50_000
+    c = loaded.settings.compact
+    assert c.ratio == 0.5 and c.preserve_recent_messages == 6 and loaded.settings.summarizer.window_tokens == 50_000
 
 
 def test_an_untrusted_workspace_may_lower_limits_but_not_raise_them(ws):
-    _config(ws, "[agent]\nmax_turns = 5\n[tools]\nbash_timeout_s = 99999\n")
+    _config(ws, "[agent]\nmax_turns = 5\n[tools]\nbash_timeout_s = 99999\n[compact]\ncontext_window = 50000\n")
     loaded = load_workspace_settings(ws)
     assert loaded.settings.agent.max_turns == 5 and loaded.settings.tools.bash_timeout_s == 120
-    assert loaded.ignored == ("tools.bash_timeout_s (above your 120.0)",)
+    assert loaded.settings.compact.context_window is None  # the model's own: nothing to lower from
+    assert loaded.ignored == ("tools.bash_timeout_s (above your 120.0)", "compact.context_window (unset in your settings)")
 
 
 def test_a_lowered_limit_still_yields_to_a_flag(ws):
