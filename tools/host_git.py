@@ -101,7 +101,6 @@ def git_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "GIT_PAGER": "cat",
         "PAGER": "cat",
         "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_PROTOCOL_FROM_USER": "0",
     }
     env.update(extra or {})
     return env
