@@ -81,7 +81,7 @@ def run_trust_command(args: argparse.Namespace) -> int:
 def ask_trust(loaded: LoadedSettings) -> str:
     """Ask whether to trust the workspace: "y" (and remember), "o" (this run) or "n".
     End of input answers n."""
-    print(f"\nWorkspace {loaded.workspace} is not trusted, and asks for things that run on or change this host:")
+    print(f"\nWorkspace {loaded.workspace} is not trusted; its .workingset/ asks for what only a trusted one gets:")
     if loaded.ignored:
         print(f"  settings in .workingset/config.toml: {', '.join(loaded.ignored)}")
     if loaded.plugins:
