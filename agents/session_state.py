@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from pydantic import BaseModel, Field
 from agents.goal import GoalState
 from agents.messages import Message, ToolResultBlock
 from agents.ports import Usage
+from tools.host_git import repository_head
 
 __all__ = ["PendingState", "PermissionState", "SessionState", "git_head", "settings_fingerprint"]
 
@@ -72,39 +72,8 @@ def settings_fingerprint(values: dict[str, Any]) -> str:
 
 
 def git_head(cwd: Path) -> str | None:
-    """The commit checked out in the repository holding `cwd`, read from .git directly
+    """The commit checked out in the repository holding `cwd`, read from `.git/` directly
     (a snapshot is taken every turn; a `git` process each time would cost more than the
-    snapshot itself). Worktrees and unusual layouts fall back to `git rev-parse`."""
-    for directory in (cwd, *cwd.parents):
-        dot_git = directory / ".git"
-        if dot_git.is_dir():
-            return _read_head(dot_git) or _rev_parse(cwd)
-        if dot_git.is_file():
-            return _rev_parse(cwd)
-    return None
-
-
-def _read_head(git_dir: Path) -> str | None:
-    try:
-        head = (git_dir / "HEAD").read_text().strip()
-        if not head.startswith("ref: "):
-            return head or None
-        ref = head[5:]
-        loose = git_dir / ref
-        if loose.is_file():
-            return loose.read_text().strip() or None
-        packed = git_dir / "packed-refs"
-        for line in packed.read_text().splitlines() if packed.is_file() else []:
-            if line.endswith(" " + ref):
-                return line.split(" ", 1)[0]
-    except OSError:
-        return None
-    return None
-
-
-def _rev_parse(cwd: Path) -> str | None:
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    snapshot itself) and never through a link out of it; see tools.host_git."""
+    head = repository_head(cwd)
+    return head.commit if head is not None else None

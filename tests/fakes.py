@@ -1,15 +1,18 @@
-"""Fakes shipped with the tests: a recording model, a sleeping tool, random conversations."""
+"""Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
+and trusting a workspace the way `workingset trust` does."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.trust import TrustList
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 
@@ -72,3 +75,10 @@ def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Mess
             messages.append(Message.user("go on " * rng.randint(1, 30)))
     assert protocol_problems(messages, allow_trailing_uses=False) == []
     return messages
+
+
+def trust_workspace(workspace: Path, home: Path | None = None) -> Path:
+    """Put `workspace` on the user's trust list (home: the user's home directory; in tests
+    HOME is a tmp dir), so its own .workingset/ config and plugins apply in full."""
+    TrustList.for_user(home).trust(workspace)
+    return workspace
