@@ -6,19 +6,19 @@ import re
 import pytest
 
 from agents.codec import encode_messages
+from agents.compaction import (
+    ClearThenSummarize,
+    CompactionEnv,
+    CompactionRequest,
+    NoCompaction,
+    make_strategy,
+)
 from agents.compaction.boundaries import clean_boundaries
 from agents.compaction.clearing import clear_old_tool_results, is_cleared
 from agents.compaction.ledger import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
     input_price_per_mtok,
-)
-from agents.compaction.strategy import (
-    ClearThenSummarize,
-    CompactionEnv,
-    CompactionRequest,
-    NoCompaction,
-    make_strategy,
 )
 from agents.compaction.summary import is_summary_boundary
 from agents.config import CompactSettings, SummarizerSettings

@@ -1,4 +1,4 @@
-"""Baselines that summarize through the Summarizer port: `summarize` and `hybrid`.
+"""Strategies that summarize through the Summarizer port: `summarize` and `hybrid`.
 
 The summarized part is always a clean middle: after the first messages (the task)
 and before the kept recent messages, which stay the original objects. The result is
@@ -12,39 +12,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agents.compaction.baselines_common import (
-    check,
-    head_end,
-    is_synthetic,
-    tail_start,
-    turns_since_summary,
-)
-from agents.compaction.baselines_masking import mask_old_results
-from agents.compaction.baselines_steps import Steps
-from agents.compaction.strategy import CompactionEnv, CompactionRequest, CompactionResult
-from agents.compaction.summary import is_summary_boundary
+from agents.compaction.boundaries import head_end, split_keeping_recent
+from agents.compaction.notes import is_summary_boundary, is_synthetic
+from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult, check
+from agents.compaction.run import CompactionRun
+from agents.compaction.strategies.masking import mask_old_results
+from agents.compaction.summary import turns_since_summary
 
 __all__ = ["HybridMaskSummarize", "SummarizeOlder"]
 
 
 async def _summarize_middle(
-    steps: Steps, first: int, last: int, *, quiet: bool = False
+    run: CompactionRun, first: int, last: int, *, quiet: bool = False
 ) -> CompactionResult:
     """Summarize everything between the first `first` and the last `last` messages.
     Nothing between them is a failure, or (quiet) no change."""
-    clean, n = steps.clean(), len(steps.messages)
-    head, tail = head_end(clean, n, first), tail_start(clean, n, last)
-    middle = steps.messages[head:tail] if tail is not None else []
+    clean = run.clean()
+    head = head_end(run.messages, first, clean)
+    tail = split_keeping_recent(run.messages, last, clean)
+    middle = run.messages[head:tail] if tail is not None else []
     if all(is_synthetic(m) or is_summary_boundary(m) for m in middle):
         # Nothing, or only an earlier summary: summarizing it again would gain nothing.
         if quiet:
-            return steps.done()
-        return steps.fail(
+            return run.done()
+        return run.fail(
             f"nothing new between the first {first} and the last {last} messages to summarize",
             "summary",
         )
-    failure = await steps.summarize(head, tail)
-    return steps.fail(failure, "summary") if failure else steps.done()
+    failure = await run.summarize(head, tail)
+    return run.fail(failure, "summary") if failure else run.done()
 
 
 @dataclass(frozen=True)
@@ -86,21 +82,21 @@ class SummarizeOlder:
             "max_tokens must be >= 1 (or none for the compact budget)",
         )
 
-    def over_size(self, steps: Steps) -> bool:
-        if self.max_events is not None and len(steps.messages) > self.max_events:
+    def over_size(self, run: CompactionRun) -> bool:
+        if self.max_events is not None and len(run.messages) > self.max_events:
             return True
-        limit = steps.request.budget_tokens if self.max_tokens is None else self.max_tokens
-        return steps.tokens() > limit
+        limit = run.request.budget_tokens if self.max_tokens is None else self.max_tokens
+        return run.tokens() > limit
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        steps = Steps(self.name, request, env)
+        run = CompactionRun(self.name, request, env)
         if request.trigger == "prompt_too_long":
-            return await steps.summarize_to_fit(self.first)
+            return await run.summarize_to_fit(self.first, env.settings.summary_reserve_tokens)
         if request.trigger == "manual":
-            return await _summarize_middle(steps, self.first, env.settings.manual_keep_messages)
-        if not self.over_size(steps):
-            return steps.done()
-        return await _summarize_middle(steps, self.first, self.last)
+            return await _summarize_middle(run, self.first, env.settings.manual_keep_messages)
+        if not self.over_size(run):
+            return run.done()
+        return await _summarize_middle(run, self.first, self.last)
 
 
 @dataclass(frozen=True)
@@ -137,12 +133,12 @@ class HybridMaskSummarize:
         check(self.last >= 1, "last must be >= 1")
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        steps = Steps(self.name, request, env)
-        mask_old_results(steps, self.keep)
+        run = CompactionRun(self.name, request, env)
+        mask_old_results(run, self.keep)
         if request.trigger == "prompt_too_long":
-            return await steps.summarize_to_fit(self.first)
+            return await run.summarize_to_fit(self.first, env.settings.summary_reserve_tokens)
         if request.trigger == "manual":
-            return await _summarize_middle(steps, self.first, env.settings.manual_keep_messages)
-        if turns_since_summary(steps.messages, kept=self.last) < self.every:
-            return steps.done()
-        return await _summarize_middle(steps, self.first, self.last, quiet=True)
+            return await _summarize_middle(run, self.first, env.settings.manual_keep_messages)
+        if turns_since_summary(run.messages, kept=self.last) < self.every:
+            return run.done()
+        return await _summarize_middle(run, self.first, self.last, quiet=True)
