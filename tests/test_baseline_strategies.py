@@ -311,6 +311,15 @@ async def test_summarize_manual_keeps_manual_keep_messages():
     assert result.messages[0] is messages[0] and _same(result.messages[-2:], messages[-2:])
 
 
+@pytest.mark.parametrize("strategy", [SummarizeOlder(manual_keep=4), HybridMaskSummarize(keep=HUGE, manual_keep=4)])
+async def test_manual_keep_parameter_overrides_the_setting(strategy):
+    messages = _conversation(pairs=6)
+    summarizer = FakeSummarizer()
+    result = await strategy.compact(_request(messages, trigger="manual"), _env(summarizer))
+    assert _same(summarizer.calls[0], messages[1:-4])
+    assert result.messages[0] is messages[0] and _same(result.messages[-4:], messages[-4:])
+
+
 # -- amortized --------------------------------------------------------------------------------
 
 

@@ -7,7 +7,8 @@ The loop never knows which strategy runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -25,6 +26,8 @@ __all__ = [
     "CompactionStrategy",
     "Trigger",
     "check",
+    "check_setting_parameters",
+    "with_setting_parameters",
 ]
 
 Trigger = Literal["auto", "manual", "prompt_too_long"]
@@ -83,3 +86,37 @@ def check(condition: bool, message: str) -> None:
     ValueError into a ConfigError that lists the valid parameters."""
     if not condition:
         raise ValueError(message)
+
+
+# -- spec parameters that override compact settings ---------------------------------------
+#
+# A strategy names, for each such parameter, the CompactSettings field it overrides
+# (e.g. {"last": "preserve_recent_messages"}). The parameter defaults to None, which
+# means "the setting"; a value given in the spec wins. The minimum a value may take
+# is the setting's own (its `ge`), so a spec cannot set what the settings would refuse.
+
+
+def _setting_minimum(setting: str) -> int:
+    for constraint in CompactSettings.model_fields[setting].metadata:
+        minimum = getattr(constraint, "ge", None)
+        if minimum is not None:
+            return int(minimum)
+    return 0
+
+
+def check_setting_parameters(strategy: object, parameters: Mapping[str, str]) -> None:
+    for parameter, setting in parameters.items():
+        value = getattr(strategy, parameter)
+        minimum = _setting_minimum(setting)
+        check(
+            value is None or value >= minimum,
+            f"{parameter} must be >= {minimum} (or none for the setting compact.{setting})",
+        )
+
+
+def with_setting_parameters(env: CompactionEnv, strategy: object, parameters: Mapping[str, str]) -> CompactionEnv:
+    """`env` whose settings carry the values the strategy's spec gave (None: the setting)."""
+    given = {setting: getattr(strategy, p) for p, setting in parameters.items() if getattr(strategy, p) is not None}
+    if not given:
+        return env
+    return dataclasses.replace(env, settings=env.settings.model_copy(update=given))

@@ -1,11 +1,21 @@
 """`clear-then-summarize`, the default strategy (from the design).
 
-  auto    — under budget: nothing. Else clear old tool results (unless it frees less
-            than min_gain_tokens); under budget now: done. Else summarize older at a
-            clean boundary keeping the last N messages; still over: keep fewer recent
+  auto    — under budget: nothing. Else clear old tool results outside the last `last`
+            messages and the last `keep` tool interactions (unless it frees less than
+            `min_gain` tokens); under budget now: done. Else summarize older at a clean
+            boundary keeping the last `last` messages; still over: keep fewer recent
             messages, down to the protocol minimum. Failure keeps the cleared conversation.
-  manual  — summarize, keeping the last `manual_keep_messages`; failure changes nothing.
-  prompt_too_long — keep the largest clean suffix that fits next to a summary; older → summary.
+  manual  — summarize, keeping the last `manual_keep` messages; failure changes nothing.
+  prompt_too_long — keep the largest clean suffix that fits next to a summary of
+            `summary_reserve` tokens; older → summary.
+
+Parameters (each defaults to its compact setting; a value in the spec wins):
+  last: int | None             compact.preserve_recent_messages (12, >= 1)
+  keep: int | None             compact.preserve_recent_tool_uses (3, >= 0)
+  manual_keep: int | None      compact.manual_keep_messages (2, >= 1)
+  min_gain: int | None         compact.min_gain_tokens (1024, >= 0)
+  summary_reserve: int | None  compact.summary_reserve_tokens (4000, >= 100)
+e.g. `clear-then-summarize:last=3,keep=1`.
 """
 
 from __future__ import annotations
@@ -15,20 +25,44 @@ from typing import ClassVar
 
 from agents.compaction.boundaries import split_keeping_recent, split_largest_fitting_suffix
 from agents.compaction.clearing import clear_old_tool_results
-from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult
+from agents.compaction.protocol import (
+    CompactionEnv,
+    CompactionRequest,
+    CompactionResult,
+    check_setting_parameters,
+    with_setting_parameters,
+)
 from agents.compaction.run import CompactionRun
 from agents.compaction.summary import SummaryFailed, summarize_older, summarized_conversation
 
 __all__ = ["ClearThenSummarize"]
 
 
+_SETTINGS = {
+    "last": "preserve_recent_messages",
+    "keep": "preserve_recent_tool_uses",
+    "manual_keep": "manual_keep_messages",
+    "min_gain": "min_gain_tokens",
+    "summary_reserve": "summary_reserve_tokens",
+}
+
+
 @dataclass(frozen=True)
 class ClearThenSummarize:
     name: ClassVar[str] = "clear-then-summarize"
+    last: int | None = None
+    keep: int | None = None
+    manual_keep: int | None = None
+    min_gain: int | None = None
+    summary_reserve: int | None = None
+
+    def __post_init__(self) -> None:
+        check_setting_parameters(self, _SETTINGS)
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
         if request.trigger == "auto" and request.current_tokens(env) <= request.budget_tokens:
             return CompactionResult(list(request.messages))
+        env = with_setting_parameters(env, self, _SETTINGS)
         run = CompactionRun(self.name, request, env)
         if request.trigger == "manual":
             return await self._summarize_keeping(run, env.settings.manual_keep_messages)

@@ -14,12 +14,22 @@ from typing import ClassVar
 
 from agents.compaction.boundaries import head_end, split_keeping_recent
 from agents.compaction.notes import is_summary_boundary, is_synthetic
-from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult, check
+from agents.compaction.protocol import (
+    CompactionEnv,
+    CompactionRequest,
+    CompactionResult,
+    check,
+    check_setting_parameters,
+    with_setting_parameters,
+)
 from agents.compaction.run import CompactionRun
 from agents.compaction.strategies.masking import mask_old_results
 from agents.compaction.summary import turns_since_summary
 
 __all__ = ["HybridMaskSummarize", "SummarizeOlder"]
+
+# Spec parameters that default to a compact setting (None: the setting).
+_SETTINGS = {"manual_keep": "manual_keep_messages", "summary_reserve": "summary_reserve_tokens"}
 
 
 async def _summarize_middle(
@@ -58,13 +68,15 @@ class SummarizeOlder:
     event.
 
     Triggers: auto → the rule. manual → summarize regardless of size, keeping the first
-    messages and the last `settings.manual_keep_messages`; failure leaves the history
+    messages and the last `manual_keep`; failure leaves the history
     unchanged and says why. prompt_too_long → summarize-to-fit: keep the first messages
-    and the largest clean suffix that fits next to `settings.summary_reserve_tokens`;
+    and the largest clean suffix that fits next to `summary_reserve` tokens;
     the middle → summary.
 
     Parameters: first: int = 1 (≥ 0), last: int = 10 (≥ 1),
-    max_events: int | None = None (≥ 1), max_tokens: int | None = None (≥ 1).
+    max_events: int | None = None (≥ 1), max_tokens: int | None = None (≥ 1),
+    manual_keep: int | None = None (compact.manual_keep_messages),
+    summary_reserve: int | None = None (compact.summary_reserve_tokens).
     """
 
     name: ClassVar[str] = "summarize"
@@ -72,8 +84,11 @@ class SummarizeOlder:
     last: int = 10
     max_events: int | None = None
     max_tokens: int | None = None
+    manual_keep: int | None = None
+    summary_reserve: int | None = None
 
     def __post_init__(self) -> None:
+        check_setting_parameters(self, _SETTINGS)
         check(self.first >= 0, "first must be >= 0")
         check(self.last >= 1, "last must be >= 1")
         check(self.max_events is None or self.max_events >= 1, "max_events must be >= 1 (or none)")
@@ -89,6 +104,7 @@ class SummarizeOlder:
         return run.tokens() > limit
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
+        env = with_setting_parameters(env, self, _SETTINGS)
         run = CompactionRun(self.name, request, env)
         if request.trigger == "prompt_too_long":
             return await run.summarize_to_fit(self.first, env.settings.summary_reserve_tokens)
@@ -113,11 +129,12 @@ class HybridMaskSummarize:
     with a failed event.
 
     Triggers: auto → the rule. manual → mask, then summarize keeping the first messages
-    and the last `settings.manual_keep_messages`; a failed summary leaves the history
+    and the last `manual_keep`; a failed summary leaves the history
     unchanged. prompt_too_long → mask, then summarize-to-fit if still over the budget.
 
     Parameters: keep: int = 5 (≥ 0), every: int = 10 (≥ 1), first: int = 1 (≥ 0),
-    last: int = 10 (≥ 1).
+    last: int = 10 (≥ 1), manual_keep: int | None = None (compact.manual_keep_messages),
+    summary_reserve: int | None = None (compact.summary_reserve_tokens).
     """
 
     name: ClassVar[str] = "hybrid"
@@ -125,14 +142,18 @@ class HybridMaskSummarize:
     every: int = 10
     first: int = 1
     last: int = 10
+    manual_keep: int | None = None
+    summary_reserve: int | None = None
 
     def __post_init__(self) -> None:
+        check_setting_parameters(self, _SETTINGS)
         check(self.keep >= 0, "keep must be >= 0")
         check(self.every >= 1, "every must be >= 1")
         check(self.first >= 0, "first must be >= 0")
         check(self.last >= 1, "last must be >= 1")
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
+        env = with_setting_parameters(env, self, _SETTINGS)
         run = CompactionRun(self.name, request, env)
         mask_old_results(run, self.keep)
         if request.trigger == "prompt_too_long":
