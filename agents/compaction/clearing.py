@@ -21,7 +21,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from agents.messages import (
+    ClearedBody,
+    ElidedBody,
     Message,
+    ResultMarker,
     ToolResultBlock,
     ToolUseBlock,
     completed_tool_interactions,
@@ -38,27 +41,40 @@ __all__ = [
     "elided_placeholder",
     "is_cleared",
     "is_elided",
+    "is_placeholder",
+    "marked_result",
     "replace_results",
 ]
 
-_CLEARED_PREFIX = "[cleared "
-_ELIDED_PREFIX = "[observation elided: "
-
 
 def cleared_note(tool_use_id: str, original_chars: int) -> str:
-    return f'[cleared {original_chars} chars of tool output; Recall(id="{tool_use_id}") returns it]'
+    """What a cleared body shows the model."""
+    return ClearedBody(original_chars=original_chars).render(tool_use_id)
 
 
 def elided_placeholder(tool_use_id: str, original_chars: int) -> str:
-    return f'{_ELIDED_PREFIX}{original_chars} chars; Recall(id="{tool_use_id}")]'
+    """What an elided body shows the model."""
+    return ElidedBody(original_chars=original_chars).render(tool_use_id)
+
+
+def marked_result(block: ToolResultBlock, marker: ClearedBody | ElidedBody) -> ToolResultBlock:
+    """`block` with its body replaced by what `marker` renders, carrying the marker."""
+    return ToolResultBlock(
+        tool_use_id=block.tool_use_id, content=marker.render(block.tool_use_id), is_error=block.is_error, marker=marker
+    )
 
 
 def is_cleared(block: ToolResultBlock) -> bool:
-    return block.content.startswith(_CLEARED_PREFIX)
+    return isinstance(block.marker, ClearedBody)
 
 
 def is_elided(block: ToolResultBlock) -> bool:
-    return block.content.startswith(_ELIDED_PREFIX)
+    return isinstance(block.marker, ElidedBody)
+
+
+def is_placeholder(marker: ResultMarker | None) -> bool:
+    """A body that stands for another (cleared or elided), not an output of its own."""
+    return isinstance(marker, ClearedBody | ElidedBody)
 
 
 @dataclass(frozen=True)
@@ -147,11 +163,7 @@ def clear_old_tool_results(
         for block in message.content:
             if isinstance(block, ToolResultBlock) and block.tool_use_id in to_clear:
                 cleared.append(ClearedResult(block, to_clear[block.tool_use_id]))
-                block = ToolResultBlock(
-                    tool_use_id=block.tool_use_id,
-                    content=cleared_note(block.tool_use_id, len(block.content)),
-                    is_error=block.is_error,
-                )
+                block = marked_result(block, ClearedBody(original_chars=len(block.content)))
             blocks.append(block)
         out.append(Message(role="user", content=tuple(blocks)))
     return ClearingOutcome(out, cleared)
@@ -163,13 +175,11 @@ def elide_old_results(messages: Sequence[Message], *, keep: int) -> ClearingOutc
     new: dict[str, ToolResultBlock] = {}
     originals: dict[str, ToolResultBlock] = {}
     for block in older:
-        if is_elided(block) or is_cleared(block):
+        if is_placeholder(block.marker):
             continue
-        placeholder = elided_placeholder(block.tool_use_id, len(block.content))
-        if len(placeholder) < len(block.content):
-            new[block.tool_use_id] = ToolResultBlock(
-                tool_use_id=block.tool_use_id, content=placeholder, is_error=block.is_error
-            )
+        elided = marked_result(block, ElidedBody(original_chars=len(block.content)))
+        if len(elided.content) < len(block.content):
+            new[block.tool_use_id] = elided
             originals[block.tool_use_id] = block
     if not new:
         return ClearingOutcome(list(messages), [])

@@ -1,4 +1,5 @@
-"""The synthetic messages compaction writes, and how they are recognised.
+"""The synthetic messages compaction writes, and how they are recognised — by their
+typed markers (`agents.messages`), never by their text.
 
 - The summary boundary: one user message (a marker line + the summary) standing for
   the summarized messages, followed by an acknowledgement when the next message
@@ -11,10 +12,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from agents.messages import Message, TextBlock
+from agents.messages import Bridge, DroppedSpan, Message, SummaryBoundary, TextBlock, TextMarker
 
 __all__ = [
     "BOUNDARY_MARKER",
@@ -25,68 +25,67 @@ __all__ = [
     "is_summary_boundary",
     "is_synthetic",
     "is_trim_note",
+    "marked_text",
     "summary_acknowledgement",
     "summary_boundary",
     "trim_note",
 ]
 
+# How the markers begin when rendered, for readers and tests; recognition uses the marker.
 BOUNDARY_MARKER = "[Conversation compacted]"
-SUMMARY_ACK_TEXT = "Understood. I will continue from this summary and the messages that follow."
 TRIM_MARKER = "[Context trimmed]"
-BRIDGE_TEXT = "Understood. I will continue from the messages that follow."
-_TRIM_COUNT = re.compile(r"^\[Context trimmed\] (\d+) ")
+BRIDGE_TEXT = Bridge().render()
+
+
+def marked_text(marker: TextMarker) -> TextBlock:
+    """A text block showing what `marker` renders, carrying the marker."""
+    return TextBlock(text=marker.render(), marker=marker)
 
 
 def summary_boundary(summary: str, summarized_count: int) -> Message:
-    marker = (
-        f"{BOUNDARY_MARKER} {summarized_count} earlier messages were replaced by the summary "
-        "below. Tool outputs they held can still be read with Recall."
-    )
-    return Message(role="user", content=(TextBlock(text=marker), TextBlock(text=summary)))
+    marker = marked_text(SummaryBoundary(summarized=summarized_count))
+    return Message(role="user", content=(marker, TextBlock(text=summary)))
 
 
 def summary_acknowledgement() -> Message:
-    return Message.assistant(TextBlock(text=SUMMARY_ACK_TEXT))
-
-
-def is_summary_boundary(message: Message) -> bool:
-    return message.role == "user" and message.text.startswith(BOUNDARY_MARKER)
-
-
-def trim_note(dropped: int, strategy: str) -> str:
-    return (
-        f"{TRIM_MARKER} {dropped} earlier messages were dropped here by the '{strategy}' "
-        "compaction strategy. Tool outputs they held are kept in the record; Recall(id=...) "
-        "returns one when you know its id."
-    )
+    return Message.assistant(marked_text(Bridge(after_summary=True)))
 
 
 def bridge() -> Message:
-    return Message.assistant(TextBlock(text=BRIDGE_TEXT))
+    return Message.assistant(marked_text(Bridge()))
+
+
+def trim_note(dropped: int, strategy: str) -> TextBlock:
+    return marked_text(DroppedSpan(dropped=dropped, strategy=strategy))
+
+
+def _markers(message: Message) -> list[TextMarker | None]:
+    return [b.marker if isinstance(b, TextBlock) else None for b in message.content]
+
+
+def is_summary_boundary(message: Message) -> bool:
+    return message.role == "user" and any(isinstance(m, SummaryBoundary) for m in _markers(message))
 
 
 def is_trim_note(message: Message) -> bool:
-    return not message.tool_uses and not message.tool_results_in and message.text.startswith(TRIM_MARKER)
+    return any(isinstance(m, DroppedSpan) for m in _markers(message))
 
 
 def is_synthetic(message: Message) -> bool:
     """A trim note, a bridge or a summary acknowledgement: stands for no real turn."""
-    if is_trim_note(message):
+    markers = _markers(message)
+    if any(isinstance(m, DroppedSpan) for m in markers):
         return True
-    return (
-        message.role == "assistant"
-        and not message.tool_uses
-        and message.text in (BRIDGE_TEXT, SUMMARY_ACK_TEXT)
-    )
+    return message.role == "assistant" and bool(markers) and all(isinstance(m, Bridge) for m in markers)
 
 
 def dropped_count(middle: Sequence[Message]) -> int:
     """The real messages `middle` stands for: earlier trim notes count what they say."""
     count = 0
     for message in middle:
-        if is_trim_note(message):
-            match = _TRIM_COUNT.match(message.text)
-            count += int(match.group(1)) if match else 0
+        spans = [m for m in _markers(message) if isinstance(m, DroppedSpan)]
+        if spans:
+            count += sum(span.dropped for span in spans)
         elif not is_synthetic(message):
             count += 1
     return count

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from agents.compaction.boundaries import clean_boundaries, head_end, split_largest_fitting_suffix
-from agents.compaction.clearing import is_cleared, is_elided
+from agents.compaction.clearing import is_placeholder
 from agents.compaction.ledger import CompactionEvent, priced_event, unchanged_prefix_tokens
 from agents.compaction.notes import bridge, is_synthetic, trim_note
 from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult
@@ -82,7 +82,7 @@ class CompactionRun:
         if self.env.artifacts is None:
             return
         for block in bodies:
-            if not is_elided(block) and not is_cleared(block):
+            if not is_placeholder(block.marker):
                 self.env.artifacts.put(block.tool_use_id, block.content)
 
     def done(self) -> CompactionResult:
@@ -161,7 +161,7 @@ class CompactionRun:
         clean suffix that fits; drop the rest behind a trim note."""
         if self.tokens() <= self.request.budget_tokens:
             return self._already_fits()
-        reserve = self.env.counter.count_message(Message.user(trim_note(10**9, self.strategy)))
+        reserve = self.env.counter.count_message(Message(role="user", content=(trim_note(10**9, self.strategy),)))
         reserve += self.env.counter.count_message(bridge())
         split = self._fit_split(first, reserve)
         if split is None or not self.drop(*split, kind="prompt_too_long"):

@@ -15,14 +15,18 @@ from agents.messages import Message, TextBlock
 __all__ = ["drop_span", "joined"]
 
 
-def joined(head: Sequence[Message], note: str, tail: Sequence[Message]) -> list[Message]:
+def joined(head: Sequence[Message], note: TextBlock, tail: Sequence[Message]) -> list[Message]:
     """head + one note message + tail, roles alternating."""
     before = head[-1].role if head else None
     after = tail[0].role if tail else None
     if before == "user":
-        middle = [bridge(), Message.user(note)] if after == "assistant" else [Message.assistant(TextBlock(text=note))]
+        middle = (
+            [bridge(), Message(role="user", content=(note,))]
+            if after == "assistant"
+            else [Message.assistant(note)]
+        )
     else:
-        middle = [Message.user(note), *([bridge()] if after == "user" else [])]
+        middle = [Message(role="user", content=(note,)), *([bridge()] if after == "user" else [])]
     return [*head, *middle, *tail]
 
 
