@@ -616,18 +616,7 @@ def test_a_store_under_a_regular_file_fails_with_a_snapshot_error(tmp_path):
 WRITER = """
 import sys
 from pathlib import Path
-from agents.messages import (
-    Bridge,
-    ClearedBody,
-    ClippedBody,
-    DroppedSpan,
-    ElidedBody,
-    Message,
-    SummaryBoundary,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.session_state import SessionState
 from agents.snapshot_store import DiskSnapshotStore
 
