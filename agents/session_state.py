@@ -12,16 +12,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from agents.goal import GoalState
 from agents.messages import Message, ToolResultBlock
 from agents.ports import Usage
+from agents.snapshot_upgrade import upgrade_messages, upgrade_result
 from tools.host_git import repository_head
 
-__all__ = ["PendingState", "PermissionState", "SessionState", "git_head", "settings_fingerprint"]
+__all__ = [
+    "READABLE_SCHEMAS",
+    "SCHEMA_VERSION",
+    "PendingState",
+    "PermissionState",
+    "SessionState",
+    "git_head",
+    "settings_fingerprint",
+]
 
-SCHEMA_VERSION = 1
+# 2: compaction markers are typed fields of the message model. 1: they were plain
+# text; a schema-1 state is upgraded when it is loaded (`agents.snapshot_upgrade`).
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 
 
 class PendingState(BaseModel):
@@ -61,6 +73,15 @@ class SessionState(BaseModel):
     final_text: str = ""
     tree_tokens: int = 0
     tree_cost_usd: float = 0.0
+
+    @model_validator(mode="after")
+    def _upgrade_schema_1(self) -> SessionState:
+        if self.schema_version < 2:
+            self.conversation = upgrade_messages(self.conversation)
+            if self.pending is not None:
+                self.pending.results = [upgrade_result(r) for r in self.pending.results]
+            self.schema_version = SCHEMA_VERSION
+        return self
 
     def header(self) -> dict[str, Any]:
         """Everything but the conversation (which is stored content-addressed)."""

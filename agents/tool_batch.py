@@ -230,4 +230,6 @@ class ToolBatchRunner:
             return result
         if s.ports.artifacts is not None:
             s.ports.artifacts.put(result.tool_use_id, result.content)
-        return ToolResultBlock(tool_use_id=result.tool_use_id, content=clipped.content, is_error=result.is_error)
+        return ToolResultBlock(
+            tool_use_id=result.tool_use_id, content=clipped.content, is_error=result.is_error, marker=clipped.marker
+        )
