@@ -353,9 +353,9 @@ async def test_two_asks_in_one_reply_are_answered_one_by_one(tmp_path):
 async def test_always_grants_the_same_subject_for_the_session_but_not_another_command(tmp_path):
     model = RecordingModel(
         [
-            [_use("b1", "Bash", command="echo same >> log.txt")],
-            [_use("b2", "Bash", command="echo same >> log.txt")],
-            [_use("b3", "Bash", command="echo other >> log.txt")],
+            [_use("b1", "Bash", command="mkdir -p same")],
+            [_use("b2", "Bash", command="mkdir -p same")],
+            [_use("b3", "Bash", command="mkdir -p other")],
             [TextBlock(text="done")],
         ]
     )
@@ -365,8 +365,26 @@ async def test_always_grants_the_same_subject_for_the_session_but_not_another_co
     outcome = await session.answer_permission(True, always=True)
     assert outcome.reason == "permission"
     assert [c.use.id for c in session.pending.asks] == ["b3"]  # b2 ran on the grant
-    assert (tmp_path / "log.txt").read_text() == "same\nsame\n"
-    assert [g.text for g in runtime.grants] == ["Bash(echo same >> log.txt)"]
+    assert (tmp_path / "same").is_dir() and not (tmp_path / "other").exists()
+    assert [g.text for g in runtime.grants] == ["Bash(mkdir -p same)"]
+
+
+async def test_always_on_a_compound_command_allows_it_once_and_grants_nothing(tmp_path):
+    model = RecordingModel(
+        [
+            [_use("b1", "Bash", command="echo same >> log.txt")],
+            [_use("b2", "Bash", command="echo same >> log.txt")],
+            [TextBlock(text="done")],
+        ]
+    )
+    runtime = PermissionRuntime.from_texts(mode="default")
+    session, events = _session(tmp_path, model, runtime)
+    await session.run_turn("go")
+    outcome = await session.answer_permission(True, always=True)
+    assert outcome.reason == "permission" and [c.use.id for c in session.pending.asks] == ["b2"]
+    assert (tmp_path / "log.txt").read_text() == "same\n" and runtime.grants == []
+    decided = [e.reason for e in events if e.type == "permission_decided" and e.source == "user"]
+    assert decided == ['approved by the user (this once: "always" covers only a single simple command)']
 
 
 async def test_run_turn_while_a_call_is_pending_raises(tmp_path):
