@@ -39,13 +39,9 @@ from dataclasses import dataclass, field
 import tree_sitter
 import tree_sitter_bash
 
-from agents.permissions.shell_words import (
-    hidden_characters,
-    simple_words,
-    unescape_double_quoted,
-    unescape_word,
-)
+from agents.permissions.shell_words import simple_words, unescape_double_quoted, unescape_word
 from agents.permissions.shell_wrappers import Word, expand_command
+from agents.permissions.visible import hidden_characters
 
 __all__ = ["ShellLine", "read_line"]
 

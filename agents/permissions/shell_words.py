@@ -22,31 +22,16 @@ from __future__ import annotations
 
 import re
 import string
-import unicodedata
 
-__all__ = ["SAFE_CHARS", "hidden_characters", "simple_words", "unescape_double_quoted", "unescape_word"]
+from agents.permissions.visible import hidden_characters
+
+__all__ = ["SAFE_CHARS", "simple_words", "unescape_double_quoted", "unescape_word"]
 
 SAFE_CHARS = frozenset(string.ascii_letters + string.digits + "_./:=+,@%-")
 _BLANKS = " \t"
 _BRACE_EXPANSION = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _PRINTABLE_ASCII = frozenset(chr(c) for c in range(0x21, 0x7F))
 _DOUBLE_QUOTED_SPECIAL = frozenset('$`\\!"')
-# Characters a terminal does not show as themselves: controls, format characters
-# (zero-width, bidirectional overrides, BOM), separators other than the plain space,
-# private-use, surrogates and unassigned code points.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
-
-
-def hidden_characters(text: str, *, allow: str = "\t\n") -> list[str]:
-    """The characters of `text` that do not show as themselves, in order of appearance."""
-    found = []
-    for ch in text:
-        if ch in allow:
-            continue
-        category = unicodedata.category(ch)
-        if category in _HIDDEN_CATEGORIES or (category == "Zs" and ch != " "):
-            found.append(ch)
-    return found
 
 
 def simple_words(command: str) -> tuple[str, ...] | None:
