@@ -342,10 +342,10 @@ def test_protected_paths_are_not_writable_through_modes_or_broad_rules(tmp_path,
 @pytest.mark.parametrize(
     ("effect", "text", "advice"),
     [
-        ("allow", "Bash(git *)", "Bash(git status:*)"),
+        ("allow", "Bash(git *)", "such as Bash(git:*)"),
         ("allow", "Bash(*)", "Bash(git status:*)"),
-        ("deny", "Bash(rm -rf *)", "Bash(git status:*)"),
-        ("allow", "Bash(git:*:*)", "Bash(git status:*)"),
+        ("deny", "Bash(rm -rf *)", "such as Bash(rm -rf:*)"),
+        ("allow", "Bash(git:*:*)", "such as Bash(git:*)"),
         ("allow", "Bash(:*)", "write Bash"),
         ("allow", "Bash(git status && rm:*)", "without quotes, shell operators"),
         ("allow", "Bash(\"git status\":*)", "without quotes, shell operators"),

@@ -51,8 +51,13 @@ class CommandPattern:
         return line.simple[:n] == self.words and (self.prefix or len(line.simple) == n)
 
     def catches(self, line: ShellLine) -> bool:
-        """A deny or ask rule: some command in the line may be this one."""
-        return line.unknowable is not None or any(self._may_be(c) for c in line.commands)
+        """A deny or ask rule: some command in the line may be this one, or some command
+        cannot be known (fail closed)."""
+        return line.unknowable is not None or self.names(line)
+
+    def names(self, line: ShellLine) -> bool:
+        """Some command found in the line may be this one."""
+        return any(self._may_be(c) for c in line.commands)
 
     def _may_be(self, command: tuple[Word, ...]) -> bool:
         for i, want in enumerate(self.words):
@@ -76,10 +81,12 @@ def parse_command_pattern(text: str, pattern: str, effect: str) -> CommandPatter
     if not words:
         _refuse(text, "has an empty command; to cover every command write Bash")
     if "*" in body:
+        before = body.split("*", 1)[0].rstrip(": \t")
+        example = f"Bash({before}:*)" if before else "Bash(git status:*)"
         _refuse(
             text,
-            "has a * that is not a final :*; write a command prefix such as Bash(git status:*) "
-            "or an exact command such as Bash(npm test)",
+            f"has a * that is not a final :*; write a command prefix such as {example} "
+            "or an exact command such as Bash(npm test) (a * inside a command cannot be matched safely)",
         )
     bad = sorted({ch for ch in body if ch not in SAFE_CHARS and ch not in " \t"})
     if bad:

@@ -223,10 +223,10 @@ def _protected_reason(tool: Tool, subject: str | None, part: int) -> str:
 
 def _rule_reason(rule: Rule, tool: Tool, subject: str | None) -> str:
     reason = f"rule {rule.text}"
-    if tool.name == SHELL_TOOL and subject is not None and rule.pattern is not None and rule.effect != "allow":
-        why = read_line(subject).unknowable
-        if why:
-            reason += f" (the command is treated as matching because {why})"
+    if tool.name == SHELL_TOOL and subject is not None and rule.command is not None and rule.effect != "allow":
+        line = read_line(subject)
+        if line.unknowable and not rule.command.names(line):
+            reason += f" (the command is treated as matching because {line.unknowable})"
     return reason
 
 

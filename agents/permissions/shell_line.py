@@ -39,7 +39,12 @@ from dataclasses import dataclass, field
 import tree_sitter
 import tree_sitter_bash
 
-from agents.permissions.shell_words import simple_words, unescape_double_quoted, unescape_word
+from agents.permissions.shell_words import (
+    has_brace_expansion,
+    simple_words,
+    unescape_double_quoted,
+    unescape_word,
+)
 from agents.permissions.shell_wrappers import Word, expand_command
 from agents.permissions.visible import hidden_characters
 
@@ -81,7 +86,7 @@ class ShellLine:
     unknowable: str | None
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=64)  # a decision reads its line a few times; lines can be long
 def read_line(command: str) -> ShellLine:
     """What `command` runs, as far as can be known without running it."""
     reader = _Reader()
@@ -277,15 +282,26 @@ def _value(node: tree_sitter.Node, src: bytes) -> Word:
             return None
         return unescape_double_quoted(text[1:-1])
     if kind == "concatenation":
-        parts = []
-        end = node.start_byte
-        for child in node.children:
-            if child.start_byte != end or (child.type == "word" and _text(child, src) in ("{", "}")):
-                return None  # a continuation between the parts, or brace expansion
-            parts.append(_value(child, src))
-            end = child.end_byte
-        return None if any(p is None for p in parts) else "".join(parts)  # type: ignore[arg-type]
+        return _concatenation(node, src)
     return None
+
+
+def _concatenation(node: tree_sitter.Node, src: bytes) -> Word:
+    """Adjacent parts of one word (`a'b'"c"`); None if any part is dynamic, something lies
+    between the parts, or the unquoted parts together make a brace expansion (`a{b,c}`)."""
+    parts: list[Word] = []
+    shape: list[str] = []  # unquoted text as bash scans it for braces; quoted parts blanked
+    end = node.start_byte
+    for child in node.children:
+        if child.start_byte != end:
+            return None  # a line continuation between the parts
+        parts.append(_value(child, src))
+        text = _text(child, src)
+        shape.append(re.sub(r"\\.", "__", text) if child.type == "word" else "_" * len(text))
+        end = child.end_byte
+    if any(p is None for p in parts) or has_brace_expansion("".join(shape)):
+        return None
+    return "".join(parts)  # type: ignore[arg-type]
 
 
 def _plain_test_names(args: list[Word]) -> bool:

@@ -25,7 +25,7 @@ import string
 
 from agents.permissions.visible import hidden_characters
 
-__all__ = ["SAFE_CHARS", "simple_words", "unescape_double_quoted", "unescape_word"]
+__all__ = ["SAFE_CHARS", "has_brace_expansion", "simple_words", "unescape_double_quoted", "unescape_word"]
 
 SAFE_CHARS = frozenset(string.ascii_letters + string.digits + "_./:=+,@%-")
 _BLANKS = " \t"
@@ -100,7 +100,12 @@ def unescape_word(text: str) -> str | None:
         out.append(ch)
         plain.append(ch)
         i += 1
-    return None if _BRACE_EXPANSION.search("".join(plain)) else "".join(out)
+    return None if has_brace_expansion("".join(plain)) else "".join(out)
+
+
+def has_brace_expansion(unquoted: str) -> bool:
+    """Whether unquoted, unescaped text holds `{a,b}` or `{1..3}` (which bash expands)."""
+    return _BRACE_EXPANSION.search(unquoted) is not None
 
 
 def unescape_double_quoted(inner: str) -> str | None:

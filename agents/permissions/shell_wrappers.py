@@ -164,11 +164,17 @@ def _wrapped(name: str, words: tuple[Word, ...], sink: Sink, depth: int) -> None
             sink.nested(split + " " + " ".join(w for w in rest if w is not None))
         return
     if name == "xargs":
-        replace = values.get("-I", values.get("-i", values.get("--replace")))
-        if replace is not None and rest and (rest[0] is None or replace in rest[0]):
-            sink.unknowable("xargs builds the command name from its input")
-            return
+        rest = _xargs_command(values, rest)
     expand_command(rest, sink, depth + 1)
+
+
+def _xargs_command(values: dict[str, str | None], rest: tuple[Word, ...]) -> tuple[Word, ...]:
+    """xargs fills in words from its input: where the replace string stands (-I), or after
+    the command; those words are known only at run time."""
+    replace = next((values[k] for k in ("-I", "-i", "--replace") if k in values), None)
+    if replace is None:
+        return (*rest, None) if rest else rest
+    return tuple(None if w is None or replace in w else w for w in rest)
 
 
 def _parse_options(spec: _Wrapper, words: Sequence[Word]) -> tuple[int, dict[str, str | None]] | str:
@@ -236,8 +242,7 @@ def _shell(words: tuple[Word, ...], sink: Sink) -> None:
     while i < len(words):
         word = words[i]
         if word is None:
-            sink.unknowable("a shell has an option word that is not a literal")
-            return
+            break
         if word in ("--", "-"):
             i += 1
             break
@@ -252,12 +257,14 @@ def _shell(words: tuple[Word, ...], sink: Sink) -> None:
             i += 1 + sum(word.count(o) for o in "oO")  # -o / -O take the next word
             continue
         i += 1
-    if command_mode:
-        if i >= len(words) or words[i] is None:
+    if i < len(words) and words[i] is None:
+        sink.unknowable("a shell's command string or script is not a literal")
+    elif command_mode:
+        if i >= len(words):
             sink.unknowable("a shell's -c string is not a literal")
         else:
             sink.nested(words[i])
-    elif stdin_mode or i >= len(words):
+    elif stdin_mode or i >= len(words) or str(words[i]).startswith(("/dev/", "/proc/")):
         sink.unknowable("a shell reads its commands from standard input")
 
 
@@ -272,7 +279,9 @@ def _find(words: tuple[Word, ...], sink: Sink, depth: int) -> None:
     while i < len(words):
         if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((j for j in range(i + 1, len(words)) if words[j] in (";", "+")), len(words))
-            expand_command(words[i + 1 : end], sink, depth + 1)
+            # `{}` becomes a file name when find runs the command.
+            command = tuple(None if w is None or "{}" in w else w for w in words[i + 1 : end])
+            expand_command(command, sink, depth + 1)
             i = end
         i += 1
 
