@@ -55,23 +55,24 @@ class CommandPattern:
         cannot be known (fail closed)."""
         return line.unknowable is not None or self.names(line)
 
-    def names(self, line: ShellLine) -> bool:
-        """Some command found in the line may be this one."""
-        return any(self._may_be(c) for c in line.commands)
+    def names(self, line: ShellLine, *, literally: bool = False) -> bool:
+        """Some command found in the line may be this one (`literally`: is this one, with
+        no word that is only known at run time)."""
+        return any(self._may_be(c, literally) for c in line.commands)
 
-    def _may_be(self, command: tuple[Word, ...]) -> bool:
+    def _may_be(self, command: tuple[Word, ...], literally: bool = False) -> bool:
         for i, want in enumerate(self.words):
             if i >= len(command):
                 return False
             got = command[i]
             if got is None:
-                return True  # known only at run time: it may expand to these words
+                return not literally  # known only at run time: it may expand to these words
             if i == 0:
                 got, want = command_name(got), command_name(want)
             if got != want:
                 return False
         rest = command[len(self.words) :]
-        return self.prefix or all(w is None for w in rest)  # an expansion may be empty
+        return self.prefix or (not literally and all(w is None for w in rest))  # an expansion may be empty
 
 
 def parse_command_pattern(text: str, pattern: str, effect: str) -> CommandPattern:

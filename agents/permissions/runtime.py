@@ -225,7 +225,7 @@ def _rule_reason(rule: Rule, tool: Tool, subject: str | None) -> str:
     reason = f"rule {rule.text}"
     if tool.name == SHELL_TOOL and subject is not None and rule.command is not None and rule.effect != "allow":
         line = read_line(subject)
-        if line.unknowable and not rule.command.names(line):
+        if line.unknowable and not rule.command.names(line, literally=True):
             reason += f" (the command is treated as matching because {line.unknowable})"
     return reason
 

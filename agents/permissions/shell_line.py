@@ -45,7 +45,7 @@ from agents.permissions.shell_words import (
     unescape_double_quoted,
     unescape_word,
 )
-from agents.permissions.shell_wrappers import Word, expand_command
+from agents.permissions.shell_wrappers import Word, evaluated_variable, expand_command
 from agents.permissions.visible import hidden_characters
 
 __all__ = ["ShellLine", "read_line"]
@@ -189,15 +189,18 @@ class _Reader:
         if text.startswith("${!") or "@P}" in text:
             self.unknowable("an indirect or prompt expansion can run commands")
 
-    def _quoted(self, node: tree_sitter.Node, src: bytes) -> None:
-        text = _text(node, src)
-        self._literal(text[1:-1] if node.type == "raw_string" else unescape_double_quoted(text))
-
-    def _literal(self, value: str | None) -> None:
-        """Quoted text holding a substitution may still be evaluated by bash later (prompt
-        strings, subscripts, traps): the substitutions in it are read as commands too."""
+    def _literal(self, node: tree_sitter.Node, src: bytes) -> None:
+        """A literal word holding a substitution may still be evaluated by bash later
+        (prompt strings, subscripts, traps): the substitutions in it are read as commands
+        too. The word's value counts, so quoting cannot split `$(` from its command."""
+        value = _value(node, src)
         if value is not None and ("$(" in value or "`" in value):
             self.nested(": " + value)
+
+    def _assignment(self, node: tree_sitter.Node, src: bytes) -> None:
+        name = node.child_by_field_name("name")
+        if name is not None and evaluated_variable(_text(name, src)):
+            self.unknowable(f"it sets {_text(name, src)}, which bash runs as code")
 
     def _names(self, name: str, args: list[Word]) -> None:
         """Builtins that take variable names: a name with a subscript, or one not known
@@ -212,6 +215,8 @@ class _Reader:
                 self.unknowable(f"{name} -i evaluates what is assigned as arithmetic, which can run commands")
         if any(t is None or "[" in t for t in targets):
             self.unknowable(f"{name} names a variable that is not a plain literal")
+        elif any(evaluated_variable(t.partition("=")[0]) for t in targets if t is not None):
+            self.unknowable(f"{name} sets a variable that bash runs as code")
 
     def _test(self, node: tree_sitter.Node, src: bytes) -> None:
         double = _text(node, src).startswith("[[")
@@ -241,8 +246,11 @@ _VISITORS = {
     "compound_statement": _Reader._compound,
     "subscript": _Reader._subscript,
     "expansion": _Reader._expansion,
-    "raw_string": _Reader._quoted,
-    "string_content": _Reader._quoted,
+    "word": _Reader._literal,
+    "raw_string": _Reader._literal,
+    "string": _Reader._literal,
+    "concatenation": _Reader._literal,
+    "variable_assignment": _Reader._assignment,
 }
 
 

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["COMMAND_RUNNERS", "UNKNOWABLE_BUILTINS", "Sink", "Word", "expand_command"]
+__all__ = ["COMMAND_RUNNERS", "UNKNOWABLE_BUILTINS", "Sink", "Word", "evaluated_variable", "expand_command"]
 
 Word = str | None  # None: a word whose value is not known before it runs (an expansion)
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_%]*=")
 _MAX_WRAPPERS = 16
 
 
@@ -106,6 +106,16 @@ UNKNOWABLE_BUILTINS: dict[str, str] = {
     "mapfile": "mapfile can run a callback",
     "readarray": "readarray can run a callback",
 }
+
+# Variables whose value bash runs as code: prompt strings (PS4 is expanded, command
+# substitutions included, for every traced command), startup files, exported functions.
+_EVALUATED_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV"})
+
+
+def evaluated_variable(name: str) -> bool:
+    """Whether assigning `name` hands bash code to run (PS4, BASH_ENV, BASH_FUNC_f%%, …)."""
+    return name in _EVALUATED_VARIABLES or name.startswith("BASH_FUNC_")
+
 
 # First words that, in an allow prefix rule, would allow every command run through them.
 COMMAND_RUNNERS = frozenset(_WRAPPERS) | _SHELLS | frozenset(UNKNOWABLE_BUILTINS) | frozenset(
@@ -196,6 +206,9 @@ def _parse_options(spec: _Wrapper, words: Sequence[Word]) -> tuple[int, dict[str
             return f"has an option it is not known to take: {word}"
         i += taken
     while spec.assignments and i < len(words) and words[i] is not None and _ASSIGNMENT.match(words[i]):
+        name = words[i].partition("=")[0]
+        if evaluated_variable(name):
+            return f"sets {name}, which bash runs as code"
         i += 1
     if i + spec.positional > len(words) or any(w is None for w in words[i : i + spec.positional]):
         return "has a word before its command that is not a literal"
