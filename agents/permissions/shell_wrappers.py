@@ -86,6 +86,11 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "chroot": _w("--userspec --groups", "--skip-chdir", positional=1),
     "coproc": _w(),
     "busybox": _w(),
+    "watch": _w(
+        "-n --interval -q --equexit",
+        "-b --beep -e --errexit -g --chgexit -t --no-title -x --exec -c --color -C --no-color "
+        "-p --precise -d --differences -w --no-wrap -r --no-rerun",
+    ),
 }
 
 # Shells read their commands from a `-c` string, a script file, or standard input.
@@ -150,8 +155,6 @@ def expand_command(words: Sequence[Word], sink: Sink, depth: int = 0) -> None:
         _shell(words, sink)
     elif name == "find":
         _find(words, sink, depth)
-    elif name == "watch":
-        _watch(words, sink, depth)
     elif name == "su":
         _su(words, sink)
     elif name in _WRAPPERS:
@@ -159,23 +162,27 @@ def expand_command(words: Sequence[Word], sink: Sink, depth: int = 0) -> None:
 
 
 def _wrapped(name: str, words: tuple[Word, ...], sink: Sink, depth: int) -> None:
-    spec = _WRAPPERS[name]
-    parsed = _parse_options(spec, words[1:])
+    parsed = _parse_options(_WRAPPERS[name], words[1:])
     if isinstance(parsed, str):
         sink.unknowable(f"{name} {parsed}")
         return
     start, values = parsed
     rest = words[1 + start :]
-    if name == "env" and ("-S" in values or "--split-string" in values):
-        split = values.get("-S", values.get("--split-string"))
-        if split is None:
-            sink.unknowable("env -S has a string that is not a literal")
-        else:
-            sink.nested(split + " " + " ".join(w for w in rest if w is not None))
-        return
-    if name == "xargs":
-        rest = _xargs_command(values, rest)
-    expand_command(rest, sink, depth + 1)
+    split = next((k for k in ("-S", "--split-string") if k in values), None)
+    if name == "env" and split is not None:
+        _as_shell_text(values[split], rest, sink, "env -S")
+    elif name == "watch" and not ("-x" in values or "--exec" in values):
+        _as_shell_text(None if any(w is None for w in rest) else "", rest, sink, "watch")
+    else:
+        expand_command(_xargs_command(values, rest) if name == "xargs" else rest, sink, depth + 1)
+
+
+def _as_shell_text(head: str | None, rest: tuple[Word, ...], sink: Sink, what: str) -> None:
+    """env -S and watch hand their words, joined by spaces, to a shell-like split."""
+    if head is None or any(w is None for w in rest):
+        sink.unknowable(f"{what} runs text that is not a literal")
+    else:
+        sink.nested(" ".join([head, *(w for w in rest if w is not None)]).strip())
 
 
 def _xargs_command(values: dict[str, str | None], rest: tuple[Word, ...]) -> tuple[Word, ...]:
@@ -297,24 +304,6 @@ def _find(words: tuple[Word, ...], sink: Sink, depth: int) -> None:
             expand_command(command, sink, depth + 1)
             i = end
         i += 1
-
-
-def _watch(words: tuple[Word, ...], sink: Sink, depth: int) -> None:
-    """watch runs its words through `sh -c` (joined by spaces) unless -x is given."""
-    spec = _w("-n --interval -q --equexit", "-b --beep -e --errexit -g --chgexit -t --no-title -x --exec "
-              "-c --color -C --no-color -p --precise -d --differences -w --no-wrap -r --no-rerun")
-    parsed = _parse_options(spec, words[1:])
-    if isinstance(parsed, str):
-        sink.unknowable(f"watch {parsed}")
-        return
-    start, values = parsed
-    rest = words[1 + start :]
-    if "-x" in values or "--exec" in values:
-        expand_command(rest, sink, depth + 1)
-    elif any(w is None for w in rest):
-        sink.unknowable("watch runs words that are not literals through a shell")
-    elif rest:
-        sink.nested(" ".join(w for w in rest if w is not None))
 
 
 def _su(words: tuple[Word, ...], sink: Sink) -> None:
