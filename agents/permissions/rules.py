@@ -61,7 +61,6 @@ class Rule:
             return _glob_match(subject, self.pattern)
         return subject == self.pattern
 
-
     def _matches_command(self, command: str) -> bool:
         line = read_line(command)
         if self.exact:
