@@ -15,8 +15,9 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from tools.protected import PROTECTED_DIRS
+
 __all__ = [
-    "DEFAULT_PROTECTED_DIRS",
     "ArtifactLookup",
     "CommandRunner",
     "PlainCommandRunner",
@@ -83,10 +84,6 @@ class PlainCommandRunner:
         return dict(os.environ)
 
 
-# Writing here changes what the host later trusts (git hooks and config, Workingset settings).
-DEFAULT_PROTECTED_DIRS = frozenset({".git", ".workingset"})
-
-
 @dataclass(frozen=True)
 class ToolContext:
     """Everything a tool call may depend on besides its input. Picklable."""
@@ -95,9 +92,9 @@ class ToolContext:
     limits: ToolLimits = field(default_factory=ToolLimits)
     runner: CommandRunner = field(default_factory=PlainCommandRunner)
     artifacts: ArtifactLookup | None = None
-    # Workspace-relative directories that Write and Edit change only when the call names
-    # them itself: a path that reaches one through a symlink is refused at write time.
-    protected_dirs: frozenset[str] = DEFAULT_PROTECTED_DIRS
+    # Directory names (at any depth, see tools.protected) that Write and Edit change only
+    # when the call names them itself: a path reaching one through a link is refused.
+    protected_dirs: frozenset[str] = PROTECTED_DIRS
     # Workspace-relative globs (tools.path_glob) from the session's per-file deny rules:
     # Read, Grep and Glob treat a file matching one as not there.
     denied_path_globs: tuple[str, ...] = ()

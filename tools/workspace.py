@@ -25,6 +25,7 @@ from pydantic import BaseModel, PrivateAttr
 from tools.base import ToolContext, ToolError
 from tools.beneath import Beneath, BeneathError, relative_path
 from tools.path_glob import path_glob_match
+from tools.protected import protected_part
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -189,18 +190,16 @@ def is_hidden(ctx: ToolContext, *paths: str) -> bool:
     return any(path_glob_match(p, glob) for glob in ctx.denied_path_globs for p in paths)
 
 
-def _within(rel: str, directory: str) -> bool:
-    return rel == directory or rel.startswith(directory + "/")
-
-
 def refuse_protected_write(ctx: ToolContext, target: Target) -> None:
-    """A write may land in a protected directory only when the call names it plainly
-    (no symlink, no `..` on the way), where the permission layer asks for it by name."""
-    named_parts = target.named.split("/")
-    for directory in sorted(ctx.protected_dirs):
-        directory = _tidy(directory)
-        if _within(target.real, directory) and (".." in named_parts or not _within(target.named, directory)):
-            raise ToolError(
-                f"{target.named} leads into the protected directory {directory}/ (to {target.real}); "
-                f"a write there must name the path inside {directory}/ directly"
-            )
+    """A write may land in a protected directory (`.git/`, `.workingset/`, at any depth)
+    only when the call names one plainly (no `..`), where the permission layer asks for
+    it by name; one that reaches it through a symlink is refused."""
+    part = protected_part(target.real, ctx.protected_dirs)
+    if part is None:
+        return
+    if ".." in target.named.split("/") or protected_part(target.named, ctx.protected_dirs) is None:
+        directory = "/".join(target.real.split("/")[: part + 1])
+        raise ToolError(
+            f"{target.named} leads into the protected directory {directory}/ (to {target.real}); "
+            f"a write there must name the path inside {directory}/ directly"
+        )
