@@ -145,6 +145,19 @@ class Beneath:
             self.fd = os.open(self.root, _DIR_FLAGS)
         except OSError as exc:
             raise BeneathError(f"cannot open the directory {self.root}: {exc.strerror or exc}") from exc
+        self._root_names: tuple[PurePosixPath, ...] | None = None
+
+    def _inside(self, target: str) -> str | None:
+        """An absolute link target that names a place under the root (by the root's path as
+        given or resolved), made relative to it; None for any other absolute target. Only
+        the text is read: the result is still resolved beneath the root's handle."""
+        if self._root_names is None:
+            absolute = self.root.absolute()
+            self._root_names = (PurePosixPath(absolute), PurePosixPath(absolute.resolve()))
+        for name in self._root_names:
+            if PurePosixPath(target).is_relative_to(name):
+                return str(PurePosixPath(target).relative_to(name))
+        return None
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -168,7 +181,13 @@ class Beneath:
         # openat2 refuses a mode without O_CREAT/O_TMPFILE, and O_PATH with most other flags.
         flags |= os.O_CLOEXEC if flags & os.O_PATH else os.O_CLOEXEC | os.O_NOCTTY
         if not _openat2_missing:
-            fd = self._openat2(rel, flags, mode, follow_links)
+            try:
+                fd = self._openat2(rel, flags, mode, follow_links)
+            except OSError as exc:
+                if not follow_links or exc.errno != errno.EXDEV:
+                    raise
+                # RESOLVE_BENEATH refuses every absolute link, even one into the root.
+                return self.open(self._without_links(rel, flags), flags, mode, follow_links=False)
             if fd is not None:
                 return fd
         if follow_links:
@@ -251,8 +270,9 @@ class Beneath:
         """The path `rel` leads to, relative to the root ("." for the root itself), with
         every symlink on the way resolved, so it contains none. Each step opens one
         component with O_NOFOLLOW relative to its parent's handle, so a swap midway cannot
-        lead out. Raises OSError: EXDEV when the path leaves the root (by `..`, or by a
-        link, absolute links included), ENOENT when a part is missing (with `missing_ok`,
+        lead out. An absolute link counts as inside when its text names a place under the
+        root. Raises OSError: EXDEV when the path leaves the root (by `..` or a link),
+        ENOENT when a part is missing (with `missing_ok`,
         the missing tail is kept as named instead, unless it holds a `..`), ELOOP after
         40 links, ENOTDIR when a part before the last is not a directory."""
         _check_nul(rel)
@@ -278,11 +298,13 @@ class Beneath:
                     raise
                 if stat.S_ISLNK(st.st_mode):
                     links += 1
-                    target = os.readlink(part, dir_fd=parent)
                     if links > _MAX_LINKS:
                         raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
-                    if target.startswith("/"):
-                        raise OSError(errno.EXDEV, "an absolute symbolic link", rel)
+                    target, from_root = self._link_target(parent, part, rel)
+                    if from_root:
+                        names.clear()
+                        while handles:
+                            os.close(handles.pop())
                     pending.extend(_parts(target)[::-1])
                     continue
                 names.append(part)
@@ -292,6 +314,17 @@ class Beneath:
         finally:
             for fd in handles:
                 os.close(fd)
+
+    def _link_target(self, dir_fd: int, name: str, rel: str) -> tuple[str, bool]:
+        """Where the link `name` points, and whether that is relative to the root (an
+        absolute target under it) rather than to the link's directory."""
+        target = os.readlink(name, dir_fd=dir_fd)
+        if not target.startswith("/"):
+            return target, False
+        inside = self._inside(target)
+        if inside is None:
+            raise OSError(errno.EXDEV, "an absolute symbolic link out of the root", rel)
+        return inside, True
 
     # -- questions and reads -------------------------------------------------------------
 

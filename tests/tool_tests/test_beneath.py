@@ -97,7 +97,7 @@ def test_walk_lists_regular_files_and_skips_links_out(tmp_path, beneath_mode):
     ws = tmp_path / "ws"
     (ws / "src").mkdir(parents=True)
     (ws / "src" / "a.py").write_text("x")
-    (ws / "src" / "in").symlink_to("a.py")  # relative: RESOLVE_BENEATH refuses absolute links
+    (ws / "src" / "in").symlink_to("a.py")
     (ws / "out").symlink_to(tmp_path)
     (tmp_path / "b.py").write_text("y")
     os.mkfifo(ws / "pipe")
@@ -152,3 +152,16 @@ def test_walk_does_not_enter_directories_deeper_than_its_cap(tmp_path, beneath_m
         (tmp_path / rel).write_text("x")
     with Beneath(tmp_path) as root:
         assert [f.path for f in root.walk_files()] == ["top.txt", "a/1.txt", "a/b/2.txt"]
+
+
+def test_an_absolute_link_to_a_place_under_the_root_is_followed(tmp_path, beneath_mode):
+    (tmp_path / "ws" / "build").mkdir(parents=True)
+    (tmp_path / "ws" / "build" / "compile_commands.json").write_text("[]")
+    (tmp_path / "ws" / "compile_commands.json").symlink_to(tmp_path / "ws" / "build" / "compile_commands.json")
+    (tmp_path / "ws" / "escape").symlink_to(tmp_path / "ws" / ".." / "secret")
+    (tmp_path / "secret").write_text("s")
+    with Beneath(tmp_path / "ws") as root:
+        assert root.real_path("compile_commands.json") == "build/compile_commands.json"
+        assert root.read_regular("compile_commands.json") == b"[]"
+        with pytest.raises(BeneathError, match="outside the workspace"):
+            root.read_regular("escape")
