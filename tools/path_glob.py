@@ -30,7 +30,8 @@ def _compile(pattern: str) -> re.Pattern[str]:
         else:
             regex += re.escape(pattern[i])
             i += 1
-    return re.compile(regex)
+    # DOTALL: a file name may hold a newline, and `**` must still cover it (`[^/]` does).
+    return re.compile(regex, re.DOTALL)
 
 
 def path_glob_match(subject: str, pattern: str) -> bool:

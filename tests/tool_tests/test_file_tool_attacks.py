@@ -270,6 +270,7 @@ async def test_writes_reaching_git_through_a_symlink_are_refused(ws, beneath_mod
 async def test_grep_glob_and_read_treat_denied_files_as_not_there(ws, beneath_mode):
     (ws / "secrets").mkdir()
     (ws / "secrets" / "key.pem").write_text(f"{SECRET}\n")
+    (ws / "secrets" / "a\nb.pem").write_text(f"{SECRET}\n")  # a newline in the name
     (ws / "config").mkdir()
     (ws / "config" / "dev.env").write_text("API_KEY=dev\n")
     (ws / ".env").symlink_to("config/dev.env")  # denied by the name it is called
