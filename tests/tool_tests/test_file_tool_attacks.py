@@ -15,7 +15,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -110,11 +110,23 @@ async def test_absolute_paths_outside_the_workspace_are_refused(ws, beneath_mode
 
 
 @contextlib.contextmanager
+def in_background(loop: Callable[[threading.Event], None]) -> Iterator[None]:
+    """Run `loop(stop)` in a thread while the block runs; `stop` is set when it ends."""
+    stop = threading.Event()
+    thread = threading.Thread(target=loop, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextlib.contextmanager
 def swapping_in_a_link_out(ws: Path) -> Iterator[None]:
     """A thread that keeps replacing ws/d by a symlink to ../outside and back."""
-    stop = threading.Event()
 
-    def swap() -> None:
+    def swap(stop: threading.Event) -> None:
         n = 0
         while not stop.is_set():
             n += 1
@@ -130,13 +142,10 @@ def swapping_in_a_link_out(ws: Path) -> Iterator[None]:
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-5)  # interleave the two threads as often as possible
-    thread = threading.Thread(target=swap)
-    thread.start()
     try:
-        yield
+        with in_background(swap):
+            yield
     finally:
-        stop.set()
-        thread.join()
         sys.setswitchinterval(interval)
 
 
@@ -163,25 +172,17 @@ async def test_a_directory_swapped_for_a_link_out_mid_call_never_reaches_outside
     assert any(not o.is_error for o in outs), seen  # the race ran against calls that got through
 
 
-@contextlib.contextmanager
-def released_after(fifo: Path, seconds: float) -> Iterator[None]:
+def released_after(fifo: Path, seconds: float):
     """Should an open block on `fifo`, open its other end after `seconds`, so that the test
     fails on its time check instead of hanging (a blocked open cannot be cancelled)."""
-    stop = threading.Event()
 
-    def release() -> None:
+    def release(stop: threading.Event) -> None:
         while not stop.wait(seconds):
             for flags in (os.O_RDONLY | os.O_NONBLOCK, os.O_WRONLY | os.O_NONBLOCK):
                 with contextlib.suppress(OSError):
                     os.close(os.open(fifo, flags))
 
-    thread = threading.Thread(target=release, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+    return in_background(release)
 
 
 async def test_a_fifo_never_blocks_and_is_refused(ws, beneath_mode):
