@@ -53,6 +53,7 @@ __all__ = [
     "load_plugins",
     "open_session",
     "command_runner",
+    "denied_path_globs",
     "resolve_workspace",
     "session_dir",
     "snapshot_store",
@@ -109,6 +110,20 @@ def permissions_from(settings: WorkingsetSettings, audit_path: Path | None) -> P
     return PermissionRuntime.from_texts(
         allow=p.allow, deny=p.deny, ask=p.ask, mode=p.mode, headless=p.headless, audit=AuditLog(audit_path)
     )
+
+
+_FILE_TOOLS = ("Read", "Edit", "Write", "Grep", "Glob")
+
+
+def denied_path_globs(permissions: PermissionRuntime) -> tuple[str, ...]:
+    """The patterns of the deny rules on file tools (`deny: Read(secrets/**)`): the files
+    that Read, Grep and Glob then treat as not there, whichever file tool a rule names."""
+    patterns = (
+        rule.pattern
+        for rule in permissions.rules
+        if rule.effect == "deny" and rule.pattern is not None and any(fnmatchcase(t, rule.tool) for t in _FILE_TOOLS)
+    )
+    return tuple(dict.fromkeys(patterns))
 
 
 @dataclass
@@ -224,7 +239,11 @@ def build_session(
     permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
     context = ToolContext(
-        workspace=workspace, limits=settings.tools.limits(), runner=command_runner(settings), artifacts=artifacts
+        workspace=workspace,
+        limits=settings.tools.limits(),
+        runner=command_runner(settings),
+        artifacts=artifacts,
+        denied_path_globs=denied_path_globs(permissions),
     )
     executor = runtime.executor or LocalToolExecutor()
     summarizer = runtime.summarizer or load_summarizer(settings.summarizer)

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tools import beneath
+
 try:
     from tests.fake_messages_server import FakeMessagesServer
 except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.path
@@ -28,6 +30,14 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     # The CLI runs sessions on Ray by default; tests of the Ray path ask for it explicitly.
     monkeypatch.setenv("WORKINGSET_RUNTIME", "local")
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def beneath_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test twice: paths opened with openat2, then with the per-component
+    O_NOFOLLOW walk that tools.beneath falls back to where openat2 is missing."""
+    monkeypatch.setattr(beneath, "_openat2_missing", request.param == "walk")
+    return request.param
 
 
 @pytest.fixture(scope="session")

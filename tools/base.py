@@ -15,6 +15,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from tools.protected import PROTECTED_DIRS
+
 __all__ = [
     "ArtifactLookup",
     "CommandRunner",
@@ -90,6 +92,12 @@ class ToolContext:
     limits: ToolLimits = field(default_factory=ToolLimits)
     runner: CommandRunner = field(default_factory=PlainCommandRunner)
     artifacts: ArtifactLookup | None = None
+    # Directory names (at any depth, see tools.protected) that Write and Edit change only
+    # when the call names them itself: a path reaching one through a link is refused.
+    protected_dirs: frozenset[str] = PROTECTED_DIRS
+    # Workspace-relative globs (tools.path_glob) from the session's per-file deny rules:
+    # Read, Grep and Glob treat a file matching one as not there.
+    denied_path_globs: tuple[str, ...] = ()
 
 
 class ArtifactLookup(Protocol):
