@@ -4,9 +4,11 @@ git steps that read what the agent left (the patch, the hidden tests).
 Everything that runs after the agent has had the workspace goes through the sandbox,
 git included: the agent could have written `.git/config` (an fsmonitor, a filter
 driver), and those must not run on the host. Commands go through `BashTool` with the
-runner `command_runner(settings)` gives (bubblewrap unless `--no-sandbox`): the
-workspace the only writable place, no network, a wall-clock limit, the process group
-killed when it ends.
+runner `command_runner(settings, writable=(".git",))` gives (bubblewrap unless
+`--no-sandbox`): the workspace the only writable place — `.git` included here, unlike
+for the agent, because the patch is taken with a temporary index in `.git` — no
+network, the sandbox's limits, the process tree killed when it ends. A result that a
+limit or the timeout ended has no exit code: it never counts as a pass.
 """
 
 from __future__ import annotations

@@ -270,9 +270,24 @@ class CallCgroup:
         deadline = time.monotonic() + timeout_s
         while (pids := self.pids()) and time.monotonic() < deadline:
             for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.005)
+                self._kill_member(pid)
+            time.sleep(0.002)
+
+    def _kill_member(self, pid: int) -> None:
+        """Kill `pid` only if it is still ours: a pidfd pins the process, then its cgroup is
+        checked, so a pid reused by a host process in between is left alone."""
+        name = next(iter(self.dirs.values())).name
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            return
+        try:
+            if f"/{name}" in Path(f"/proc/{pid}/cgroup").read_text():
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def remove(self, timeout_s: float = 2.0) -> None:
         """rmdir each cgroup; a dying process keeps it busy for a moment."""

@@ -20,6 +20,8 @@ reaches past its own sandbox:
 | `setns` | joining another namespace through a leaked fd |
 | `open_by_handle_at` | opens files by handle, bypassing path checks (the classic container escape) |
 | `io_uring_setup`, `io_uring_enter`, `io_uring_register` (ENOSYS) | a large, often-exploited kernel surface; programs fall back to ordinary I/O on ENOSYS |
+| `chmod`, `fchmod`, `fchmodat`, `fchmodat2` to a mode with S_ISUID or S_ISGID; `open`, `openat`, `creat`, `mknod`, `mknodat` creating with those bits | the workspace is idmapped: a file the command makes lands on disk owned by the workspace's owner (root, in evaluation), so a setuid bit would hand that owner's identity to anyone on the host who runs it |
+| `openat2` (ENOSYS) | its mode lives in memory a filter cannot read; libc's `open` does not use it |
 | x32 calls on x86-64, and any call made through a foreign ABI (i386 `int 0x80`, arm32 compat) | the numbers above are the native table's; another ABI would slip past them |
 
 Not filtered, and why that is safe here: `socket(AF_UNIX)` — the allow-list view shows
@@ -48,7 +50,7 @@ _RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 
-_OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW = 0, 4, 16  # little-endian: args[0]'s low word first
+_OFF_NR, _OFF_ARCH, _OFF_ARGS = 0, 4, 16  # args[i] at 16 + 8 i; little-endian: low word first
 _CLONE_NEWUSER = 0x10000000
 _X32_SYSCALL_BIT = 0x40000000
 
@@ -63,19 +65,28 @@ DENIED = (
     "acct", "quotactl", "quotactl_fd", "syslog", "vhangup", "nfsservctl", "lookup_dcookie",
     "iopl", "ioperm", "userfaultfd", "setns", "open_by_handle_at",
 )
-_ENOSYS = ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register")
-_FLAG_CHECKED = ("clone", "unshare")
+_ENOSYS = ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register", "openat2")
+_S_ISUID_ISGID = 0o6000
+# (call, argument index, bits that make it refused)
+_ARGUMENT_CHECKS = (
+    ("clone", 0, _CLONE_NEWUSER), ("unshare", 0, _CLONE_NEWUSER),
+    ("chmod", 1, _S_ISUID_ISGID), ("fchmod", 1, _S_ISUID_ISGID), ("fchmodat", 2, _S_ISUID_ISGID),
+    ("fchmodat2", 2, _S_ISUID_ISGID), ("open", 2, _S_ISUID_ISGID), ("openat", 3, _S_ISUID_ISGID),
+    ("creat", 1, _S_ISUID_ISGID), ("mknod", 1, _S_ISUID_ISGID), ("mknodat", 2, _S_ISUID_ISGID),
+)
 
 # Numbers shared by every architecture (the common table, Linux 5.1+).
 _COMMON = {
     "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
     "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-    "clone3": 435, "pidfd_getfd": 438, "mount_setattr": 442, "quotactl_fd": 443, "open_tree_attr": 467,
+    "clone3": 435, "openat2": 437, "pidfd_getfd": 438, "mount_setattr": 442, "quotactl_fd": 443,
+    "fchmodat2": 452, "open_tree_attr": 467,
 }
 # From asm/unistd_64.h (x86-64) and asm-generic/unistd.h (aarch64).
 _X86_64 = {
     **_COMMON,
-    "clone": 56, "ptrace": 101, "syslog": 103, "vhangup": 153, "pivot_root": 155,
+    "open": 2, "clone": 56, "creat": 85, "chmod": 90, "fchmod": 91, "mknod": 133, "openat": 257,
+    "mknodat": 259, "fchmodat": 268, "ptrace": 101, "syslog": 103, "vhangup": 153, "pivot_root": 155,
     "adjtimex": 159, "chroot": 161, "acct": 163, "settimeofday": 164, "mount": 165, "umount2": 166,
     "swapon": 167, "swapoff": 168, "reboot": 169, "iopl": 172, "ioperm": 173, "init_module": 175,
     "delete_module": 176, "quotactl": 179, "nfsservctl": 180, "lookup_dcookie": 212,
@@ -86,6 +97,7 @@ _X86_64 = {
 }
 _AARCH64 = {
     **_COMMON,
+    "mknodat": 33, "fchmod": 52, "fchmodat": 53, "openat": 56,
     "lookup_dcookie": 18, "umount2": 39, "mount": 40, "pivot_root": 41, "nfsservctl": 42, "chroot": 51,
     "vhangup": 58, "quotactl": 60, "acct": 89, "unshare": 97, "kexec_load": 104, "init_module": 105,
     "delete_module": 106, "clock_settime": 112, "syslog": 116, "ptrace": 117, "reboot": 142,
@@ -163,13 +175,15 @@ def filter_program(machine: str | None = None) -> bytes:
             p.emit(_JEQ_K, arch.numbers[name], "eperm", None)
     for name in _ENOSYS:
         p.emit(_JEQ_K, arch.numbers[name], "enosys", None)
-    for name in _FLAG_CHECKED:
-        p.emit(_JEQ_K, arch.numbers[name], "flags", None)
+    checks = [(name, arg, bits) for name, arg, bits in _ARGUMENT_CHECKS if name in arch.numbers]
+    for name, _, _ in checks:
+        p.emit(_JEQ_K, arch.numbers[name], f"check-{name}", None)
     p.emit(_RET_K, _RET_ALLOW)
-    p.label("flags")
-    p.emit(_LD_W_ABS, _OFF_ARG0_LOW)
-    p.emit(_JSET_K, _CLONE_NEWUSER, "eperm", None)
-    p.emit(_RET_K, _RET_ALLOW)
+    for name, arg, bits in checks:
+        p.label(f"check-{name}")
+        p.emit(_LD_W_ABS, _OFF_ARGS + 8 * arg)
+        p.emit(_JSET_K, bits, "eperm", None)
+        p.emit(_RET_K, _RET_ALLOW)
     p.label("eperm")
     p.emit(_RET_K, _RET_ERRNO | errno.EPERM)
     p.label("enosys")

@@ -7,9 +7,10 @@ Checked every `poll_s` while it runs and once after it exits:
 - /tmp: the private tmpfs is full (the kernel caps it; this names it). bwrap waits on
   its --block-fd after building the sandbox; the watch opens that tmpfs through
   /proc/<pid>/root first, so it can still be read after the command exits;
-- workspace growth: the used space of the workspace's filesystem (one statvfs) grew by
-  more than the cap since the call began; then the files changed during the call
-  (ctime) are added up, so another writer on the same filesystem is not blamed.
+- workspace growth: the used space of the workspace's filesystem (one statvfs; each new
+  inode counted as a block, so empty files count too) grew by more than the cap since
+  the call began; then the entries changed during the call (ctime) are added up, so
+  another writer on the same filesystem is not blamed.
 """
 
 from __future__ import annotations
@@ -71,14 +72,19 @@ async def _sandbox_tmp(child: int, tmp_bytes: int) -> int | None:
     return None
 
 
+# Each new file or directory counts as one block, so that millions of empty files (which
+# exhaust the filesystem's inodes, not its bytes) count against the cap too.
+INODE_COST = 4096
+
+
 def _used_bytes(path: Path) -> int:
     st = os.statvfs(path)
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
+    return (st.f_blocks - st.f_bfree) * st.f_frsize + (st.f_files - st.f_ffree) * INODE_COST
 
 
 def written_since(root: Path, since: float, skip: tuple[Path, ...] = ()) -> int:
-    """Bytes on disk of files under `root` created or changed after `since` (one
-    filesystem; `skip` subtrees left out, hard links counted once)."""
+    """Bytes on disk of entries under `root` created or changed after `since`, plus
+    INODE_COST each (one filesystem; `skip` subtrees left out, hard links counted once)."""
     device = root.stat().st_dev
     seen: set[tuple[int, int]] = set()
     total = 0
@@ -97,13 +103,13 @@ def written_since(root: Path, since: float, skip: tuple[Path, ...] = ()) -> int:
             if st.st_dev != device:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                if Path(entry.path) not in skip:
-                    stack.append(Path(entry.path))
-                continue
-            if st.st_ctime < since or (st.st_nlink > 1 and (st.st_dev, st.st_ino) in seen):
+                if Path(entry.path) in skip:
+                    continue
+                stack.append(Path(entry.path))
+            if st.st_ctime < since or (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
-            total += st.st_blocks * 512
+            total += st.st_blocks * 512 + INODE_COST
     return total
 
 
@@ -133,7 +139,7 @@ class GrowthMeter:
             return LimitReached(
                 "workspace_growth",
                 f"workspace growth limit of {self.cap_bytes // MiB} MB reached "
-                f"({written // MiB} MB written during the call)",
+                f"(about {written // MiB} MB written during the call)",
             )
         # Someone else is filling the filesystem: look again after another quarter cap.
         self._next_confirm = grown + self.cap_bytes // 4
