@@ -32,6 +32,7 @@ from agents.trust import TrustList
 from agents.workspace_config import WorkspaceConfig, screen, untrusted_notice, workspace_plugins
 from tools.base import ToolLimits
 from tools.mcp import McpServerConfig
+from tools.sandbox import check_inside_workspace
 
 __all__ = [
     "AgentSettings",
@@ -179,10 +180,7 @@ class SandboxSettings(BaseModel):
     @field_validator("protected")
     @classmethod
     def _inside_workspace(cls, names: list[str]) -> list[str]:
-        for name in names:
-            parts = Path(name).parts
-            if not parts or Path(name).is_absolute() or ".." in parts:
-                raise ValueError(f"{name!r} is not a path inside the workspace (relative, without '..')")
+        check_inside_workspace(names)
         return names
 
 

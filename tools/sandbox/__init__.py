@@ -19,7 +19,12 @@ README ("Threat model").
 """
 
 from tools.sandbox.probe import SandboxUnavailable, bubblewrap_path
-from tools.sandbox.runner import DEFAULT_SANDBOX_ID, BubblewrapRunner, SandboxLimits
+from tools.sandbox.runner import (
+    DEFAULT_SANDBOX_ID,
+    BubblewrapRunner,
+    SandboxLimits,
+    check_inside_workspace,
+)
 from tools.sandbox.view import SECRET_DIRS, SECRET_FILES, SYSTEM_PATHS
 
 __all__ = [
@@ -31,4 +36,5 @@ __all__ = [
     "SandboxLimits",
     "SandboxUnavailable",
     "bubblewrap_path",
+    "check_inside_workspace",
 ]

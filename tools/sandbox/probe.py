@@ -114,7 +114,8 @@ def _cgroups(weak_limits: bool, version: CgroupVersion, parent: str | None) -> C
             return None
         raise SandboxUnavailable(
             f"no usable cgroup for the limits on the whole command: {exc}; set sandbox.weak_limits = true "
-            f"to accept per-process limits instead, {OPT_OUT}"
+            "to accept per-process limits instead (CPU time and address space per process, processes "
+            f"per uid), {OPT_OUT}"
         ) from None
     sweep(tree)
     return tree

@@ -28,7 +28,7 @@ from tools.sandbox.probe import OPT_OUT, Host, SandboxUnavailable, check_host, e
 from tools.sandbox.view import View, default_toolchains, environment
 from tools.sandbox.watch import GrowthMeter, SandboxWatch
 
-__all__ = ["DEFAULT_SANDBOX_ID", "BubblewrapRunner", "SandboxLimits"]
+__all__ = ["DEFAULT_SANDBOX_ID", "BubblewrapRunner", "SandboxLimits", "check_inside_workspace"]
 
 MiB = 1024**2
 # Outside the ranges distributions, systemd and subuid allocation hand out, and not the
@@ -53,6 +53,14 @@ class SandboxLimits:
 _hosts: dict[tuple, Host] = {}
 
 
+def check_inside_workspace(names: tuple[str, ...] | list[str]) -> None:
+    """Protected entries name paths inside the workspace; raises ValueError otherwise."""
+    for name in names:
+        parts = Path(name).parts
+        if not parts or Path(name).is_absolute() or ".." in parts:
+            raise ValueError(f"{name!r} is not a path inside the workspace (relative, without '..')")
+
+
 @dataclass(frozen=True)
 class BubblewrapRunner:
     """Runs `bash -c CMD` inside bubblewrap: unprivileged, filtered, limited, allow-listed."""
@@ -70,10 +78,7 @@ class BubblewrapRunner:
     cgroup_parent: str | None = None
 
     def __post_init__(self) -> None:
-        for name in self.protected:
-            parts = Path(name).parts
-            if not parts or Path(name).is_absolute() or ".." in parts:
-                raise ValueError(f"protected entry {name!r} is not a path inside the workspace")
+        check_inside_workspace(self.protected)
 
     def allowing_writes(self, *names: str) -> BubblewrapRunner:
         """A copy that leaves these protected workspace entries writable (grading's git index)."""
