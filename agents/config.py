@@ -32,7 +32,7 @@ from agents.trust import TrustList
 from agents.workspace_config import WorkspaceConfig, screen, untrusted_notice, workspace_plugins
 from tools.base import ToolLimits
 from tools.mcp import McpServerConfig
-from tools.sandbox import check_inside_workspace
+from tools.sandbox import check_inside_workspace, check_pass_env
 
 __all__ = [
     "AgentSettings",
@@ -181,6 +181,12 @@ class SandboxSettings(BaseModel):
     @classmethod
     def _inside_workspace(cls, names: list[str]) -> list[str]:
         check_inside_workspace(names)
+        return names
+
+    @field_validator("pass_env")
+    @classmethod
+    def _no_credentials(cls, names: list[str]) -> list[str]:
+        check_pass_env(names)
         return names
 
 

@@ -323,6 +323,11 @@ def test_a_protected_path_outside_the_workspace_is_refused(tmp_path):
         load_settings(tmp_path, {"sandbox": {"protected": ["../outside"]}})
 
 
+def test_a_credential_in_pass_env_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY looks like a credential"):
+        load_settings(tmp_path, {"sandbox": {"pass_env": ["CC", "ANTHROPIC_API_KEY"]}})
+
+
 async def test_non_root_harness_maps_its_own_uid_and_states_its_weaker_limits(outside_tmp):
     """Run as an ordinary user: bwrap maps the caller's own uid; with no delegated cgroup
     the sandbox refuses unless weak limits are accepted, and then runs under them."""

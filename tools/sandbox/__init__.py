@@ -24,6 +24,7 @@ from tools.sandbox.runner import (
     BubblewrapRunner,
     SandboxLimits,
     check_inside_workspace,
+    check_pass_env,
 )
 from tools.sandbox.view import SECRET_DIRS, SECRET_FILES, SYSTEM_PATHS
 
@@ -37,4 +38,5 @@ __all__ = [
     "SandboxUnavailable",
     "bubblewrap_path",
     "check_inside_workspace",
+    "check_pass_env",
 ]

@@ -28,7 +28,7 @@ from tools.sandbox.probe import OPT_OUT, Host, SandboxUnavailable, check_host, e
 from tools.sandbox.view import View, default_toolchains, environment
 from tools.sandbox.watch import GrowthMeter, SandboxWatch
 
-__all__ = ["DEFAULT_SANDBOX_ID", "BubblewrapRunner", "SandboxLimits", "check_inside_workspace"]
+__all__ = ["DEFAULT_SANDBOX_ID", "BubblewrapRunner", "SandboxLimits", "check_inside_workspace", "check_pass_env"]
 
 MiB = 1024**2
 # Outside the ranges distributions, systemd and subuid allocation hand out, and not the
@@ -51,6 +51,19 @@ class SandboxLimits:
 
 
 _hosts: dict[tuple, Host] = {}
+
+
+_CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def check_pass_env(names: tuple[str, ...] | list[str]) -> None:
+    """Names passed into the sandbox must not look like credentials; raises ValueError."""
+    for name in names:
+        if any(word in name.upper() for word in _CREDENTIAL_WORDS):
+            raise ValueError(
+                f"{name} looks like a credential, and the sandbox never passes credentials to commands; "
+                "give a test a dummy value in its own setup instead"
+            )
 
 
 def check_inside_workspace(names: tuple[str, ...] | list[str]) -> None:
@@ -79,6 +92,7 @@ class BubblewrapRunner:
 
     def __post_init__(self) -> None:
         check_inside_workspace(self.protected)
+        check_pass_env(self.pass_env)
 
     def allowing_writes(self, *names: str) -> BubblewrapRunner:
         """A copy that leaves these protected workspace entries writable (grading's git index)."""
@@ -130,13 +144,12 @@ class BubblewrapRunner:
         if ws == Path("/"):
             raise SandboxUnavailable(f"the workspace cannot be / (the whole host); choose a project directory, {OPT_OUT}")
         limits = self.limits
-        identity = host.identity
-        stage = _stage(ws, identity)
         watch = SandboxWatch(
             cgroup=None, cpu_seconds=limits.cpu_seconds, memory_bytes=limits.memory_bytes,
             processes=limits.processes, tmp_bytes=limits.tmp_bytes,
             growth=GrowthMeter(ws, limits.workspace_growth_bytes, skip=tuple(ws / p for p in self.protected)),
         )
+        stage = _stage(ws, host.identity)
         if stage is not None:
             watch.on_close.append(stage.close)
         try:

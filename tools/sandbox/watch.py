@@ -56,12 +56,19 @@ async def _child_pid(info_fd: int) -> int | None:
     return None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 async def _sandbox_tmp(child: int, tmp_bytes: int) -> int | None:
     """An fd of the sandbox's /tmp, once bwrap has mounted it: the tmpfs of our size."""
     page = os.sysconf("SC_PAGE_SIZE")
     expected = -(-tmp_bytes // page) * page
     deadline = time.monotonic() + _HANDSHAKE_TIMEOUT_S
-    while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
+    while time.monotonic() < deadline and _alive(child):
         with contextlib.suppress(OSError):
             fd = os.open(f"/proc/{child}/root/tmp", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             st = os.fstatvfs(fd)
