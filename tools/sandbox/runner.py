@@ -24,7 +24,14 @@ from tools.base import CommandLaunch, ToolError
 from tools.sandbox.cgroups import CallCgroup, CgroupUnavailable, CgroupVersion
 from tools.sandbox.identity import Identity, Stage, reachable
 from tools.sandbox.linux import describe
-from tools.sandbox.probe import OPT_OUT, Host, SandboxUnavailable, check_host, explain_bwrap_failure
+from tools.sandbox.probe import (
+    OPT_OUT,
+    Host,
+    SandboxUnavailable,
+    bubblewrap_path,
+    check_host,
+    explain_bwrap_failure,
+)
 from tools.sandbox.view import View, default_toolchains, environment
 from tools.sandbox.watch import GrowthMeter, SandboxWatch
 
@@ -101,8 +108,9 @@ class BubblewrapRunner:
     # --- the host, once per process -------------------------------------------------
 
     def host(self) -> Host:
-        key = (self.bwrap, self.uid, self.gid, self.seccomp, self.weak_limits, self.cgroup, self.cgroup_parent,
-               os.geteuid())
+        # Where bwrap is found is looked up every call: it may have been removed since.
+        key = (bubblewrap_path(self.bwrap), self.bwrap, self.uid, self.gid, self.seccomp, self.weak_limits,
+               self.cgroup, self.cgroup_parent, os.geteuid())
         if key not in _hosts:
             host = check_host(
                 bwrap=self.bwrap, uid=self.uid, gid=self.gid, use_seccomp=self.seccomp,

@@ -220,7 +220,10 @@ class View:
         bins = [b for b in layout.bins if b not in entries]
         system = [Path(p) for p in SYSTEM_PATHS]
         first_system = next((i for i, e in enumerate(entries) if _under(Path(e), system)), len(entries))
-        return os.pathsep.join(entries[:first_system] + bins + entries[first_system:]) or _SAFE_PATH
+        ordered = entries[:first_system] + bins + entries[first_system:]
+        # The system's own directories always come last, whatever the caller's PATH lacked.
+        ordered += [e for e in _SAFE_PATH.split(os.pathsep) if e not in ordered]
+        return os.pathsep.join(ordered)
 
 
 def environment(path: str, pass_env: Iterable[str]) -> list[str]:
