@@ -189,14 +189,21 @@ class View:
         ws = str(self.workspace)
         args += ["--bind", self.workspace_source, ws]
         for name in self.protected:
-            inside = self.workspace / name
-            # A symlink the agent planted could point bwrap at a host path; only real entries count.
-            if inside.is_symlink() or not (inside.is_dir() or inside.is_file()):
-                continue
-            args += ["--ro-bind", f"{self.workspace_source}/{name}", str(inside)]
+            if self._real_entry(name):
+                args += ["--ro-bind", f"{self.workspace_source}/{name}", str(self.workspace / name)]
         args += self._blank_secrets_in_workspace()
         args += ["--remount-ro", "/run", "--remount-ro", "/"]
         return args
+
+    def _real_entry(self, name: str) -> bool:
+        """A directory or file at `name`, reached without a symlink: one the agent planted
+        could point bwrap at a host path."""
+        path = self.workspace
+        for part in Path(name).parts:
+            path = path / part
+            if path.is_symlink():
+                return False
+        return path.is_dir() or path.is_file()
 
     def _blank_secrets_in_workspace(self) -> list[str]:
         args: list[str] = []
