@@ -32,6 +32,7 @@ from agents.trust import TrustList
 from agents.workspace_config import WorkspaceConfig, screen, untrusted_notice, workspace_plugins
 from tools.base import ToolLimits
 from tools.mcp import McpServerConfig
+from tools.protected import PROTECTED_DIRS
 from tools.sandbox import check_inside_workspace, check_pass_env
 
 __all__ = [
@@ -168,8 +169,8 @@ class SandboxSettings(BaseModel):
         "unset: the prefix of the Python running the harness."
     )
     protected: list[str] = Field(
-        default_factory=lambda: [".git", ".workingset"],
-        description="Workspace entries commands may read but not write; remove one to let them write it.",
+        default_factory=lambda: sorted(PROTECTED_DIRS),
+        description="Workspace entries commands may read but not write (top level); remove one to let them write it.",
     )
     pass_env: list[str] = Field(
         default_factory=list, description="Environment variables passed into the sandbox besides PATH, HOME, LANG, TERM, TZ."

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tools.base import CommandLaunch, ToolError
+from tools.protected import PROTECTED_DIRS
 from tools.sandbox.cgroups import CallCgroup, CgroupUnavailable, CgroupVersion
 from tools.sandbox.identity import Identity, Stage, reachable
 from tools.sandbox.linux import describe
@@ -90,7 +91,7 @@ class BubblewrapRunner:
     uid: int = DEFAULT_SANDBOX_ID
     gid: int = DEFAULT_SANDBOX_ID
     toolchains: tuple[Path, ...] | None = None  # None: the harness's Python prefix
-    protected: tuple[str, ...] = (".git", ".workingset")
+    protected: tuple[str, ...] = tuple(sorted(PROTECTED_DIRS))  # read-only inside the workspace
     pass_env: tuple[str, ...] = ()
     seccomp: bool = True
     weak_limits: bool = False
