@@ -90,8 +90,9 @@ def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
     )
 
 
-def command_runner(settings: WorkingsetSettings) -> CommandRunner:
-    """Bash's runner: bubblewrap unless the user opted out of the sandbox."""
+def command_runner(settings: WorkingsetSettings, *, writable: tuple[str, ...] = ()) -> CommandRunner:
+    """Bash's runner: bubblewrap unless the user opted out of the sandbox. `writable`
+    names protected workspace entries this runner leaves writable (grading's `.git`)."""
     sandbox = settings.sandbox
     if not sandbox.enabled:
         return PlainCommandRunner()
@@ -99,9 +100,21 @@ def command_runner(settings: WorkingsetSettings) -> CommandRunner:
         SandboxLimits(
             cpu_seconds=sandbox.cpu_seconds,
             memory_bytes=sandbox.memory_mb * 1024**2,
-            file_size_bytes=sandbox.file_size_mb * 1024**2,
             processes=sandbox.processes,
-        )
+            file_size_bytes=sandbox.file_size_mb * 1024**2,
+            tmp_bytes=sandbox.tmp_size_mb * 1024**2,
+            workspace_growth_bytes=sandbox.workspace_growth_mb * 1024**2,
+        ),
+        bwrap=sandbox.bwrap,
+        uid=sandbox.uid,
+        gid=sandbox.gid,
+        toolchains=tuple(p.expanduser().resolve() for p in sandbox.toolchains) if sandbox.toolchains is not None else None,
+        protected=tuple(p for p in sandbox.protected if p not in writable),
+        pass_env=tuple(sandbox.pass_env),
+        seccomp=sandbox.seccomp,
+        weak_limits=sandbox.weak_limits,
+        cgroup=sandbox.cgroup,
+        cgroup_parent=sandbox.cgroup_parent,
     )
 
 

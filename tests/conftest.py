@@ -88,3 +88,38 @@ def ray_cluster() -> Iterator[RayCluster]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+# --- the Bash sandbox ------------------------------------------------------------------
+
+
+@pytest.fixture
+def ws(tmp_path):
+    """A workspace under /tmp (behind the sandbox's private /tmp, bound back in)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Any]:
+    """A host directory outside /tmp, reachable by every uid (the sandbox's included)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp(prefix="workingset-sandbox-test-", dir="/var/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path.resolve()
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def host_home(outside_tmp, monkeypatch: pytest.MonkeyPatch):
+    """$HOME outside /tmp, so that its absence in the sandbox is the view's doing."""
+    home = outside_tmp / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
