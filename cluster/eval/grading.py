@@ -19,6 +19,7 @@ from pathlib import Path
 
 from agents.assembly import command_runner
 from agents.config import WorkingsetSettings
+from agents.errors import WorkingsetError
 from tools.base import ToolContext, ToolError, ToolLimits
 from tools.bash import BashInput, BashTool
 
@@ -88,5 +89,5 @@ class SandboxedShell:
         return GradeResult(result.exit_code == 0, result.exit_code, log_path)
 
 
-class GradingError(Exception):
+class GradingError(WorkingsetError):
     """The grader gave no verdict."""

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from agents.config import WorkingsetSettings
-from agents.errors import ConfigError
+from agents.errors import ConfigError, WorkingsetError
 from agents.ports import Usage
 from cluster.eval.grading import GradingError, SandboxedShell
 from cluster.eval.layout import OutDir
@@ -35,11 +35,11 @@ __all__ = ["Retry", "TaskEnded", "TaskFlow", "describe"]
 _BUDGET_REASONS = ("turn_limit", "budget")
 
 
-class TaskEnded(Exception):
+class TaskEnded(WorkingsetError):
     """The task ends here with an error row."""
 
 
-class Retry(Exception):
+class Retry(WorkingsetError):
     """Lost infrastructure: the task may run once more. Carries what the lost attempt
     spent, so the row counts it."""
 

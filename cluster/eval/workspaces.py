@@ -25,6 +25,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.errors import WorkingsetError
 from cluster.eval.grading import SandboxedShell
 from cluster.eval.tasks import Task, is_url
 
@@ -38,7 +39,7 @@ _INDEX = ".git/workingset-eval.index"
 _TEST_PATCH = ".git/workingset-test.patch"
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(WorkingsetError):
     """The workspace could not be made or read; the message names the repository and why."""
 
 
