@@ -8,6 +8,15 @@ The project's file is written where the agent writes, so it applies in full only
 workspace the user trusts (agents.trust: the trust list, or `--trust-workspace`); for
 any other workspace only inert settings apply and the rest is named in one notice
 (agents.workspace_config lists them).
+
+A key that is no setting is refused with the nearest one (agents.settings_keys): in the
+user's file or a trusted workspace's, and as a `WORKINGSET_*` variable, except the few
+that are not settings by design (settings_keys.NON_SETTING_VARIABLES). An untrusted
+workspace's typos are named in its notice instead. Every section forbids extras, so a
+bad key given in code (flags, overrides) is refused too.
+
+The limits are defined once, where they are enforced: `[tools]` is tools.base.ToolLimits,
+`[sandbox]` extends tools.sandbox's SandboxLimits and SandboxOptions.
 """
 
 from __future__ import annotations
@@ -74,7 +83,8 @@ class CompactSettings(Section):
         0.8, gt=0, le=1, description="Budget = (context window - max output) x ratio."
     )
     context_window: int | None = Field(
-        None, ge=1_000, description="Override the model's context window (tokens)."
+        None, ge=1_000, description="Override the model's context window (tokens); unset: the model table's "
+        "(200,000 for Claude)."
     )
     preserve_recent_messages: int = Field(12, ge=1, description="Last N messages never cleared; auto summary keeps them.")
     preserve_recent_tool_uses: int = Field(3, ge=0, description="Last K completed tool interactions never cleared.")
@@ -126,7 +136,8 @@ class PermissionSettings(Section):
     deny: list[str] = Field(default_factory=list, description="Rules that always deny; checked first.")
     ask: list[str] = Field(default_factory=list, description="Rules that always ask.")
     headless: Literal["deny-asks", "allow-list"] | None = Field(
-        None, description="No one to ask: deny-asks turns asks into denials; allow-list denies all not allowed."
+        None, description="No one to ask: deny-asks turns asks into denials; allow-list denies all not allowed. "
+        "Unset: deny-asks when stdin is not a terminal."
     )
 
 
