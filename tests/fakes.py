@@ -9,6 +9,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
+from agents.models import ModelInfo
 from agents.ports import ModelRequest, ModelResponse, Usage
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
@@ -18,6 +19,7 @@ class RecordingModel:
     A reply that is an exception instance is raised instead."""
 
     name = "fake:recording"
+    model_info = ModelInfo(context_window=200_000, prices=None, pricing="scripted")  # a fake has no price
 
     def __init__(self, replies: list[list[TextBlock | ToolUseBlock] | Exception]):
         self.replies = list(replies)

@@ -9,7 +9,9 @@ closes its session first.
 
 Status: passed / failed from the grader when the agent ended its turn; `timeout` when
 the agent passed its wall-clock budget; `budget` when it hit its turn, token or cost
-budget (both still graded: `tests_passed` says how it stood); `error` otherwise.
+budget; `truncated` when its replies were cut off at the output limit; `refused` when
+the provider refused to go on (all still graded: `tests_passed` says how it stood);
+`error` otherwise.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces, safe_
 __all__ = ["Retry", "TaskEnded", "TaskFlow", "describe"]
 
 _BUDGET_REASONS = ("turn_limit", "budget")
+_STATUS_OF_REASON = {"truncated": "truncated", "refusal": "refused"}
 
 
 class TaskEnded(Exception):
@@ -48,6 +51,7 @@ class Retry(Exception):
         self.actor_failures = stats.actor_failures if stats else 0
         self.usage = stats.usage if stats else Usage()
         self.cost_usd = stats.cost_usd if stats else 0.0
+        self.unpriced_calls = stats.unpriced_calls if stats else 0
 
     def charge(self, row: ResultRow) -> ResultRow:
         u = self.usage
@@ -58,6 +62,7 @@ class Retry(Exception):
             "cache_read_tokens": row.cache_read_tokens + u.cache_read_input_tokens,
             "cache_creation_tokens": row.cache_creation_tokens + u.cache_creation_input_tokens,
             "cost_usd": round(row.cost_usd + self.cost_usd, 6),
+            "unpriced_calls": row.unpriced_calls + self.unpriced_calls,
         })
 
 
@@ -107,7 +112,8 @@ class TaskFlow:
         row.update(
             turns=stats.turns, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
             cache_read_tokens=u.cache_read_input_tokens, cache_creation_tokens=u.cache_creation_input_tokens,
-            cost_usd=round(stats.cost_usd, 6), compactions=sum(stats.compactions.values()),
+            cost_usd=round(stats.cost_usd, 6), unpriced_calls=stats.unpriced_calls, pricing=stats.pricing,
+            compactions=sum(stats.compactions.values()),
             compaction_kinds=dict(stats.compactions), actor_restarts=stats.actor_failures, session_id=stats.session_id,
             wall_s=round(time.monotonic() - clock, 3), finished_at=time.time(),
             workspace=str(workspace) if self.keep_workspaces and workspace.exists() else None,
@@ -136,6 +142,8 @@ class TaskFlow:
             row["status"] = "timeout"
         elif reason in _BUDGET_REASONS:
             row["status"] = "budget"
+        elif reason in _STATUS_OF_REASON:
+            row["status"] = _STATUS_OF_REASON[reason]
         else:
             row["status"] = "passed" if passed else "failed"
 

@@ -1,0 +1,143 @@
+"""Timeouts and retries around one streamed model call, shared by the real providers.
+
+Three clocks (settings `providers.*`):
+  connect   opening the connection (the SDK's HTTP timeout, `connect`)
+  idle      the longest silence between two events of the stream; also the SDK's
+            HTTP read timeout, so a server that never sends its headers is caught too
+  total     the whole call, every retry included
+
+Who retries what: the SDK retries the *request* (408/409/429/5xx and connection
+errors before the reply starts, honouring `retry-after`), because it does that job
+well. What it cannot see stays here: a stream that stalls or breaks after the reply
+started, or an error event inside a 200 stream (Anthropic's `overloaded_error`).
+Those raise `StreamBroken` in the provider and `call_with_retries` runs the whole
+call again, at most `stream_retries` times, with backoff, inside the total deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from agents.config import ProviderSettings
+from agents.errors import ModelTimeout, Overloaded
+
+__all__ = ["CallPolicy", "StallGuard", "StreamBroken", "StreamStalled", "call_with_retries"]
+
+T = TypeVar("T")
+_JITTER = 0.1
+
+
+class StreamBroken(Exception):
+    """A transient failure after the reply started; the call may run again."""
+
+
+class StreamStalled(StreamBroken):
+    def __init__(self, idle_s: float):
+        super().__init__(f"the stream stalled: no event for {idle_s:g} s (providers.idle_timeout_s)")
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    connect_timeout_s: float = 10.0
+    idle_timeout_s: float = 120.0
+    total_timeout_s: float = 1_800.0
+    max_retries: int = 4
+    stream_retries: int = 2
+    initial_backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: ProviderSettings) -> CallPolicy:
+        return cls(
+            connect_timeout_s=settings.connect_timeout_s,
+            idle_timeout_s=settings.idle_timeout_s,
+            total_timeout_s=settings.total_timeout_s,
+            max_retries=settings.max_retries,
+            stream_retries=settings.stream_retries,
+        )
+
+    def http_timeout(self) -> dict[str, float]:
+        """Keyword arguments for the SDK's `Timeout`: connect, read = idle, and the rest."""
+        return {
+            "timeout": self.total_timeout_s,
+            "connect": self.connect_timeout_s,
+            "read": self.idle_timeout_s,
+            "pool": self.connect_timeout_s,
+        }
+
+    def backoff_s(self, attempt: int) -> float:
+        base = self.initial_backoff_s * (2.0 ** (attempt - 1))
+        return min(base * (1.0 + _JITTER * random.random()), self.max_backoff_s)
+
+
+class StallGuard:
+    """Cancels the task that reads a stream when `touch()` was not called for `idle_s`,
+    and turns that into StreamStalled. One timer per silence, not one per event: an
+    event costs a clock read."""
+
+    def __init__(self, idle_s: float):
+        self.idle_s = idle_s
+        self.stalled = False
+
+    async def __aenter__(self) -> StallGuard:
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._last = self._loop.time()
+        self._handle = self._loop.call_at(self._last + self.idle_s, self._check)
+        return self
+
+    def touch(self) -> None:
+        self._last = self._loop.time()
+
+    def _check(self) -> None:
+        due = self._last + self.idle_s
+        if self._loop.time() >= due:
+            self.stalled = True
+            self._task.cancel()
+        else:
+            self._handle = self._loop.call_at(due, self._check)
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        self._handle.cancel()
+        if self.stalled and exc_type is asyncio.CancelledError and self._task.uncancel() == 0:
+            raise StreamStalled(self.idle_s) from None
+
+
+async def call_with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    policy: CallPolicy,
+    name: str,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    on_retry: Callable[[int, str, float], object] | None = None,
+) -> T:
+    """Run `attempt` until it returns, retrying StreamBroken; the total deadline bounds all."""
+    deadline = asyncio.timeout(policy.total_timeout_s)
+    try:
+        async with deadline:
+            made = 0
+            while True:
+                made += 1
+                try:
+                    return await attempt()
+                except StreamBroken as exc:
+                    if made > policy.stream_retries:
+                        raise Overloaded(
+                            f"{name}: {exc}; still so after {made} attempts", status_code=None, attempts=made
+                        ) from exc
+                    wait = policy.backoff_s(made)
+                    if on_retry is not None:
+                        on_retry(made, str(exc), wait)
+                    await sleep(wait)
+    except TimeoutError as exc:
+        if not deadline.expired():
+            raise
+        raise ModelTimeout(
+            f"{name}: no complete reply within {policy.total_timeout_s:g} s (providers.total_timeout_s)"
+        ) from exc
