@@ -48,7 +48,13 @@ from agents.providers.anthropic_convert import (
     to_anthropic_params,
 )
 from agents.providers.base import ProviderContext
-from agents.providers.streaming import CallPolicy, StallGuard, StreamBroken, call_with_retries
+from agents.providers.streaming import (
+    CallPolicy,
+    StallGuard,
+    StreamBroken,
+    call_with_retries,
+    transport_errors,
+)
 
 __all__ = [
     "AnthropicModelClient",
@@ -196,6 +202,8 @@ class AnthropicModelClient:
             raise self._final_error(exc) from exc
         except anthropic.APIConnectionError as exc:
             raise StreamBroken(f"the stream broke: {exc.message}") from exc
+        except transport_errors() as exc:
+            raise StreamBroken(f"the stream broke: {type(exc).__name__}: {exc}") from exc
         finally:
             await stream.close()
         return reply.response()

@@ -42,7 +42,13 @@ from agents.errors import (
 from agents.ports import ModelRequest, ModelResponse
 from agents.providers.base import ProviderContext
 from agents.providers.openai_convert import OpenAIOptions, OpenAIReply, to_openai_params
-from agents.providers.streaming import CallPolicy, StallGuard, StreamBroken, call_with_retries
+from agents.providers.streaming import (
+    CallPolicy,
+    StallGuard,
+    StreamBroken,
+    call_with_retries,
+    transport_errors,
+)
 
 __all__ = ["OpenAIModelClient", "make_client", "parse_context_length"]
 
@@ -189,6 +195,8 @@ class OpenAIModelClient:
                     reply.feed(chunk)
         except openai.APIConnectionError as exc:
             raise StreamBroken(f"the stream broke: {exc.message}") from exc
+        except transport_errors() as exc:
+            raise StreamBroken(f"the stream broke: {type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
             raise self._final_error(exc) from exc
         except openai.APIError as exc:  # an error chunk inside the 200 stream

@@ -17,6 +17,8 @@ call again, at most `stream_retries` times, with backoff, inside the total deadl
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,10 +27,23 @@ from typing import TypeVar
 from agents.config import ProviderSettings
 from agents.errors import ModelTimeout, Overloaded
 
-__all__ = ["CallPolicy", "StallGuard", "StreamBroken", "StreamStalled", "call_with_retries"]
+__all__ = ["CallPolicy", "StallGuard", "StreamBroken", "StreamStalled", "call_with_retries", "transport_errors"]
 
 T = TypeVar("T")
 _JITTER = 0.1
+
+
+@functools.cache
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library's errors for a connection that broke while a body was read (the
+    SDKs do not all wrap those raised mid-stream): httpx2 or httpx, whichever is present."""
+    found = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
 
 
 class StreamBroken(Exception):
