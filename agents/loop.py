@@ -27,7 +27,7 @@ from agents.compaction import (
 )
 from agents.compaction.ledger import CompactionEvent
 from agents.config import SessionSettings
-from agents.errors import ModelError, PromptTooLong, WorkingsetError
+from agents.errors import PromptTooLong, WorkingsetError
 from agents.events import (
     AssistantText,
     EventSink,
@@ -50,14 +50,13 @@ from agents.permissions import PermissionRuntime
 from agents.persistence import export_state, restore_state
 from agents.ports import (
     ModelClient,
-    ModelRequest,
     ModelResponse,
     SnapshotStore,
     Summarizer,
     ToolExecutor,
     Usage,
 )
-from agents.prompt_too_long import RetryCheck, retry_problem
+from agents.prompt_too_long import RetryCheck, check_retry, exact_tokens, twice_refused
 from agents.session_state import SessionState
 from agents.snapshot_store import SnapshotError
 from agents.stop_reasons import NextStep, next_step_for
@@ -410,7 +409,7 @@ class Session:
     async def _retry_smaller(self, refused: CompiledRequest, refusal: PromptTooLong) -> tuple[CompiledRequest, ModelResponse]:
         """The design's prompt-too-long path: recompile once, check, send once more.
         Nothing is sent, and the conversation is left as it was, unless the recompiled
-        request passes `agents.prompt_too_long.retry_problem`."""
+        request passes the check of `agents.prompt_too_long`."""
         target = refusal_budget(refused.estimated_tokens, refusal, self.budget_tokens)
         result = await self._compact("prompt_too_long", None, budget=target, apply=False)
         retry = self._compile_now(result.messages) if result.changed and result.failure is None else None
@@ -422,42 +421,18 @@ class Session:
             refused_actual=refusal.actual_tokens,
             limit=refusal.limit_tokens,
         )
-        if retry_problem(check) is None and retry is not None:
-            counted = await self._exact_tokens(retry.request)
-            check = dataclasses.replace(check, retry_counted=counted)
-        problem = retry_problem(check)
-        if problem is not None:
+        try:
+            await check_retry(check, refusal, count=retry and (lambda: exact_tokens(self.ports.model, retry.request)))
+        except PromptTooLong:
             self._emit_compaction(result)  # what was tried, though not applied
-            raise PromptTooLong(
-                f"the provider refused the request as too long ({refusal}); {problem}; the request was not sent "
-                "again and the conversation is unchanged — lower compact.ratio, set compact.context_window to "
-                "the model's real window, or /compact",
-                actual_tokens=refusal.actual_tokens,
-                limit_tokens=refusal.limit_tokens,
-            ) from refusal
+            raise
         self._apply(result)
         if self.ports.trace is not None:
             self.ports.trace.write(retry, self.prompt, result.events, budget_tokens=target, counter=self.ports.counter)
         try:
             return retry, await self.ports.model.create(retry.request)
         except PromptTooLong as again:
-            raise PromptTooLong(
-                f"the provider refused the request twice as too long (estimate {retry.estimated_tokens} "
-                f"tokens, compact budget {self.budget_tokens}); nothing further was removed — "
-                "lower compact.ratio or set compact.context_window to the model's real window",
-                actual_tokens=again.actual_tokens,
-                limit_tokens=again.limit_tokens,
-            ) from again
-
-    async def _exact_tokens(self, request: ModelRequest) -> int | None:
-        """The provider's own count of a request, when it has one; a failed count is no count."""
-        count = getattr(self.ports.model, "count_tokens", None)
-        if count is None or not getattr(self.ports.model, "counts_tokens", True):
-            return None
-        try:
-            return await count(request)
-        except ModelError:
-            return None
+            raise twice_refused(again, estimate=retry.estimated_tokens, budget=self.budget_tokens) from again
 
     async def _judge_goal(self, outcome: TurnOutcome) -> str | TurnOutcome | None:
         """After a natural end in Default mode: the judge decides whether work goes on
@@ -501,7 +476,7 @@ class Session:
         compiled = self._compile_now()
         total = compiled.estimated_tokens
         if total > (budget or self.budget_tokens):
-            counted = await self._exact_tokens(compiled.request)
+            counted = await exact_tokens(self.ports.model, compiled.request)
             if counted is not None:
                 observe = getattr(self.ports.counter, "observe", None)
                 if observe is not None:

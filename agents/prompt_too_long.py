@@ -13,13 +13,20 @@ sent only when
     count and the provider's limit, when the refusal gave them.
 
 `retry_problem` returns why not (None: send it). Pure, so every case is testable.
+`check_retry` runs the check on a refused and a recompiled request and raises the
+error; the loop applies the recompile and sends only after it passed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["RetryCheck", "retry_problem"]
+from agents.errors import ModelError, PromptTooLong
+
+__all__ = ["RetryCheck", "check_retry", "exact_tokens", "retry_problem", "twice_refused"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +63,43 @@ def retry_problem(check: RetryCheck) -> str | None:
                 f"{check.refused_actual} it refused"
             )
     return None
+
+
+async def exact_tokens(model: Any, request: Any) -> int | None:
+    """The provider's own count of a request, when the client offers one
+    (`TokenCountingClient`) and has it switched on; a failed count is no count."""
+    count = getattr(model, "count_tokens", None)
+    if count is None or not getattr(model, "counts_tokens", True):
+        return None
+    try:
+        return await count(request)
+    except ModelError:
+        return None
+
+
+async def check_retry(
+    check: RetryCheck, refusal: PromptTooLong, *, count: Callable[[], Awaitable[int | None]] | None
+) -> None:
+    """Raise the error the design asks for unless the recompiled request may be sent.
+    The provider is asked to count only when the estimate already passed."""
+    if retry_problem(check) is None and count is not None:
+        check = dataclasses.replace(check, retry_counted=await count())
+    problem = retry_problem(check)
+    if problem is not None:
+        raise PromptTooLong(
+            f"the provider refused the request as too long ({refusal}); {problem}; the request was not sent "
+            "again and the conversation is unchanged — lower compact.ratio, set compact.context_window to "
+            "the model's real window, or /compact",
+            actual_tokens=refusal.actual_tokens,
+            limit_tokens=refusal.limit_tokens,
+        ) from refusal
+
+
+def twice_refused(again: PromptTooLong, *, estimate: int, budget: int) -> PromptTooLong:
+    return PromptTooLong(
+        f"the provider refused the request twice as too long (estimate {estimate} tokens, compact budget "
+        f"{budget}); nothing further was removed — lower compact.ratio or set compact.context_window to the "
+        "model's real window",
+        actual_tokens=again.actual_tokens,
+        limit_tokens=again.limit_tokens,
+    )

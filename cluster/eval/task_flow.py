@@ -32,7 +32,7 @@ from cluster.eval.stats import TaskStats
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces, safe_name
 
-__all__ = ["Retry", "TaskEnded", "TaskFlow", "describe"]
+__all__ = ["Retry", "TaskEnded", "TaskFlow", "describe", "status_for"]
 
 _BUDGET_REASONS = ("turn_limit", "budget")
 _STATUS_OF_REASON = {"truncated": "truncated", "refusal": "refused"}
@@ -64,6 +64,17 @@ class Retry(Exception):
             "cost_usd": round(row.cost_usd + self.cost_usd, 6),
             "unpriced_calls": row.unpriced_calls + self.unpriced_calls,
         })
+
+
+def status_for(reason: str, *, passed: bool) -> str:
+    """A graded task's status from how the agent's turn ended (module docstring)."""
+    if reason == "timeout":
+        return "timeout"
+    if reason in _BUDGET_REASONS:
+        return "budget"
+    if reason in _STATUS_OF_REASON:
+        return _STATUS_OF_REASON[reason]
+    return "passed" if passed else "failed"
 
 
 def describe(exc: BaseException) -> str:
@@ -138,14 +149,7 @@ class TaskFlow:
         await self._patch(ws, name, row)
         self._phase(task, stats, "grade")
         passed = await self._grade(task, ws, name, row)
-        if reason == "timeout":
-            row["status"] = "timeout"
-        elif reason in _BUDGET_REASONS:
-            row["status"] = "budget"
-        elif reason in _STATUS_OF_REASON:
-            row["status"] = _STATUS_OF_REASON[reason]
-        else:
-            row["status"] = "passed" if passed else "failed"
+        row["status"] = status_for(reason, passed=passed)
 
     async def _prepare(self, task: Task, name: str) -> Workspace:
         try:
