@@ -121,3 +121,24 @@ def test_predictions_hold_every_task_with_its_patch(tmp_path):
         {"instance_id": "a", "model_name_or_path": "scripted:m.yaml", "model_patch": "diff --git a/x b/x\n+fix\n"},
         {"instance_id": "b", "model_name_or_path": "scripted:m.yaml", "model_patch": ""},
     ]
+
+
+def test_scripted_and_unknown_price_runs_are_reported_as_such_not_as_dollars(tmp_path):
+    rows = [
+        _row("s", "passed", unpriced_calls=3, pricing="scripted"),
+        _row("u", "failed", unpriced_calls=2, pricing="unknown"),
+    ]
+    summary = summarize(rows, tasks_total=2, invalid=[], model="scripted:m.yaml")
+    assert (summary["cost_usd"], summary["cost_per_task_usd"], summary["unpriced_tasks"]) == (None, None, 2)
+    path = tmp_path / "report.md"
+    write_report(path, summary, rows, [])
+    text = path.read_text()
+    assert "| s | passed | 0 | 0 | scripted |" in text and "| u | failed | 0 | 0 | unknown price |" in text
+    assert "$0.0000" not in text and "2 tasks not priced (scripted, unknown price)" in text
+
+
+def test_a_run_with_priced_and_unpriced_calls_shows_both():
+    from cluster.eval.report import describe_cost
+
+    assert describe_cost(0.25, 2, "mixed") == "$0.2500 + 2 unpriced calls"
+    assert describe_cost(0.25, 0, "list") == "$0.2500"

@@ -45,8 +45,9 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
     statuses = Counter(r.status for r in rows)
     passed = statuses["passed"]
     unpriced = [r for r in rows if r.unpriced_calls]
-    priced_any = len(unpriced) < n or any(r.cost_usd for r in rows)
-    cost = sum(r.cost_usd for r in rows) if priced_any else None
+    # rows with no model call (an error before the agent) neither price nor unprice the batch
+    priced_any = any(r.cost_usd or r.pricing in ("list", "configured", "mixed") for r in rows)
+    cost = sum(r.cost_usd for r in rows) if priced_any or not unpriced else None
     tokens = {
         "input": sum(r.input_tokens for r in rows),
         "output": sum(r.output_tokens for r in rows),
