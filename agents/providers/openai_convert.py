@@ -154,13 +154,14 @@ class OpenAIReply:
         self.model = ""
 
     def feed(self, chunk: Any) -> None:
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self._usage = usage
+        # Declared fields are read directly and the extras from their dict: a missing
+        # attribute on the SDK's models costs an exception, thousands of times a reply.
+        if chunk.usage is not None:
+            self._usage = chunk.usage
         if not self.model:
-            self.model = getattr(chunk, "model", "") or ""
-        for choice in getattr(chunk, "choices", None) or ():
-            if getattr(choice, "index", 0) not in (0, None):
+            self.model = chunk.model or ""
+        for choice in chunk.choices or ():
+            if choice.index not in (0, None):
                 continue  # only the first choice is asked for
             delta = choice.delta
             if delta is not None:
@@ -171,13 +172,16 @@ class OpenAIReply:
     def _delta(self, delta: Any) -> None:
         if delta.content:
             self._text.append(delta.content)
-        reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
-        if isinstance(reasoning, str) and reasoning:
-            self._reasoning.append(reasoning)
-        if getattr(delta, "refusal", None):
+        extra = delta.__pydantic_extra__
+        if extra:
+            reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                self._reasoning.append(reasoning)
+        if delta.refusal:
             self._refusal.append(delta.refusal)
-        for call in delta.tool_calls or ():
-            self._tool_call_piece(call)
+        if delta.tool_calls:
+            for call in delta.tool_calls:
+                self._tool_call_piece(call)
 
     def _tool_call_piece(self, piece: Any) -> None:
         function = getattr(piece, "function", None)
