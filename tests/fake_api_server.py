@@ -88,8 +88,9 @@ class FakeApiServer:
 
     name = "fake-api-server"
 
-    def __init__(self, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
+        self._bind_port = port  # 0: an ephemeral port
         self.requests: list[RecordedRequest] = []
         self.problems: list[str] = []
         self._queue: deque[Any] = deque()
@@ -117,7 +118,7 @@ class FakeApiServer:
             return self
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, 0))
+        sock.bind((self.host, self._bind_port))
         self._socket = sock
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(

@@ -85,8 +85,8 @@ def error_body(error_type: str, message: str) -> dict[str, Any]:
 class FakeMessagesServer(FakeApiServer):
     name = "fake-messages-server"
 
-    def __init__(self, *, host: str = "127.0.0.1") -> None:
-        super().__init__(host=host)
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
         self.token_counts: list[int] = []  # answers of count_tokens, in order; then an estimate
 
     def routes(self) -> list[Route]:

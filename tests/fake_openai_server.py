@@ -13,6 +13,13 @@ What it receives is checked as OpenAI checks it, and a mistake is answered with 
 real 400 shape (`{"error": {"message", "type", "param", "code"}}`), kept in `problems`:
 an assistant message's tool_calls are each answered by the `tool` messages right after
 it, and a `tool` message answers a call of the assistant message before it.
+
+Run by hand, it serves a fixed port for a `workingset run` against it:
+
+    python3 tests/fake_openai_server.py --port 8011 [--replies replies.json]
+
+`replies.json` is a list of answers ({"text", "tool_calls": [{"name", "input"}],
+"reasoning", "finish_reason", "usage"}), given in order; then every answer is "ok".
 """
 
 from __future__ import annotations
@@ -240,3 +247,29 @@ def check_request(body: dict[str, Any]) -> list[str]:
                 problems.append(f"Invalid parameter: messages with role 'tool' must be a response to a preceeding "
                                 f"message with 'tool_calls'. (messages.[{i}])")
     return problems
+
+
+def _serve_forever(port: int, replies_path: str | None) -> None:
+    import threading
+    from pathlib import Path
+
+    server = FakeOpenAIServer(port=port)
+    for reply in json.loads(Path(replies_path).read_text(encoding="utf-8")) if replies_path else []:
+        reply.setdefault("finish_reason", "tool_calls" if reply.get("tool_calls") else "stop")
+        server.push(ScriptedCompletion(**reply))
+    server.start()
+    print(f"fake OpenAI-compatible server on {server.url}/v1 (Ctrl-C stops it)", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A fake OpenAI-compatible Chat Completions server on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument("--replies", help="JSON list of scripted answers, used in order")
+    args = parser.parse_args()
+    _serve_forever(args.port, args.replies)

@@ -30,6 +30,7 @@ from agents.tokens import TokenCounter
 __all__ = [
     "CACHE_READ_MULTIPLIER",
     "CACHE_WRITE_MULTIPLIER",
+    "OUTPUT_PRICE_MULTIPLIER",
     "CompactionEvent",
     "input_price_per_mtok",
     "priced_event",
@@ -39,6 +40,7 @@ __all__ = [
 
 CACHE_WRITE_MULTIPLIER = 1.25
 CACHE_READ_MULTIPLIER = 0.1
+OUTPUT_PRICE_MULTIPLIER = 5.0  # output at 5x input, as Claude prices it (for estimates only)
 
 class CompactionEvent(BaseModel):
     """One compaction, as it appears in the `--json` stream and the trace."""
