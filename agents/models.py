@@ -8,7 +8,11 @@ at someone else's price.
 
     lookup order:  settings `models` entry (by full spec, then by bare model name)
                    > the client's own `model_info` attribute, if it has one
+                   > `scripted:` models: a 200K window, no price
                    > the table below (longest matching name; a date or `-latest` may follow)
+                   > a client whose prefix is no installed provider (an in-process fake
+                     or replay, never a spec a user gave): like scripted
+                   > unknown
 
 Prices are USD per million tokens. Anthropic bills a cache write (5-minute) at 1.25x
 and a cache read at 0.1x the input price; OpenAI bills no cache write and a cached
@@ -140,6 +144,15 @@ def _from_table(name: str) -> ModelInfo | None:
     return ModelInfo(context_window=best[1], prices=best[2], pricing="list")
 
 
+def _offline(name: str) -> bool:
+    prefix, sep, _ = name.partition(":")
+    if not sep:
+        return False
+    from agents.providers import installed_providers  # the registry loads providers lazily
+
+    return prefix not in installed_providers()
+
+
 def _configured(entry: ModelEntry, fallback: ModelInfo) -> ModelInfo:
     prices = entry.prices()
     return ModelInfo(
@@ -158,7 +171,7 @@ def model_info(model: Any, models: Mapping[str, ModelEntry] | None = None) -> Mo
     elif name.startswith("scripted:"):
         base = _SCRIPTED
     else:
-        base = _from_table(name) or _UNKNOWN
+        base = _from_table(name) or (_SCRIPTED if _offline(name) else _UNKNOWN)
     table = models or {}
     entry = next((table[k] for k in (name, name.partition(":")[2], _bare(name)) if k in table), None)
     return _configured(entry, base) if entry is not None else base

@@ -102,3 +102,20 @@ def test_a_cost_budget_with_an_unpriced_model_is_refused_at_start(tmp_path):
     settings = load_settings(tmp_path, {"model": f"scripted:{script}", "subagents": {"tree_max_cost_usd": 1.0}}, home=tmp_path)
     with pytest.raises(ConfigError, match="cost budget is set but the price of scripted:.* is unknown"):
         build_session(settings, tmp_path)
+
+
+def test_an_in_process_fake_that_no_provider_made_is_treated_like_a_scripted_model():
+    class Fake:
+        name = "fake:anything"
+
+    assert model_info(Fake()).pricing == "scripted" and context_window_for(Fake()) == 200_000
+
+
+def test_a_client_may_say_what_it_knows_about_its_model():
+    from agents.models import ModelInfo
+
+    class Local:
+        name = "openai:served-model"
+        model_info = ModelInfo(context_window=65_536, prices=None, pricing="unknown")
+
+    assert context_window_for(Local()) == 65_536
