@@ -34,6 +34,7 @@ from agents.system_prompt import (
     base_section,
     environment_section,
     project_instructions_section,
+    read_project_instructions,
     tool_catalog_section,
 )
 from agents.tokens import CalibratedCounter
@@ -147,9 +148,21 @@ class _PromptParts:
 
 
 def load_plugins(settings: WorkingsetSettings, workspace: Path) -> LoadedPlugins:
-    """Enabled plugins from ~/.workingset/plugins, .workingset/plugins and plugins.dirs."""
-    dirs = [settings.home / "plugins", workspace / ".workingset" / "plugins", *settings.plugins.dirs]
-    plugins, problems = discover_plugins(dirs)
+    """Enabled plugins: the user's (~/.workingset/plugins, plugins.dirs, installed entry
+    points) and, only for the workspace the user trusted, its .workingset/plugins. A
+    workspace plugin never shadows a user plugin: a taken name skips the workspace's."""
+    plugins, problems = discover_plugins([settings.home / "plugins", *settings.plugins.dirs])
+    trusted = settings.trusted_workspace is not None and settings.trusted_workspace == workspace.resolve()
+    if trusted:
+        own, own_problems = discover_plugins([workspace / ".workingset" / "plugins"], entry_points=())
+        problems += own_problems
+        taken = {p.name: p for p in plugins}
+        for plugin in own:
+            if plugin.name in taken:
+                problems.append(f"plugin {plugin.name!r} from {plugin.origin} skipped: the user's plugin "
+                                f"{taken[plugin.name].origin} has that name")
+            else:
+                plugins.append(plugin)
     loaded = load_enabled(plugins, settings.plugins.enabled)
     loaded.problems[:0] = problems
     return loaded
@@ -206,7 +219,8 @@ def build_session(
     plugins = plugins if plugins is not None else load_plugins(settings, workspace)
     memory = MemoryStore(workspace, settings.home)
     skills, skill_problems = discover_skills(workspace, settings.home, plugin_dirs=plugins.skill_dirs)
-    for text in [*plugins.problems, *skill_problems, *memory.list()[1]]:
+    instructions, instruction_problems = read_project_instructions(workspace)
+    for text in [*plugins.problems, *skill_problems, *instruction_problems, *memory.list()[1]]:
         emit(Notice(session_id=session_id, text=text))
     if tools is None:
         tools = [*default_workspace_tools(), RecallTool(), *memory_tools(memory), LoadSkillTool(skills), *plugins.tools]
@@ -214,7 +228,7 @@ def build_session(
     hook_specs = [*settings.hooks, *plugins.hooks]
     hooks = HookRunner(hook_specs, workspace) if hook_specs else None
     parts = _PromptParts(
-        environment_section(workspace), project_instructions_section(workspace), skill_catalog_section(skills), memory
+        environment_section(workspace), project_instructions_section(instructions), skill_catalog_section(skills), memory
     )
 
     def model_for(spec: str | None, role: str) -> ModelClient:

@@ -412,3 +412,17 @@ async def test_the_total_timeout_bounds_the_call_and_its_retries(make_client, me
         messages_server.push_text("slow", fault=StreamFault(after=2, stall_s=3.0))
     with pytest.raises(ModelTimeout, match="total_timeout_s"):
         await make_client(idle_timeout_s=2.0, total_timeout_s=0.5).create(simple_request())
+
+
+def test_compaction_markers_are_ours_and_only_their_text_is_sent():
+    from agents.messages import ClearedBody, SummaryBoundary
+
+    boundary = SummaryBoundary(summarized=4)
+    request = ModelRequest(system="s", messages=(
+        Message(role="user", content=(TextBlock(text=boundary.render(), marker=boundary), TextBlock(text="summary"))),
+        Message.assistant(ToolUseBlock(id="t1", name="read")),
+        Message.tool_results([ToolResultBlock(tool_use_id="t1", content="[cleared]", marker=ClearedBody(original_chars=9))]),
+    ))
+    sent = to_anthropic_params(request, MODEL)["messages"]
+    assert "marker" not in str(sent)
+    assert sent[0]["content"][0] == {"type": "text", "text": boundary.render()}

@@ -50,13 +50,20 @@ def test_the_models_setting_can_correct_one_figure_of_a_known_model():
     assert (info.context_window, info.prices.input, info.pricing) == (64_000, 2.5, "list")
 
 
-def test_the_models_setting_loads_from_toml(tmp_path):
-    (tmp_path / ".workingset").mkdir()
-    (tmp_path / ".workingset" / "config.toml").write_text(
+def test_the_models_setting_loads_from_the_users_toml(tmp_path):
+    home = tmp_path / "home"
+    (home / ".workingset").mkdir(parents=True)
+    (home / ".workingset" / "config.toml").write_text(
         '[models."openai:local"]\ncontext_window = 16384\ninput_usd_per_mtok = 0\noutput_usd_per_mtok = 0\n'
     )
-    settings = load_settings(tmp_path, home=tmp_path / "home")
+    settings = load_settings(tmp_path, home=home)
     assert model_info("openai:local", settings.models).context_window == 16_384
+
+
+def test_an_untrusted_workspace_cannot_set_windows_or_prices(tmp_path):
+    (tmp_path / ".workingset").mkdir()
+    (tmp_path / ".workingset" / "config.toml").write_text('[models."openai:local"]\ncontext_window = 999999\n')
+    assert load_settings(tmp_path, home=tmp_path / "home").models == {}
 
 
 def test_an_unknown_window_is_asked_for_in_one_line_naming_the_setting():

@@ -347,3 +347,16 @@ async def test_a_dropped_connection_mid_stream_is_retried(make_client, openai_se
     openai_server.push_text("cut", fault=StreamFault(after=2, drop=True))
     openai_server.push_text("intact")
     assert (await make_client().create(simple_request())).content == (TextBlock(text="intact"),)
+
+
+def test_compaction_markers_are_ours_and_only_their_text_is_sent():
+    from agents.messages import ClearedBody, SummaryBoundary
+
+    boundary = SummaryBoundary(summarized=4)
+    request = ModelRequest(system="s", messages=(
+        Message(role="user", content=(TextBlock(text=boundary.render(), marker=boundary),)),
+        Message.assistant(ToolUseBlock(id="t1", name="Read")),
+        Message.tool_results([ToolResultBlock(tool_use_id="t1", content="[cleared]", marker=ClearedBody(original_chars=9))]),
+    ))
+    sent = to_openai_params(request, "m")["messages"]
+    assert "marker" not in str(sent) and sent[1]["content"] == boundary.render()
