@@ -83,6 +83,9 @@ def served(kind: str, tokens: int, replies: int) -> Iterator[str]:
 PROSE = "The function returns the sum of both arguments after validating them. "
 
 
+Sample = tuple[float, float]  # (wall ms, cpu ms)
+
+
 def reply_text(tokens: int) -> str:
     chars = tokens * 4
     return (PROSE * (chars // len(PROSE) + 1))[:chars]
@@ -106,57 +109,50 @@ def long_request(size: int = 200) -> ModelRequest:
     return ModelRequest(system="sys", tools=request().tools, messages=tuple(messages), max_tokens=4096)
 
 
-async def anthropic_pair(calls: int, tokens: int) -> tuple[list[Sample], list[Sample]]:
-    text = reply_text(tokens)
-    with served("anthropic", tokens, 2 * calls + 2) as url:
-        params = {**to_anthropic_params(request(), "claude-sonnet-4-5"), "stream": True}
-        sdk = anthropic.AsyncAnthropic(api_key="k", base_url=url, max_retries=0)
-        ours = AnthropicModelClient("claude-sonnet-4-5", api_key="k", base_url=url, settings=ProviderSettings())
+def _anthropic_sides(url: str, size: int):
+    params = {**to_anthropic_params(request(), "claude-sonnet-4-5"), "stream": True}
+    sdk = anthropic.AsyncAnthropic(api_key="k", base_url=url, max_retries=0)
+    ours = AnthropicModelClient("claude-sonnet-4-5", api_key="k", base_url=url, settings=ProviderSettings())
 
-        async def direct() -> None:
-            parts = []
-            async for event in await sdk.messages.create(**params):
-                if event.type == "content_block_delta" and event.delta.type == "text_delta":
-                    parts.append(event.delta.text)
-            assert len("".join(parts)) == len(text)
+    async def direct() -> None:
+        parts = []
+        async for event in await sdk.messages.create(**params):
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                parts.append(event.delta.text)
+        assert len("".join(parts)) == size
+
+    return direct, ours, sdk.close
+
+
+def _openai_sides(url: str, size: int):
+    params = to_openai_params(request(), "fake-model")
+    sdk = openai.AsyncOpenAI(api_key="k", base_url=f"{url}/v1", max_retries=0)
+    ours = OpenAIModelClient("fake-model", api_key="k", base_url=f"{url}/v1", settings=ProviderSettings())
+
+    async def direct() -> None:
+        parts = []
+        async for chunk in await sdk.chat.completions.create(**params):
+            if chunk.choices and chunk.choices[0].delta.content:
+                parts.append(chunk.choices[0].delta.content)
+        assert len("".join(parts)) == size
+
+    return direct, ours, sdk.close
+
+
+async def measure(kind: str, calls: int, tokens: int) -> tuple[list[Sample], list[Sample]]:
+    size = len(reply_text(tokens))
+    with served(kind, tokens, 2 * calls + 2) as url:
+        direct, ours, close_sdk = (_anthropic_sides if kind == "anthropic" else _openai_sides)(url, size)
 
         async def provider() -> None:
             response = await ours.create(request())
-            assert len(response.content[0].text) == len(text)
+            assert len(response.content[0].text) == size
 
         try:
             return await _interleaved(direct, provider, calls)
         finally:
-            await sdk.close()
+            await close_sdk()
             await ours.aclose()
-
-
-async def openai_pair(calls: int, tokens: int) -> tuple[list[Sample], list[Sample]]:
-    text = reply_text(tokens)
-    with served("openai", tokens, 2 * calls + 2) as url:
-        params = to_openai_params(request(), "fake-model")
-        sdk = openai.AsyncOpenAI(api_key="k", base_url=f"{url}/v1", max_retries=0)
-        ours = OpenAIModelClient("fake-model", api_key="k", base_url=f"{url}/v1", settings=ProviderSettings())
-
-        async def direct() -> None:
-            parts = []
-            async for chunk in await sdk.chat.completions.create(**params):
-                if chunk.choices and chunk.choices[0].delta.content:
-                    parts.append(chunk.choices[0].delta.content)
-            assert len("".join(parts)) == len(text)
-
-        async def provider() -> None:
-            response = await ours.create(request())
-            assert len(response.content[0].text) == len(text)
-
-        try:
-            return await _interleaved(direct, provider, calls)
-        finally:
-            await sdk.close()
-            await ours.aclose()
-
-
-Sample = tuple[float, float]  # (wall ms, cpu ms)
 
 
 async def _interleaved(direct, provider, calls: int) -> tuple[list[Sample], list[Sample]]:
@@ -197,10 +193,9 @@ def _line(name: str, direct: list[Sample], ours: list[Sample]) -> str:
 
 async def main(calls: int, tokens: int) -> None:
     print(f"{calls} streamed calls per side, reply ≈ {tokens} tokens; medians per call")
-    direct, ours = await anthropic_pair(calls, tokens)
-    print(_line("anthropic", direct, ours))
-    direct, ours = await openai_pair(calls, tokens)
-    print(_line("openai", direct, ours))
+    for kind in ("anthropic", "openai"):
+        direct, ours = await measure(kind, calls, tokens)
+        print(_line(kind, direct, ours))
     print(f"request conversion, 200 messages: anthropic {_conversion_ms(lambda r: to_anthropic_params(r, 'm')):.2f} ms · "
           f"openai {_conversion_ms(lambda r: to_openai_params(r, 'm')):.2f} ms")
 

@@ -52,7 +52,7 @@ from agents.providers.streaming import (
     CallPolicy,
     StallGuard,
     StreamBroken,
-    call_with_retries,
+    StreamedClient,
     transport_errors,
 )
 
@@ -105,7 +105,7 @@ def _thinking_options(settings: AnthropicSettings) -> ThinkingOptions:
     )
 
 
-class AnthropicModelClient:
+class AnthropicModelClient(StreamedClient):
     """ModelClient over `anthropic.AsyncAnthropic`, streamed."""
 
     def __init__(
@@ -124,15 +124,11 @@ class AnthropicModelClient:
         if not key:
             raise ConfigError(f"{self.name} needs ANTHROPIC_API_KEY; set it or use a scripted:<file> model")
         self.base_url = base_url or settings.anthropic.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self.policy = CallPolicy.from_settings(settings)
+        self._start(CallPolicy.from_settings(settings), sleep)
         self.thinking = _thinking_options(settings.anthropic)
         self.counts_tokens = settings.anthropic.count_tokens
-        self._sleep = sleep
-        self._sent = 0
-        self.last_attempts = 0
-        """HTTP requests made by the latest `create` call (1 = no retry)."""
         timeout = anthropic.Timeout(**self.policy.http_timeout())
-        http = anthropic.DefaultAsyncHttpxClient(timeout=timeout, event_hooks={"request": [self._count_request]})
+        http = anthropic.DefaultAsyncHttpxClient(timeout=timeout, event_hooks=self._event_hooks())
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
             base_url=self.base_url,
@@ -141,30 +137,8 @@ class AnthropicModelClient:
             http_client=http,
         )
 
-    async def _count_request(self, request: Any) -> None:
-        self._sent += 1
-
-    async def aclose(self) -> None:
-        await self._client.close()
-
-    async def __aenter__(self) -> AnthropicModelClient:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def create(self, request: ModelRequest) -> ModelResponse:
-        params = to_anthropic_params(request, self.model, self.thinking)
-        before = self._sent
-        try:
-            return await call_with_retries(
-                lambda: self._stream_once(params), policy=self.policy, name=self.name, sleep=self._sleep
-            )
-        except Overloaded as exc:
-            exc.attempts = self._sent - before
-            raise
-        finally:
-            self.last_attempts = self._sent - before
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        return to_anthropic_params(request, self.model, self.thinking)
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The provider's count of the request's input tokens (no reply is made)."""
@@ -179,7 +153,7 @@ class AnthropicModelClient:
             raise ModelResponseError(f"{self.name}: token count failed: {exc}") from exc
         return counted.input_tokens
 
-    async def _stream_once(self, params: dict[str, Any]) -> ModelResponse:
+    async def _stream_once(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         try:
             stream = await self._client.messages.create(**params, stream=True)
         except anthropic.APIStatusError as exc:

@@ -46,7 +46,7 @@ from agents.providers.streaming import (
     CallPolicy,
     StallGuard,
     StreamBroken,
-    call_with_retries,
+    StreamedClient,
     transport_errors,
 )
 
@@ -110,7 +110,7 @@ def _options(settings: OpenAISettings, base_url: str | None) -> OpenAIOptions:
     )
 
 
-class OpenAIModelClient:
+class OpenAIModelClient(StreamedClient):
     """ModelClient over `openai.AsyncOpenAI` Chat Completions, streamed."""
 
     def __init__(
@@ -134,14 +134,10 @@ class OpenAIModelClient:
                     "set it or use a scripted:<file> model"
                 )
             key = _PLACEHOLDER_KEY
-        self.policy = CallPolicy.from_settings(settings)
+        self._start(CallPolicy.from_settings(settings), sleep)
         self.options = _options(settings.openai, self.base_url)
-        self._sleep = sleep
-        self._sent = 0
-        self.last_attempts = 0
-        """HTTP requests made by the latest `create` call (1 = no retry)."""
         timeout = openai.Timeout(**self.policy.http_timeout())
-        http = openai.DefaultAsyncHttpxClient(timeout=timeout, event_hooks={"request": [self._count_request]})
+        http = openai.DefaultAsyncHttpxClient(timeout=timeout, event_hooks=self._event_hooks())
         self._client = openai.AsyncOpenAI(
             api_key=key,
             base_url=self.base_url,
@@ -150,30 +146,8 @@ class OpenAIModelClient:
             http_client=http,
         )
 
-    async def _count_request(self, request: Any) -> None:
-        self._sent += 1
-
-    async def aclose(self) -> None:
-        await self._client.close()
-
-    async def __aenter__(self) -> OpenAIModelClient:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def create(self, request: ModelRequest) -> ModelResponse:
-        params = to_openai_params(request, self.model, self.options)
-        before = self._sent
-        try:
-            return await call_with_retries(
-                lambda: self._stream_once(params, request), policy=self.policy, name=self.name, sleep=self._sleep
-            )
-        except Overloaded as exc:
-            exc.attempts = self._sent - before
-            raise
-        finally:
-            self.last_attempts = self._sent - before
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        return to_openai_params(request, self.model, self.options)
 
     async def _stream_once(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
         try:

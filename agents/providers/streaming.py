@@ -22,12 +22,21 @@ import importlib
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from agents.config import ProviderSettings
 from agents.errors import ModelTimeout, Overloaded
+from agents.ports import ModelRequest, ModelResponse
 
-__all__ = ["CallPolicy", "StallGuard", "StreamBroken", "StreamStalled", "call_with_retries", "transport_errors"]
+__all__ = [
+    "CallPolicy",
+    "StallGuard",
+    "StreamBroken",
+    "StreamStalled",
+    "StreamedClient",
+    "call_with_retries",
+    "transport_errors",
+]
 
 T = TypeVar("T")
 _JITTER = 0.1
@@ -156,3 +165,55 @@ async def call_with_retries(
         raise ModelTimeout(
             f"{name}: no complete reply within {policy.total_timeout_s:g} s (providers.total_timeout_s)"
         ) from exc
+
+
+class StreamedClient:
+    """What the real providers share: one SDK client (`_client`, made with
+    `_event_hooks()` so every HTTP request is counted), `create` as one streamed attempt
+    (`_stream_once`, given the request `_params` built) under `call_with_retries`, and
+    closing. `last_attempts` is exact when calls of one client do not overlap."""
+
+    name: str
+    policy: CallPolicy
+    _client: Any
+
+    def _start(self, policy: CallPolicy, sleep: Callable[[float], Awaitable[Any]]) -> None:
+        self.policy = policy
+        self._sleep = sleep
+        self._sent = 0
+        self.last_attempts = 0
+        """HTTP requests made by the latest `create` call (1 = no retry)."""
+
+    def _event_hooks(self) -> dict[str, list]:
+        return {"request": [self._count_request]}
+
+    async def _count_request(self, request: Any) -> None:
+        self._sent += 1
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def _stream_once(self, params: dict[str, Any], request: ModelRequest) -> ModelResponse:
+        raise NotImplementedError
+
+    async def create(self, request: ModelRequest) -> ModelResponse:
+        params = self._params(request)
+        before = self._sent
+        try:
+            return await call_with_retries(
+                lambda: self._stream_once(params, request), policy=self.policy, name=self.name, sleep=self._sleep
+            )
+        except Overloaded as exc:
+            exc.attempts = self._sent - before
+            raise
+        finally:
+            self.last_attempts = self._sent - before
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
