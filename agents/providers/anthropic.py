@@ -127,15 +127,7 @@ class AnthropicModelClient(StreamedClient):
         self._start(CallPolicy.from_settings(settings), sleep)
         self.thinking = _thinking_options(settings.anthropic)
         self.counts_tokens = settings.anthropic.count_tokens
-        timeout = anthropic.Timeout(**self.policy.http_timeout())
-        http = anthropic.DefaultAsyncHttpxClient(timeout=timeout, event_hooks=self._event_hooks())
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key,
-            base_url=self.base_url,
-            max_retries=self.policy.max_retries,
-            timeout=timeout,
-            http_client=http,
-        )
+        self._client = self._sdk_client(anthropic, anthropic.AsyncAnthropic, api_key=key, base_url=self.base_url)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         return to_anthropic_params(request, self.model, self.thinking)

@@ -136,15 +136,7 @@ class OpenAIModelClient(StreamedClient):
             key = _PLACEHOLDER_KEY
         self._start(CallPolicy.from_settings(settings), sleep)
         self.options = _options(settings.openai, self.base_url)
-        timeout = openai.Timeout(**self.policy.http_timeout())
-        http = openai.DefaultAsyncHttpxClient(timeout=timeout, event_hooks=self._event_hooks())
-        self._client = openai.AsyncOpenAI(
-            api_key=key,
-            base_url=self.base_url,
-            max_retries=self.policy.max_retries,
-            timeout=timeout,
-            http_client=http,
-        )
+        self._client = self._sdk_client(openai, openai.AsyncOpenAI, api_key=key, base_url=self.base_url)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         return to_openai_params(request, self.model, self.options)

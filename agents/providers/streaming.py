@@ -184,8 +184,11 @@ class StreamedClient:
         self.last_attempts = 0
         """HTTP requests made by the latest `create` call (1 = no retry)."""
 
-    def _event_hooks(self) -> dict[str, list]:
-        return {"request": [self._count_request]}
+    def _sdk_client(self, sdk: Any, client_class: Any, **kwargs: Any) -> Any:
+        """The SDK's async client with our timeouts, its own retries, and counted requests."""
+        timeout = sdk.Timeout(**self.policy.http_timeout())
+        http = sdk.DefaultAsyncHttpxClient(timeout=timeout, event_hooks={"request": [self._count_request]})
+        return client_class(max_retries=self.policy.max_retries, timeout=timeout, http_client=http, **kwargs)
 
     async def _count_request(self, request: Any) -> None:
         self._sent += 1
