@@ -360,3 +360,32 @@ def test_compaction_markers_are_ours_and_only_their_text_is_sent():
     ))
     sent = to_openai_params(request, "m")["messages"]
     assert "marker" not in str(sent) and sent[1]["content"] == boundary.render()
+
+
+# ------------------------------------------------------------------ the whole run
+
+
+def test_workingset_run_against_an_openai_compatible_server(tmp_path, monkeypatch, openai_server, capsys):
+    from cluster.cli import main
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{openai_server.url}/v1")
+    monkeypatch.setenv("WORKINGSET_COMPACT__CONTEXT_WINDOW", "32768")
+    openai_server.push_tool_calls([{"name": "Glob", "input": {"pattern": "*.py"}}], text="Looking.")
+    openai_server.push_text("One file: a.py.")
+    code = main(["run", "which files?", "--cwd", str(tmp_path), "--model", f"openai:{MODEL}", "--json"])
+    assert code == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert [e["name"] for e in events if e["type"] == "tool_call"] == ["Glob"]
+    assert events[-1]["type"] == "session_ended" and events[-1]["reason"] == "end_turn"
+    second = openai_server.bodies[1]["messages"]
+    assert second[-1]["role"] == "tool" and "a.py" in second[-1]["content"] and openai_server.problems == []
+
+
+def test_workingset_run_with_a_model_of_unknown_window_asks_for_it_in_one_line(tmp_path, monkeypatch, openai_server, capsys):
+    from cluster.cli import main
+
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{openai_server.url}/v1")
+    assert main(["run", "hi", "--cwd", str(tmp_path), "--model", "openai:mystery"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "compact.context_window" in err and openai_server.requests == []
