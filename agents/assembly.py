@@ -54,6 +54,7 @@ __all__ = [
     "load_plugins",
     "open_session",
     "command_runner",
+    "denied_path_globs",
     "resolve_workspace",
     "session_dir",
     "snapshot_store",
@@ -102,8 +103,9 @@ def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
     )
 
 
-def command_runner(settings: WorkingsetSettings) -> CommandRunner:
-    """Bash's runner: bubblewrap unless the user opted out of the sandbox."""
+def command_runner(settings: WorkingsetSettings, *, writable: tuple[str, ...] = ()) -> CommandRunner:
+    """Bash's runner: bubblewrap unless the user opted out of the sandbox. `writable`
+    names protected workspace entries this runner leaves writable (grading's `.git`)."""
     sandbox = settings.sandbox
     if not sandbox.enabled:
         return PlainCommandRunner()
@@ -111,9 +113,21 @@ def command_runner(settings: WorkingsetSettings) -> CommandRunner:
         SandboxLimits(
             cpu_seconds=sandbox.cpu_seconds,
             memory_bytes=sandbox.memory_mb * 1024**2,
-            file_size_bytes=sandbox.file_size_mb * 1024**2,
             processes=sandbox.processes,
-        )
+            file_size_bytes=sandbox.file_size_mb * 1024**2,
+            tmp_bytes=sandbox.tmp_size_mb * 1024**2,
+            workspace_growth_bytes=sandbox.workspace_growth_mb * 1024**2,
+        ),
+        bwrap=sandbox.bwrap,
+        uid=sandbox.uid,
+        gid=sandbox.gid,
+        toolchains=tuple(p.expanduser().resolve() for p in sandbox.toolchains) if sandbox.toolchains is not None else None,
+        protected=tuple(p for p in sandbox.protected if p not in writable),
+        pass_env=tuple(sandbox.pass_env),
+        seccomp=sandbox.seccomp,
+        weak_limits=sandbox.weak_limits,
+        cgroup=sandbox.cgroup,
+        cgroup_parent=sandbox.cgroup_parent,
     )
 
 
@@ -122,6 +136,20 @@ def permissions_from(settings: WorkingsetSettings, audit_path: Path | None) -> P
     return PermissionRuntime.from_texts(
         allow=p.allow, deny=p.deny, ask=p.ask, mode=p.mode, headless=p.headless, audit=AuditLog(audit_path)
     )
+
+
+_FILE_TOOLS = ("Read", "Edit", "Write", "Grep", "Glob")
+
+
+def denied_path_globs(permissions: PermissionRuntime) -> tuple[str, ...]:
+    """The patterns of the deny rules on file tools (`deny: Read(secrets/**)`): the files
+    that Read, Grep and Glob then treat as not there, whichever file tool a rule names."""
+    patterns = (
+        rule.pattern
+        for rule in permissions.rules
+        if rule.effect == "deny" and rule.pattern is not None and any(fnmatchcase(t, rule.tool) for t in _FILE_TOOLS)
+    )
+    return tuple(dict.fromkeys(patterns))
 
 
 @dataclass
@@ -237,7 +265,11 @@ def build_session(
     permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
     context = ToolContext(
-        workspace=workspace, limits=settings.tools.limits(), runner=command_runner(settings), artifacts=artifacts
+        workspace=workspace,
+        limits=settings.tools.limits(),
+        runner=command_runner(settings),
+        artifacts=artifacts,
+        denied_path_globs=denied_path_globs(permissions),
     )
     executor = runtime.executor or LocalToolExecutor()
     summarizer = runtime.summarizer or load_summarizer(settings.summarizer)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -33,6 +33,8 @@ from agents.trust import TrustList
 from agents.workspace_config import WorkspaceConfig, screen, untrusted_notice, workspace_plugins
 from tools.base import ToolLimits
 from tools.mcp import McpServerConfig
+from tools.protected import PROTECTED_DIRS
+from tools.sandbox import check_inside_workspace, check_pass_env
 
 __all__ = [
     "AgentSettings",
@@ -200,13 +202,50 @@ class SnapshotSettings(BaseModel):
 
 
 class SandboxSettings(BaseModel):
-    """The bubblewrap sandbox around Bash."""
+    """The bubblewrap sandbox around Bash (and evaluation's setup, git and grading commands)."""
 
     enabled: bool = Field(True, description="Run Bash inside bubblewrap; off only by explicit choice (--no-sandbox).")
-    cpu_seconds: int = Field(300, ge=1, description="CPU time one command may use.")
-    memory_mb: int = Field(4096, ge=64, description="Address space one command may map.")
+    cpu_seconds: float = Field(300, gt=0, description="CPU time the whole command (every process it starts) may use.")
+    memory_mb: int = Field(4096, ge=64, description="Memory (RSS, page cache, its /tmp) the whole command may use.")
+    processes: int = Field(512, ge=8, description="Processes and threads the command may have at once.")
     file_size_mb: int = Field(1024, ge=1, description="Largest file one command may write.")
-    processes: int = Field(512, ge=8, description="Processes (not enforced by the kernel for uid 0).")
+    tmp_size_mb: int = Field(512, ge=1, description="Size of the command's private /tmp (counts against memory).")
+    workspace_growth_mb: int = Field(2048, ge=1, description="How much one command may grow the workspace.")
+    weak_limits: bool = Field(
+        False, description="Where no cgroup is usable, accept per-process rlimits instead of refusing to run."
+    )
+    cgroup: Literal["auto", "v1", "v2"] = Field("auto", description="cgroup version for the limits; auto prefers v2.")
+    cgroup_parent: str | None = Field(
+        None, description="Existing cgroup (path inside the hierarchy) to hold per-command cgroups; "
+        "unset: a workingset/ cgroup under the harness's own."
+    )
+    uid: int = Field(90_000, ge=1, description="Host uid commands run as when the harness runs as root.")
+    gid: int = Field(90_000, ge=1, description="Host gid commands run as when the harness runs as root.")
+    toolchains: list[Path] | None = Field(
+        None, description="Directories visible read-only (compilers, interpreters, ~/.cargo); "
+        "unset: the prefix of the Python running the harness."
+    )
+    protected: list[str] = Field(
+        default_factory=lambda: sorted(PROTECTED_DIRS),
+        description="Workspace entries commands may read but not write (top level); remove one to let them write it.",
+    )
+    pass_env: list[str] = Field(
+        default_factory=list, description="Environment variables passed into the sandbox besides PATH, HOME, LANG, TERM, TZ."
+    )
+    seccomp: bool = Field(True, description="Apply the syscall filter; false only where the kernel cannot.")
+    bwrap: str | None = Field(None, description="The bubblewrap executable (default: bwrap on PATH).")
+
+    @field_validator("protected")
+    @classmethod
+    def _inside_workspace(cls, names: list[str]) -> list[str]:
+        check_inside_workspace(names)
+        return names
+
+    @field_validator("pass_env")
+    @classmethod
+    def _no_credentials(cls, names: list[str]) -> list[str]:
+        check_pass_env(names)
+        return names
 
 
 class ClusterSettings(BaseModel):

@@ -17,7 +17,7 @@ from agents.permissions.preview import MAX_DIFF_LINES, change_preview
 from cluster.approval import describe_request
 from cluster.render import HumanRenderer
 from tests.fakes import RecordingModel
-from tools import LocalToolExecutor, ToolContext, default_registry
+from tools import LocalToolExecutor, ToolContext, WriteTool, default_registry
 from tools.edit import EditInput
 from tools.write import WriteInput
 
@@ -86,6 +86,18 @@ def test_a_write_over_a_fifo_shows_no_diff_and_never_blocks(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     preview = change_preview(WriteInput(path="pipe", content="x\n"), tmp_path)
     assert preview.startswith("(no diff: ") and "not a regular file" in preview.splitlines()[0]
+
+
+def test_a_write_preview_shows_the_file_the_permission_check_pinned(tmp_path):
+    (tmp_path / "approved.txt").write_text("approved\n")
+    (tmp_path / "other.txt").write_text("other\n")
+    (tmp_path / "link").symlink_to("approved.txt")
+    args = WriteInput(path="link", content="new\n")
+    WriteTool().permission_subject(args, tmp_path)
+    (tmp_path / "link").unlink()
+    (tmp_path / "link").symlink_to("other.txt")  # re-pointed before the prompt is drawn
+    preview = change_preview(args, tmp_path)
+    assert "-approved" in preview and "other" not in preview
 
 
 def test_a_write_through_a_link_out_of_the_workspace_does_not_read_the_target(tmp_path):

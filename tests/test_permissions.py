@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from agents.assembly import denied_path_globs
 from agents.errors import ConfigError, WorkingsetError
 from agents.loop import Session, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock
@@ -151,6 +152,13 @@ def test_deny_rule_beats_a_read_only_tool_and_bypass(tmp_path):
     decision = _decide(runtime, READ, tmp_path, path="secrets/key.pem")
     assert (decision.effect, decision.source, decision.rule) == ("deny", "rule", "Read(secrets/**)")
     assert _decide(runtime, READ, tmp_path, path="README.md").effect == "allow"
+
+
+def test_deny_rules_on_file_tools_give_the_globs_that_file_tools_hide():
+    runtime = PermissionRuntime.from_texts(
+        deny=["Read(secrets/**)", "Bash(rm:*)", "Edit(secrets/**)", "Grep", "Gl?b(*.pem)"], allow=["Read(*.md)"]
+    )
+    assert denied_path_globs(runtime) == ("secrets/**", "*.pem")
 
 
 def test_ask_rule_asks_even_in_bypass(tmp_path):

@@ -15,11 +15,11 @@ __all__ = ["PROTECTED_DIRS", "protected_part"]
 PROTECTED_DIRS: frozenset[str] = frozenset({".git", ".workingset"})
 
 
-def protected_part(relative: str) -> int | None:
+def protected_part(relative: str, names: frozenset[str] = PROTECTED_DIRS) -> int | None:
     """The index of the first path component of `relative` (workspace-relative, as
     permission subjects are) that is a protected directory, or None if there is none.
     Any depth counts: `sub/.git/config` is a nested repository's config."""
     for i, part in enumerate(PurePosixPath(relative).parts):
-        if part in PROTECTED_DIRS:
+        if part in names:
             return i
     return None

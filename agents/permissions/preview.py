@@ -34,7 +34,7 @@ def change_preview(args: BaseModel, workspace: Path) -> str | None:
         title = f"{args.path} (every occurrence)" if args.replace_all else args.path
         return _diff(args.old_string, args.new_string, f"a/{title}", f"b/{title}")
     if isinstance(args, WriteInput):
-        current, why = _current_text(workspace, args.path)
+        current, why = _current_text(workspace, args)
         if why:
             return f"(no diff: {why})\n" + _diff("", args.content, "/dev/null", f"b/{args.path}")
         before = "/dev/null" if current is None else f"a/{args.path}"
@@ -42,14 +42,19 @@ def change_preview(args: BaseModel, workspace: Path) -> str | None:
     return None
 
 
-def _current_text(workspace: Path, path: str) -> tuple[str | None, str | None]:
-    """The file's text now (None when it does not exist), or why it is not shown."""
+def _current_text(workspace: Path, args: WriteInput) -> tuple[str | None, str | None]:
+    """The file's text now (None when it does not exist), or why it is not shown. The
+    file is the one the permission check pinned the call to, when it has been checked."""
+    pinned = args.pinned_target()
+    if isinstance(pinned, str):
+        return None, pinned  # the call will be refused
     try:
         with Beneath(workspace) as root:
-            rel = relative_path(workspace, path)
-            if root.stat(rel) is None:
+            rel = pinned.real if pinned is not None else relative_path(workspace, args.path)
+            follow = pinned is None  # a pinned path is symlink-free and must stay so
+            if root.stat(rel, follow_links=follow) is None:
                 return None, None  # a new file
-            data = root.read_regular(rel, MAX_READ_BYTES + 1)
+            data = root.read_regular(rel, MAX_READ_BYTES + 1, follow_links=follow)
     except (BeneathError, OSError) as exc:  # not a regular file, outside the workspace, …
         return None, str(exc)
     if len(data) > MAX_READ_BYTES:

@@ -28,6 +28,7 @@ from agents.errors import ConfigError
 from agents.permissions.command_rules import CommandPattern, parse_command_pattern
 from agents.permissions.shell_line import read_line
 from tools.bash import BashTool
+from tools.path_glob import path_glob_match
 
 __all__ = ["SHELL_TOOL", "Effect", "Rule", "parse_rule", "parse_rules"]
 
@@ -58,7 +59,7 @@ class Rule:
         if self.exact:
             return subject == self.pattern
         if any(ch in self.pattern for ch in "*?["):
-            return _glob_match(subject, self.pattern)
+            return path_glob_match(subject, self.pattern)
         return subject == self.pattern
 
     def _matches_command(self, command: str) -> bool:
@@ -69,26 +70,6 @@ class Rule:
             return line.simple is not None and command == self.pattern
         pattern = self.command or parse_command_pattern(self.text, self.pattern or "", self.effect)
         return pattern.allows(line) if self.effect == "allow" else pattern.catches(line)
-
-
-def _glob_match(subject: str, pattern: str) -> bool:
-    """fnmatch where `**` crosses directories and `*` stays within one."""
-    regex = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**", i):
-            regex += ".*"
-            i += 2
-        elif pattern[i] == "*":
-            regex += "[^/]*"
-            i += 1
-        elif pattern[i] == "?":
-            regex += "[^/]"
-            i += 1
-        else:
-            regex += re.escape(pattern[i])
-            i += 1
-    return re.fullmatch(regex, subject) is not None
 
 
 def parse_rule(text: str, effect: Effect) -> Rule:
