@@ -5,12 +5,13 @@
     ├── ModelError                  a model call failed
     │   ├── AuthError               bad or missing credentials (never retried)
     │   ├── PromptTooLong           the provider refused the input size
-    │   ├── Overloaded              429/529/5xx still failing after retries
+    │   ├── Overloaded              429/529/5xx, or a stalled stream, still failing after retries
+    │   ├── ModelTimeout            no complete reply within the call's total timeout
     │   └── ModelResponseError      anything else the provider said no to
     └── LoopEnded                   carries why a run stopped early
         └── TurnLimitReached
 
-Foreign exceptions (anthropic, yaml, OS) are converted where they enter, with
+Foreign exceptions (anthropic, openai, yaml, OS) are converted where they enter, with
 `raise ... from exc`, so callers handle one tree.
 """
 
@@ -22,6 +23,7 @@ __all__ = [
     "LoopEnded",
     "ModelError",
     "ModelResponseError",
+    "ModelTimeout",
     "Overloaded",
     "PromptTooLong",
     "TurnLimitReached",
@@ -61,6 +63,10 @@ class Overloaded(ModelError):
         super().__init__(message)
         self.status_code = status_code
         self.attempts = attempts
+
+
+class ModelTimeout(ModelError):
+    """The call, retries included, passed its total timeout."""
 
 
 class ModelResponseError(ModelError):

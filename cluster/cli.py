@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run an agent on a prompt, or open a REPL without one")
     run.add_argument("prompt", nargs="?", help="the task; omit for an interactive session")
     run.add_argument("--cwd", default=".", help="workspace directory (default: .)")
-    run.add_argument("--model", help="model spec: anthropic:<model> or scripted:<file>")
+    run.add_argument("--model", help="model spec: anthropic:<model>, openai:<model> or scripted:<file>")
     run.add_argument("--max-turns", type=int, help="model calls allowed for the prompt")
     run.add_argument("--json", action="store_true", help="print one JSON event per line")
     run.add_argument("--summarizer", help="summarizer spec: extractive (default) or a model spec")

@@ -11,6 +11,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
+from agents.models import ModelInfo
 from agents.ports import ModelRequest, ModelResponse, Usage
 from agents.trust import TrustList
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
@@ -18,11 +19,13 @@ from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 class RecordingModel:
     """Answers from a list of replies and records every request it saw.
-    A reply that is an exception instance is raised instead."""
+    A reply that is an exception instance is raised instead; a ModelResponse is
+    returned as it is (to end a reply with any stop reason)."""
 
     name = "fake:recording"
+    model_info = ModelInfo(context_window=200_000, prices=None, pricing="scripted")  # a fake has no price
 
-    def __init__(self, replies: list[list[TextBlock | ToolUseBlock] | Exception]):
+    def __init__(self, replies: list[list[TextBlock | ToolUseBlock] | ModelResponse | Exception]):
         self.replies = list(replies)
         self.requests: list[ModelRequest] = []
 
@@ -31,6 +34,8 @@ class RecordingModel:
         blocks = self.replies.pop(0) if self.replies else [TextBlock(text="done")]
         if isinstance(blocks, Exception):
             raise blocks
+        if isinstance(blocks, ModelResponse):
+            return blocks
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn"
         return ModelResponse(content=tuple(blocks), stop_reason=stop, usage=Usage(input_tokens=10, output_tokens=2))
 

@@ -71,7 +71,7 @@ class EvalCommand:
         )
         p.add_argument("tasks", help="task file: JSON Lines (or one JSON array), one task per row")
         p.add_argument("--out", required=True, help="results directory; rerunning the same command resumes it")
-        p.add_argument("--model", help="model spec: anthropic:<model> or scripted:<file>")
+        p.add_argument("--model", help="model spec: anthropic:<model>, openai:<model> or scripted:<file>")
         p.add_argument("--summarizer", help="summarizer spec: extractive (default) or a model spec")
         p.add_argument("--strategy", help="compaction strategy (default: clear-then-summarize)")
         p.add_argument("--concurrency", type=_positive_int, default=4, help="tasks at once (default 4)")

@@ -10,8 +10,13 @@ Statuses:
     failed   the agent finished and the test command exited non-zero
     error    the task could not be run or graded: missing repository, failing setup,
              model or harness error, grader timeout (see `error`)
-    timeout  the agent passed its wall-clock budget (budgets.wall_s); still graded
-    budget   the agent hit its turn, token or cost budget; still graded
+    timeout    the agent passed its wall-clock budget (budgets.wall_s); still graded
+    budget     the agent hit its turn, token or cost budget; still graded
+    truncated  the agent's replies were cut off at the output token limit; still graded
+    refused    the provider refused to go on (stop reason `refusal`); still graded
+
+`cost_usd` is what the calls of known price cost; `unpriced_calls` counts the others
+(scripted models, models of unknown price), and `pricing` says which kind the run was.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from cluster.eval.tasks import Task
 
 __all__ = ["STATUSES", "ResultRow", "ResultsFile", "plan_run", "write_predictions"]
 
-Status = Literal["passed", "failed", "error", "timeout", "budget"]
-STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget")
+Status = Literal["passed", "failed", "error", "timeout", "budget", "truncated", "refused"]
+STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget", "truncated", "refused")
 
 
 class ResultRow(BaseModel):
@@ -44,6 +49,8 @@ class ResultRow(BaseModel):
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = Field(0, description="Model calls whose price is unknown (not in cost_usd).")
+    pricing: str | None = Field(None, description="list, configured, scripted, unknown or mixed.")
     wall_s: float = Field(0.0, description="The whole task: workspace, setup, agent, grading.")
     agent_wall_s: float = 0.0
     compactions: int = 0

@@ -9,7 +9,9 @@ closes its session first.
 
 Status: passed / failed from the grader when the agent ended its turn; `timeout` when
 the agent passed its wall-clock budget; `budget` when it hit its turn, token or cost
-budget (both still graded: `tests_passed` says how it stood); `error` otherwise.
+budget; `truncated` when its replies were cut off at the output limit; `refused` when
+the provider refused to go on (all still graded: `tests_passed` says how it stood);
+`error` otherwise.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from cluster.eval.stats import TaskStats
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces, safe_name
 
-__all__ = ["Retry", "TaskEnded", "TaskFlow", "describe"]
+__all__ = ["Retry", "TaskEnded", "TaskFlow", "describe", "status_for"]
 
 _BUDGET_REASONS = ("turn_limit", "budget")
+_STATUS_OF_REASON = {"truncated": "truncated", "refusal": "refused"}
 
 
 class TaskEnded(Exception):
@@ -48,6 +51,7 @@ class Retry(Exception):
         self.actor_failures = stats.actor_failures if stats else 0
         self.usage = stats.usage if stats else Usage()
         self.cost_usd = stats.cost_usd if stats else 0.0
+        self.unpriced_calls = stats.unpriced_calls if stats else 0
 
     def charge(self, row: ResultRow) -> ResultRow:
         u = self.usage
@@ -58,7 +62,19 @@ class Retry(Exception):
             "cache_read_tokens": row.cache_read_tokens + u.cache_read_input_tokens,
             "cache_creation_tokens": row.cache_creation_tokens + u.cache_creation_input_tokens,
             "cost_usd": round(row.cost_usd + self.cost_usd, 6),
+            "unpriced_calls": row.unpriced_calls + self.unpriced_calls,
         })
+
+
+def status_for(reason: str, *, passed: bool) -> str:
+    """A graded task's status from how the agent's turn ended (module docstring)."""
+    if reason == "timeout":
+        return "timeout"
+    if reason in _BUDGET_REASONS:
+        return "budget"
+    if reason in _STATUS_OF_REASON:
+        return _STATUS_OF_REASON[reason]
+    return "passed" if passed else "failed"
 
 
 def describe(exc: BaseException) -> str:
@@ -107,7 +123,8 @@ class TaskFlow:
         row.update(
             turns=stats.turns, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
             cache_read_tokens=u.cache_read_input_tokens, cache_creation_tokens=u.cache_creation_input_tokens,
-            cost_usd=round(stats.cost_usd, 6), compactions=sum(stats.compactions.values()),
+            cost_usd=round(stats.cost_usd, 6), unpriced_calls=stats.unpriced_calls, pricing=stats.pricing,
+            compactions=sum(stats.compactions.values()),
             compaction_kinds=dict(stats.compactions), actor_restarts=stats.actor_failures, session_id=stats.session_id,
             wall_s=round(time.monotonic() - clock, 3), finished_at=time.time(),
             workspace=str(workspace) if self.keep_workspaces and workspace.exists() else None,
@@ -132,12 +149,7 @@ class TaskFlow:
         await self._patch(ws, name, row)
         self._phase(task, stats, "grade")
         passed = await self._grade(task, ws, name, row)
-        if reason == "timeout":
-            row["status"] = "timeout"
-        elif reason in _BUDGET_REASONS:
-            row["status"] = "budget"
-        else:
-            row["status"] = "passed" if passed else "failed"
+        row["status"] = status_for(reason, passed=passed)
 
     async def _prepare(self, task: Task, name: str) -> Workspace:
         try:
