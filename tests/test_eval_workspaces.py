@@ -1,6 +1,6 @@
-"""Eval workspaces: a fresh git workspace per task at the ref, the source repository
-never touched, plain directories copied, the patch taken in the sandbox, hidden tests
-applied, clear errors."""
+"""Eval workspaces: a trusted base and a fresh git workspace per task at the ref, the
+source repository never touched, plain directories committed, the patch taken on the
+host against the base, hidden tests computed from the base, clear errors."""
 
 import hashlib
 import subprocess
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import WorkingsetSettings
-from cluster.eval.grading import SandboxedShell
+from cluster.eval.hidden_tests import place_hidden
+from cluster.eval.layout import OutDir
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import WorkspaceError, Workspaces, safe_name
 
@@ -47,8 +47,7 @@ def _task(repo: Path | str, **fields) -> Task:
 
 @pytest.fixture
 def spaces(tmp_path) -> Workspaces:
-    shell = SandboxedShell(WorkingsetSettings(home=tmp_path / "home"))
-    return Workspaces(tmp_path / "out" / "workspaces", tmp_path / "out" / "repos", shell)
+    return Workspaces(OutDir(tmp_path / "out"))
 
 
 async def test_workspace_is_a_fresh_clone_at_the_ref_and_the_source_is_untouched(tmp_path, spaces):
@@ -85,18 +84,19 @@ async def test_the_patch_has_changes_and_new_files_but_not_build_junk_or_the_ind
     _git(ws.path, "add", "calc.py")  # the agent's own staging does not matter
 
     patch = await spaces.diff(ws)
-    assert "diff --git a/calc.py b/calc.py" in patch and "+    return a + b" in patch
-    assert "diff --git a/pkg/new.py b/pkg/new.py" in patch and "new file mode" in patch
-    assert "__pycache__" not in patch and ".pytest_cache" not in patch
+    text = patch.data.decode()
+    assert "diff --git a/calc.py b/calc.py" in text and "+    return a + b" in text
+    assert "diff --git a/pkg/new.py b/pkg/new.py" in text and "new file mode" in text
+    assert "__pycache__" not in text and ".pytest_cache" not in text
+    assert patch.files == ["calc.py", "pkg/new.py"]
     assert _git(ws.path, "diff", "--cached", "--name-only") == "calc.py"  # its index is as it left it
-    assert not (ws.path / ".git" / "workingset-eval.patch").exists()
 
 
 async def test_a_committing_agent_still_gets_its_whole_change_in_the_patch(tmp_path, spaces):
     ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
     (ws.path / "calc.py").write_text("committed fix\n")
     _git(ws.path, "commit", "-qam", "agent commit")
-    assert "+committed fix" in await spaces.diff(ws)
+    assert b"+committed fix" in (await spaces.diff(ws)).data
 
 
 async def test_a_plain_directory_is_copied_and_gets_a_base_commit(tmp_path, spaces):
@@ -108,7 +108,7 @@ async def test_a_plain_directory_is_copied_and_gets_a_base_commit(tmp_path, spac
     ws = await spaces.prepare(_task(src), "p")
     assert (ws.path / "m.py").read_text() == "x = 1\n" and not (ws.path / "__pycache__").exists()
     assert _git(ws.path, "rev-parse", "HEAD") == ws.base_commit
-    assert await spaces.diff(ws) == ""
+    assert (await spaces.diff(ws)).data == b""
     assert _tree_digest(src) == before and not (src / ".git").exists()
 
 
@@ -120,14 +120,18 @@ async def test_a_directory_inside_another_repository_is_copied_not_cloned(tmp_pa
     assert sorted(p.name for p in ws.path.iterdir()) == [".git", "s.py"]
 
 
-async def test_hidden_tests_apply_before_grading_and_a_bad_patch_is_a_clear_error(tmp_path, spaces):
+async def test_hidden_tests_come_from_the_base_and_a_test_patch_that_does_not_apply_is_a_clear_error(tmp_path, spaces):
     ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
     test_patch = ("diff --git a/test_hidden.py b/test_hidden.py\nnew file mode 100644\n--- /dev/null\n"
                   "+++ b/test_hidden.py\n@@ -0,0 +1 @@\n+assert True\n")
-    await spaces.apply(ws, test_patch, timeout_s=30)
+    (ws.path / "test_hidden.py").write_text("the agent's version\n")  # not the base: does not matter
+    hidden = await spaces.hidden_tests(ws, test_patch, timeout_s=30)
+    assert [(h.path, h.mode, h.data) for h in hidden] == [("test_hidden.py", 0o100644, b"assert True\n")]
+    place_hidden(ws.path, hidden)
     assert (ws.path / "test_hidden.py").read_text() == "assert True\n"
-    with pytest.raises(WorkspaceError, match="the test patch does not apply: .*test_hidden.py"):
-        await spaces.apply(ws, test_patch, timeout_s=30)
+    stale = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-not the base's line\n+x\n"
+    with pytest.raises(WorkspaceError, match="the test patch does not apply to the base commit: .*calc.py"):
+        await spaces.hidden_tests(ws, stale, timeout_s=30)
 
 
 async def test_bad_ref_missing_repo_and_unreachable_url_are_workspace_errors(tmp_path, spaces):
