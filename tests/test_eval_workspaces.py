@@ -3,12 +3,14 @@ source repository never touched, plain directories committed, the patch taken on
 host against the base, hidden tests computed from the base, clear errors."""
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from cluster.eval.hidden_tests import place_hidden
+from cluster.eval.errors import PatchNotGradable
+from cluster.eval.hidden_tests import HiddenFile, place_hidden
 from cluster.eval.layout import OutDir
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import WorkspaceError, Workspaces, safe_name
@@ -162,3 +164,50 @@ def test_safe_names_are_readable_and_distinct():
     assert safe_name("sqlfluff__sqlfluff-1625") == "sqlfluff__sqlfluff-1625"
     assert safe_name("a/b") != safe_name("a:b")
     assert safe_name("a/b").startswith("a_b-") and "/" not in safe_name("../../etc")
+
+
+async def test_a_patch_over_the_cap_is_not_graded_and_says_so(tmp_path):
+    spaces = Workspaces(OutDir(tmp_path / "out"), max_patch_bytes=4096)
+    ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
+    (ws.path / "big.txt").write_text("line\n" * 5000)
+    with pytest.raises(PatchNotGradable, match="the patch is over the cap of 0.00390625 MB; it was not graded"):
+        await spaces.diff(ws)
+
+
+async def test_hidden_tests_replace_links_files_and_directories_in_their_way(tmp_path, spaces):
+    ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws.path / "tests").symlink_to(outside)  # a link where a directory belongs
+    (ws.path / "data").write_text("a file where a directory belongs\n")
+    (ws.path / "t.py").mkdir()  # a directory where the file belongs
+    (ws.path / "t.py" / "inner").write_text("x\n")
+    os.mkfifo(ws.path / "pipe.py")
+    hidden = [HiddenFile("tests/test_a.py", 0o100644, b"a\n"), HiddenFile("data/x.json", 0o100644, b"{}"),
+              HiddenFile("t.py", 0o100755, b"t\n"), HiddenFile("pipe.py", 0o100644, b"p\n"),
+              HiddenFile("calc.py", None)]
+    place_hidden(ws.path, hidden)
+    assert list(outside.iterdir()) == []
+    assert (ws.path / "tests").is_dir() and not (ws.path / "tests").is_symlink()
+    assert (ws.path / "tests" / "test_a.py").read_text() == "a\n" and (ws.path / "data" / "x.json").read_text() == "{}"
+    assert (ws.path / "t.py").read_text() == "t\n" and os.access(ws.path / "t.py", os.X_OK)
+    assert (ws.path / "pipe.py").read_text() == "p\n" and not (ws.path / "calc.py").exists()
+
+
+async def test_the_users_global_git_config_and_attributes_never_apply(tmp_path, spaces, monkeypatch):
+    src = _repo(tmp_path)  # before HOME changes: the test's own git would read it
+    home = tmp_path / "home"
+    marker = tmp_path / "ran"
+    (home / ".config" / "git").mkdir(parents=True)
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    evil.chmod(0o755)
+    (home / ".gitconfig").write_text(f"[core]\n\tfsmonitor = {evil}\n[filter \"x\"]\n\tclean = {evil}\n\tsmudge = {evil}\n")
+    (home / ".config" / "git" / "attributes").write_text("* filter=x\n")
+    monkeypatch.setenv("HOME", str(home))
+    ws = await spaces.prepare(_task(src), "w")
+    (ws.path / "calc.py").write_text("changed\n")
+    assert b"+changed" in (await spaces.diff(ws)).data
+    assert not marker.exists()
+    subprocess.run(["git", "status"], cwd=ws.path, capture_output=True)
+    assert marker.exists()  # the trap was armed: the user's own git would spring it

@@ -1,12 +1,20 @@
 """Which files of the agent's patch are test infrastructure (`patch_touches_tests`).
 
-Grading a fresh copy with only the patch applied, and the hidden tests placed last,
-defeats whatever the agent left outside its patch. What the patch itself carries still
-runs in the grader's process: a `conftest.py` can mark failures passed, a
-`sitecustomize.py` or `.pth` file runs at interpreter start, a change to a test helper
-or a fixture the hidden tests import changes what they check. Those cannot be told
-apart from honest fixes by a rule, so they are named in the row, and a task (or the
-batch, `--reject-test-changes`) can choose to fail such patches.
+What grading cannot stop. Grading a fresh copy with only the patch applied, and the
+hidden tests placed last, defeats whatever the agent left outside its patch (a
+rewritten `.git`, ignored files, build junk, shims in a venv, a process still writing)
+and any edit of the hidden test files themselves. But the patch's own code runs in the
+grader's process, and the verdict is the test command's exit code, so a patch may still:
+- add or change a `conftest.py`, pytest configuration or plugin that changes outcomes;
+- add a `sitecustomize.py`, `usercustomize.py` or `.pth` file that runs at interpreter
+  start (where the test command puts it on the path), or code that calls `os._exit(0)`;
+- change test helpers, fixtures or data the hidden tests import, or packaging files
+  that decide what gets installed;
+- special-case the code paths only the tests exercise (detecting the test run).
+None of that can be told from an honest fix by a rule, so the grader names the files in
+the row, the report counts the passed rows among them, and a task
+(`grading.reject_test_changes`) or the batch (`--reject-test-changes`) can fail such
+patches instead of grading them. Code-path special cases are left to review.
 
 Counted as test infrastructure:
 - `conftest.py`, `pytest.ini`, `sitecustomize.py`, `usercustomize.py`, `*.pth`;
