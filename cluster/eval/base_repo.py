@@ -16,8 +16,9 @@ every clone made from the base for a sandbox to use (the agent's workspace, the 
 copy) copies its objects (`--no-hardlinks`). A shared inode would let a sandboxed
 command that chmods a pack file rewrite the base, or the user's own repository.
 
-The base lives under the batch's private state, outside every sandbox's view, and is
-only read after it is made: the patch is taken against it with a scratch index and a
+The base lives under the batch's private state (`<out>/state/`), which no sandbox binds
+writable (and, with an allow-list view of the host, none sees at all); it is only read
+after it is made: the patch is taken against it with a scratch index and a
 scratch object directory (patches.py), the hidden tests computed from it
 (hidden_tests.py).
 """
@@ -102,17 +103,21 @@ class TrustedBases:
         if is_url(task.repo) or _is_repository_top(source):
             await git("clone", "--quiet", "--mirror", "--template=", str(source), str(git_dir), timeout_s=timeout)
             commit = await self._resolve(git_dir, task.ref or "HEAD", task.repo)
-            return Base(git_dir, commit)
-        if task.ref:
+        elif task.ref:
             raise WorkspaceError(f"ref {task.ref!r} given, but {task.repo} is not the top of a git repository")
-        return Base(git_dir, await self._commit_directory(source, git_dir, timeout))
+        else:
+            commit = await self._commit_directory(source, git_dir, timeout)
+        # Loose objects into one pack: each clone of the base copies its object files, and
+        # a few large files copy much faster than thousands of small ones.
+        await git("repack", "-d", "-q", git_dir=git_dir, timeout_s=timeout)
+        return Base(git_dir, commit)
 
     async def remove(self, git_dir: Path) -> None:
         if git_dir.exists():
             await asyncio.to_thread(shutil.rmtree, git_dir, True)
 
     async def _commit_directory(self, source: Path, git_dir: Path, timeout_s: float) -> str:
-        await git("init", "--quiet", "--bare", "--template=", str(git_dir))
+        await git("init", "--quiet", "--bare", "--template=", "--initial-branch=main", str(git_dir))
         with tempfile.TemporaryDirectory(dir=self.root, prefix=".index-") as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             pathspecs = "\0".join((".", *JUNK_PATHSPECS)).encode()
@@ -121,7 +126,6 @@ class TrustedBases:
             tree = (await git("write-tree", git_dir=git_dir, env=env)).decode().strip()
         commit = (await git("commit-tree", tree, "-m", "eval base", git_dir=git_dir, env=_IDENTITY)).decode().strip()
         await git("update-ref", "refs/heads/main", commit, git_dir=git_dir)
-        await git("symbolic-ref", "HEAD", "refs/heads/main", git_dir=git_dir)
         return commit
 
     async def _source(self, task: Task, timeout_s: float) -> Path:

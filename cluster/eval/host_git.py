@@ -8,9 +8,10 @@ system attributes, no replace refs, no prompts.
 
 That alone does not make a repository safe: `.git/config` can name an fsmonitor, a
 hooks path, filter and diff drivers. The design answer is that the host never runs git
-with a git directory the agent could write: workspaces are read through the task's
-trusted base (`--git-dir=<base>`, see base_repo.py), whose configuration only this
-harness wrote. The `-c` overrides below are a second line, for a mistake in the first.
+with a git directory a sandboxed command has had: a clone is set up (checkout, origin
+removed) before any command runs in it, and from then on workspaces are read through
+the task's trusted base (`--git-dir=<base>`, see base_repo.py), whose configuration only
+this harness wrote. The `-c` overrides below are a second line, for a mistake in the first.
 """
 
 from __future__ import annotations

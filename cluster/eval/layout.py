@@ -10,7 +10,7 @@
     workspaces/<task>  the agent's workspace while it runs (kept with --keep-workspaces)
     grading/<task>     the grading copy: the base, the patch, the hidden tests (kept likewise)
     repos/             clones of the git URLs tasks name
-    state/bases/<task>.git   the task's trusted base, while it runs (no sandbox binds state/)
+    state/bases/<task>.git   the task's trusted base, while it runs (no sandbox binds state/ writable)
     state/scratch/     scratch indexes and object directories of host-side git
 """
 
@@ -47,7 +47,7 @@ class OutDir:
         self.workspaces = self.root / "workspaces"
         self.grading = self.root / "grading"
         self.repos = self.root / "repos"  # clones of git URLs
-        self.state = self.root / "state"  # the harness's own: no sandbox sees it
+        self.state = self.root / "state"  # the harness's own: no sandbox writes it
         self.bases = self.state / "bases"
         self.scratch = self.state / "scratch"
 

@@ -3,7 +3,7 @@
     source --(host)--> base (bare, private state) --clone--> workspace (the agent's)
                                                   \\--clone--> grading copy (+ patch, + hidden tests)
 
-The base is made by the host from the source (base_repo.py) and never seen by a
+The base is made by the host from the source (base_repo.py) and never written by a
 sandbox. The agent's workspace is a clone of it, at the ref, its objects copied and
 nothing pointing back. After the agent, the workspace is only read, as a plain work
 tree of the base (patches.py), and then removed: grading happens in a fresh clone of
