@@ -183,7 +183,9 @@ async def test_hidden_tests_replace_links_files_and_directories_in_their_way(tmp
     (ws.path / "t.py").mkdir()  # a directory where the file belongs
     (ws.path / "t.py" / "inner").write_text("x\n")
     os.mkfifo(ws.path / "pipe.py")
+    os.mkfifo(ws.path / "fixtures")  # a FIFO where a directory belongs: never opened
     hidden = [HiddenFile("tests/test_a.py", 0o100644, b"a\n"), HiddenFile("data/x.json", 0o100644, b"{}"),
+              HiddenFile("fixtures/f.txt", 0o100644, b"f\n"),
               HiddenFile("t.py", 0o100755, b"t\n"), HiddenFile("pipe.py", 0o100644, b"p\n"),
               HiddenFile("calc.py", None)]
     place_hidden(ws.path, hidden)
@@ -192,6 +194,7 @@ async def test_hidden_tests_replace_links_files_and_directories_in_their_way(tmp
     assert (ws.path / "tests" / "test_a.py").read_text() == "a\n" and (ws.path / "data" / "x.json").read_text() == "{}"
     assert (ws.path / "t.py").read_text() == "t\n" and os.access(ws.path / "t.py", os.X_OK)
     assert (ws.path / "pipe.py").read_text() == "p\n" and not (ws.path / "calc.py").exists()
+    assert (ws.path / "fixtures" / "f.txt").read_text() == "f\n"
 
 
 async def test_the_users_global_git_config_and_attributes_never_apply(tmp_path, spaces, monkeypatch):
