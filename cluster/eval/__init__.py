@@ -11,7 +11,7 @@ task in `results.jsonl`, plus a summary, a report and SWE-bench predictions.
     settings.py     the batch's settings (headless permissions) and each task's
     layout.py       what the out directory holds
     errors.py       the workspace and patch exceptions
-    host_git.py     git on the host with no repository or user configuration able to run
+    trusted_git.py  host-side git, always with a git directory the harness made
     base_repo.py    a task's trusted base (bare, private) and clones of it
     patches.py      the agent's patch, taken on the host against the base; applied to a copy
     hidden_tests.py the test patch's files computed from the base; placed without following links

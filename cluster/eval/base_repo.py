@@ -11,7 +11,7 @@ Made on the host from the task's source, before the agent starts:
 - a git URL: mirrored once per batch into `<out>/repos/`, then as above.
 
 No template (no hooks), the harness's own configuration only, and git run through
-host_git.py. Objects may be hard-linked to the source's: nothing ever writes them, since
+trusted_git.py. Objects may be hard-linked to the source's: nothing ever writes them, since
 every clone made from the base for a sandbox to use (the agent's workspace, the grading
 copy) copies its objects (`--no-hardlinks`). A shared inode would let a sandboxed
 command that chmods a pack file rewrite the base, or the user's own repository.
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.eval.errors import GitError, WorkspaceError
-from cluster.eval.host_git import git
 from cluster.eval.layout import safe_name
 from cluster.eval.tasks import Task, is_url
+from cluster.eval.trusted_git import git
 
 __all__ = ["JUNK_PATHSPECS", "Base", "TrustedBases", "clone_at", "scratch_env"]
 

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from cluster.eval.base_repo import Base, scratch_env
 from cluster.eval.errors import GitError, WorkspaceError
-from cluster.eval.host_git import git
+from cluster.eval.trusted_git import git
 
 __all__ = ["HiddenFile", "hidden_tests", "place_hidden"]
 

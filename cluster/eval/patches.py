@@ -28,7 +28,7 @@ from pathlib import Path
 
 from cluster.eval.base_repo import JUNK_PATHSPECS, Base, scratch_env
 from cluster.eval.errors import GitError, PatchNotGradable
-from cluster.eval.host_git import GitOutputTooLarge, git
+from cluster.eval.trusted_git import GitOutputTooLarge, git
 
 __all__ = ["MAX_PATCH_BYTES", "Patch", "apply_patch", "take_patch"]
 

@@ -1,17 +1,19 @@
-"""Git on the host, with nothing of a repository's configuration able to run.
+"""Git on the host for batch evaluation: always with a git directory the harness made.
 
-Every git command the batch runs on the host goes through `git()`: a clean environment
-(PATH, LC_ALL=C, and for network clones the proxy and ssh-agent variables), no system
-or global configuration (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`, HOME
-and XDG_CONFIG_HOME pointing nowhere, so no ~/.config/git/attributes or ignore), no
-system attributes, no replace refs, no prompts.
+The neutralisation is tools.host_git's (argv from `git_command`: fsmonitor, hooks,
+pagers, signing, credential helpers, `ext::` and auto gc off; an environment from
+`git_environment`: nothing of the host's but an absolute PATH, no system or global
+config, HOME an empty directory), plus no system attributes and no replace refs, and
+for network clones the proxy and ssh-agent variables.
 
-That alone does not make a repository safe: `.git/config` can name an fsmonitor, a
-hooks path, filter and diff drivers. The design answer is that the host never runs git
-with a git directory a sandboxed command has had: a clone is set up (checkout, origin
-removed) before any command runs in it, and from then on workspaces are read through
-the task's trusted base (`--git-dir=<base>`, see base_repo.py), whose configuration only
-this harness wrote. The `-c` overrides below are a second line, for a mistake in the first.
+What no setting switches off is a filter or diff driver that `.gitattributes` names and
+`.git/config` defines. The answer here is by construction: the host never runs git with
+a git directory a sandboxed command has had. A clone is set up (checkout, origin
+removed) before any command runs in it; from then on a workspace is only read through
+the task's trusted base (`--git-dir=<base> --work-tree=<workspace>`, see base_repo.py),
+whose configuration only this harness wrote, so the drivers the workspace's attributes
+name are defined nowhere. This module adds what the batch needs on top: asyncio, a
+timeout that kills the process group, stdin, and a cap on stdout.
 """
 
 from __future__ import annotations
@@ -23,13 +25,12 @@ import signal
 from pathlib import Path
 
 from cluster.eval.errors import GitError
+from tools.host_git import git_command, git_environment
 
-__all__ = ["GitOutputTooLarge", "git", "git_env"]
+__all__ = ["GitOutputTooLarge", "git"]
 
-_OVERRIDES = (
-    "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.untrackedCache=false",
-    "-c", "protocol.ext.allow=never", "-c", "core.symlinks=true", "-c", "advice.detachedHead=false",
-)
+_EXTRA_CONFIG = ("-c", "core.untrackedCache=false", "-c", "core.symlinks=true", "-c", "advice.detachedHead=false")
+_EXTRA_ENV = {"GIT_ATTR_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1"}
 _NETWORK_VARS = ("SSH_AUTH_SOCK", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
                  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
 _STDERR_KEEP = 16_384
@@ -43,25 +44,11 @@ class GitOutputTooLarge(GitError):
         self.cap = cap
 
 
-def git_env(*, network: bool = False, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a host-side git command."""
-    env = {
-        "PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin",
-        "LC_ALL": "C",
-        "HOME": "/nonexistent",
-        "XDG_CONFIG_HOME": "/nonexistent",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "true",
-        "SSH_ASKPASS": "true",
-    }
+def _environment(network: bool, extra: dict[str, str] | None) -> dict[str, str]:
+    added = dict(_EXTRA_ENV)
     if network:
-        env.update({k: os.environ[k] for k in _NETWORK_VARS if k in os.environ})
-    env.update(extra or {})
-    return env
+        added.update({k: os.environ[k] for k in _NETWORK_VARS if k in os.environ})
+    return git_environment({**added, **(extra or {})})
 
 
 async def _read_capped(stream: asyncio.StreamReader, cap: int | None) -> tuple[bytes, bool]:
@@ -88,14 +75,14 @@ async def git(*args: str, git_dir: Path | None = None, work_tree: Path | None = 
               timeout_s: float = 600.0, max_output: int | None = None) -> bytes:
     """Run git; its stdout (raises GitError on a non-zero exit, a timeout, or more output
     than `max_output`: GitOutputTooLarge). The process group is killed on any way out."""
-    prefix: list[str] = list(_OVERRIDES)
+    prefix: list[str] = list(_EXTRA_CONFIG)
     if git_dir is not None:
         prefix.append(f"--git-dir={git_dir}")
     if work_tree is not None:
         prefix.append(f"--work-tree={work_tree}")
     step = next((a for a in args if not a.startswith("-")), "")
     proc = await asyncio.create_subprocess_exec(
-        "git", *prefix, *args, cwd=cwd or work_tree or Path("/"), env=git_env(network=network, extra=env),
+        *git_command(*prefix, *args), cwd=cwd or work_tree or Path("/"), env=_environment(network, env),
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
     )
