@@ -195,6 +195,22 @@ def test_timeout_budget_and_error_rows_and_the_batch_goes_on(tmp_path):
     assert summary["statuses"] == {"passed": 1, "failed": 0, "error": 6, "timeout": 1, "budget": 2, "truncated": 0, "refused": 0}
 
 
+def test_a_patch_that_breaks_the_setup_fails_in_the_grading_copy(tmp_path):
+    repo = _calc_repo(tmp_path)
+    breaks = _script(tmp_path, "breaks", [
+        {"text": "Fixing.", "tool_calls": [_fix_turns()[1]["tool_calls"][0],
+                                           {"name": "Write", "input": {"path": "broken", "content": "x\n"}}]},
+        {"text": "Done."}])
+    tasks = _tasks_file(tmp_path / "tasks.jsonl", [_task("a", repo, setup_command="test ! -e broken")])
+    out = tmp_path / "out"
+    assert _eval(tasks, out, breaks) == 0
+    (row,) = _rows(out)
+    assert (row["status"], row["tests_passed"], row["grade_log"]) == ("failed", None, None)
+    assert row["error"] == ("the setup command failed (exit code 1) in the grading copy, with the agent's patch "
+                            "applied: (no output) (log: logs/a/grade-setup.log)")
+    assert (out / "logs" / "a" / "setup.log").is_file() and list((out / "grading").iterdir()) == []
+
+
 def test_default_budgets_come_from_the_flags(tmp_path):
     repo = _calc_repo(tmp_path)
     tasks = _tasks_file(tmp_path / "tasks.jsonl", [_task("a", repo), _task("b", repo, budgets={"turns": 10})])

@@ -7,6 +7,8 @@ batch reports what finished and a rerun's report covers the whole set.
     cost_per_task_usd     total cost / finished
     cost_per_solved_usd   total cost / passed (what one solved task costs, failures included)
     wall_s                p50 / p95 / mean / max of the per-task wall time (linear interpolation)
+    touching_tests        tasks whose patch changes test infrastructure (patch_touches_tests);
+                          of them, passed_touching_tests passed: read those grades with care
 
 Cost counts only calls of known price. A run of a scripted model or of a model whose
 price is unknown shows as such ("scripted", "unknown price"), never as $0; when no
@@ -78,6 +80,8 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
             "mean": _round(sum(walls) / n if n else None, 3),
             "max": _round(max(walls) if walls else None, 3),
         },
+        "touching_tests": sum(1 for r in rows if r.patch_touches_tests),
+        "passed_touching_tests": sum(1 for r in rows if r.patch_touches_tests and r.status == "passed"),
         "compactions": sum(r.compactions for r in rows),
         "retries": sum(r.retries for r in rows),
         "actor_restarts": sum(r.actor_restarts for r in rows),
@@ -130,6 +134,8 @@ def _cell(text: str | None, limit: int = 120) -> str:
 
 def _row_note(row: ResultRow) -> str:
     parts = [row.error] if row.error else []
+    if row.patch_touches_tests:
+        parts.append(f"patch touches tests: {', '.join(row.patch_touches_tests)}")
     if row.status in ("timeout", "budget", "truncated", "refused") and row.tests_passed is not None:
         parts.append(f"tests {'passed' if row.tests_passed else 'failed'} anyway")
     parts += row.notes
@@ -156,6 +162,7 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         f"cache write {t['cache_creation']:,}) |",
         f"| wall per task | p50 {_seconds(s['wall_s']['p50'])} · p95 {_seconds(s['wall_s']['p95'])} · "
         f"max {_seconds(s['wall_s']['max'])} |",
+        f"| patches touching tests | {s['touching_tests']} ({s['passed_touching_tests']} of them passed) |",
         f"| compactions | {s['compactions']} |",
         f"| retries · actor restarts | {s['retries']} · {s['actor_restarts']} |",
         "",

@@ -7,7 +7,9 @@ A task interrupted by Ctrl-C has no row, so the rerun picks it up. A torn last l
 
 Statuses:
     passed   the agent finished and the test command exited 0
-    failed   the agent finished and the test command exited non-zero
+    failed   the agent finished and the test command exited non-zero, or its patch could
+             not be graded (does not apply, over the size cap, changes test infrastructure
+             where the task rejects that, breaks the setup command): `error` says why
     error    the task could not be run or graded: missing repository, failing setup,
              model or harness error, grader timeout (see `error`)
     timeout    the agent passed its wall-clock budget (budgets.wall_s); still graded
@@ -56,11 +58,14 @@ class ResultRow(BaseModel):
     compactions: int = 0
     compaction_kinds: dict[str, int] = Field(default_factory=dict)
     patch_path: str | None = Field(None, description="The agent's diff, relative to the out dir (None: no change).")
+    patch_touches_tests: list[str] = Field(
+        default_factory=list, description="Files of the patch that are test infrastructure (conftest.py, test "
+        "modules, pytest configuration, files the hidden tests replace; see cluster/eval/patch_audit.py).")
     session_id: str | None = None
     model: str = ""
     strategy: str = ""
     base_commit: str | None = None
-    error: str | None = None
+    error: str | None = Field(None, description="Why an error row has no verdict, or why a failed row was not graded.")
     retries: int = Field(0, description="Runs again after lost infrastructure (at most 1).")
     actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")
     notes: list[str] = Field(default_factory=list)
