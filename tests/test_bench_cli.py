@@ -10,9 +10,10 @@ import pytest
 
 from benchmarks.compaction.cli import parse_strategies
 from benchmarks.compaction.live import flip_table
+from benchmarks.traces.corpus import corpus_dir
 from cluster.cli import main
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+TRACES = corpus_dir()
 TOY = (
     TRACES / "swe-agent" / "tests" / "test_data" / "trajectories"
     / "gpt4__swe-agent__test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1" / "swe-agent__test-repo-i1.traj"

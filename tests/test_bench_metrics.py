@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from agents.compaction import ExtractiveSummarizer
@@ -23,11 +21,12 @@ from benchmarks.compaction.metrics import measure_replay
 from benchmarks.compaction.runner import BenchConfig, measure
 from benchmarks.replay import ReplayResult, replay_trace
 from benchmarks.traces import Trace, load_trace_file
+from benchmarks.traces.corpus import corpus_dir
 
 COUNTER = CharRatioEstimator()
 PRICE = 3.0 / 1_000_000  # claude-sonnet-4-5, USD per input token
 REAL = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "swe-agent" / "tests" / "test_data" / "trajectories"
+    corpus_dir() / "swe-agent" / "tests" / "test_data" / "trajectories"
     / "gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1" / "pydicom__pydicom-1458.traj"
 )
 

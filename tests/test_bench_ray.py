@@ -4,15 +4,15 @@ in-process run gives."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from benchmarks.compaction.runner import BenchConfig, run_local, run_on_ray
 from benchmarks.traces import load_trace_file
+from benchmarks.traces.corpus import corpus_dir
 
 TOY = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "swe-agent" / "tests" / "test_data"
+    corpus_dir() / "swe-agent" / "tests" / "test_data"
     / "trajectories" / "gpt4__swe-agent__test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1"
     / "swe-agent__test-repo-i1.traj"
 )

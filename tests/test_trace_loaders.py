@@ -27,14 +27,16 @@ from benchmarks.traces import (
     model_calls,
     to_anthropic_messages,
 )
+from benchmarks.traces.corpus import corpus_dir
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+TRACES = corpus_dir()
 
 # Top-level folder of the corpus -> the format its files are in.
 FORMAT_OF_FOLDER = {
     "mini-swe-agent-pr816-deepseek": "mini-swe-agent",
     "mini-swe-agent-pr854-deepseek": "mini-swe-agent",
     "openhands": "openhands",
+    "mini-swe-agent-gemini-3-pro": "mini-swe-agent",
     "moatless-tools": "moatless",
     "swe-agent": "swe-agent",
 }
@@ -50,6 +52,7 @@ MINI_REASONER = "mini-swe-agent-pr816-deepseek/output/deepseek_reasoner_dev/sqlf
 MINI_PR854 = (
     "mini-swe-agent-pr854-deepseek/eval/example_trajectories/astropy__astropy-12907.traj.json"
 )
+MINI_GEMINI = "mini-swe-agent-gemini-3-pro/swebench_results/20251118_gemini-3-pro-74pct/trajs/sympy__sympy-19040/sympy__sympy-19040.traj.json"
 OPENHANDS = "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl"
 MOATLESS = (
     "moatless-tools/evaluations/20241117_moatless_claude_3_5_sonnet_20241022/{}/trajectory.json"
@@ -160,6 +163,8 @@ def test_tool_call_counts_match_the_table(loaded, table):
         (MINI_ASTROID, "pylint-dev__astroid-1333", 176, 176),
         (MINI_REASONER, "sqlfluff__sqlfluff-2419", 55, 55),
         (MINI_PR854, "astropy__astropy-12907", 64, 64),
+        # mini-swe-agent v1: 132 turns, 10 of them format errors that ran nothing.
+        (MINI_GEMINI, "sympy__sympy-19040", 122, 122),
         # 23 in the table includes the closing `finish` call, which becomes assistant text.
         (OPENHANDS, "ponylang__ponyc-4595", 23, 22),
         (OPENHANDS, "ponylang__ponyc-4593", 33, 32),
@@ -258,6 +263,23 @@ def test_mini_swe_agent_keeps_the_recorded_tool_call_ids(root, loaded):
         c["id"] for m in raw["messages"] if m["role"] == "assistant" for c in m["tool_calls"]
     ]
     assert [u.id for u in loaded[MINI_ASTROID][0].tool_uses] == recorded
+
+
+def test_mini_swe_agent_v1_format_error_is_assistant_text_then_user_feedback(loaded):
+    trace = loaded[MINI_GEMINI][0]
+    errors = [i for i, m in enumerate(trace.messages) if m.role == "assistant" and not m.tool_uses]
+    assert len(errors) == 132 - 122
+    first = errors[0]
+    assert trace.messages[first].text.count("```bash") == 2  # two blocks: nothing was run
+    feedback = trace.messages[first + 1]
+    assert feedback.role == "user" and not feedback.tool_results_in
+    assert feedback.text.startswith("Please always provide EXACTLY ONE action")
+
+
+def test_mini_swe_agent_v1_takes_the_model_from_the_config(loaded, table):
+    rows = [r for r in table if r.file.startswith("mini-swe-agent-gemini-3-pro/")]
+    assert len(rows) == 26
+    assert {trace_for(loaded, r).model for r in rows} == {"google/gemini-3-pro-preview"}
 
 
 def test_openhands_finish_without_observation_is_final_assistant_text(loaded):

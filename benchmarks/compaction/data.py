@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agents.errors import ConfigError
 from benchmarks.traces import Trace, UnknownTraceFormat, detect_format, load_trace_file
+from benchmarks.traces.corpus import corpus_dir
 from benchmarks.traces.model import read_json_documents
 from benchmarks.traces.workingset import CALL_FILE, is_trace_dir
 
@@ -28,8 +29,8 @@ _SUFFIXES = {".json", ".jsonl", ".traj"}
 
 
 def default_traces_dir() -> Path:
-    """The shared corpus of real trajectories beside the repository: ../shared/traces."""
-    return Path(__file__).resolve().parents[3] / "shared" / "traces"
+    """The shared corpus of real trajectories beside the repository (benchmarks.traces.corpus)."""
+    return corpus_dir()
 
 
 @dataclass
