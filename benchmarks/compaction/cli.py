@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from agents.compaction.strategy import STRATEGIES, make_strategy
 from agents.errors import ConfigError
+from benchmarks.traces import FORMATS
 
 from .data import Inputs, load_inputs, synthetic_inputs
 from .live import run_live
@@ -30,6 +31,7 @@ __all__ = ["COMMAND", "BenchCommand", "parse_strategies"]
 
 DEFAULT_OUT = Path("bench-results") / "compaction"
 DEFAULT_SYNTHETIC = 8
+SUPPORTED = "supported: " + ", ".join(f.name for f in FORMATS) + ", workingset-trace dir"
 
 
 def parse_strategies(text: str | None) -> list[str]:
@@ -124,6 +126,8 @@ def run_compaction(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     for path, reason in inputs.skipped:
         print(f"skipping {path}: {reason}", file=sys.stderr)
+    for path in inputs.ignored:
+        print(f"skipping {path}: not a trace in a format the benchmark reads ({SUPPORTED})", file=sys.stderr)
     total = len(inputs.traces) * len(config.strategies)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
