@@ -2,9 +2,10 @@
 
 - `pareto.png`: tool-evidence recall (mean, 95% interval) against cost ÷ raw, left the
   median of the per-trace ratios, right the pooled ratio (sum ÷ sum). Every point is
-  labelled with its strategy; a strategy that sent any request over the window is drawn
-  as a hollow red marker with ⚠ and is left off the Pareto front, which joins the feasible
-  strategies no other feasible one beats on both cost and recall.
+  numbered, the legend naming it (strategies on the same point share it); a strategy that
+  sent any request over the window is drawn as a hollow red marker with ⚠ and is left
+  off the Pareto front (grey rings and dashes), which joins the feasible strategies no
+  other feasible one beats on both cost and recall.
 - `tokens_per_step.png`: input tokens at each model call, per strategy, with the context
   window minus the output reserve (above it a request cannot be answered) and the compact
   budget drawn across: left the longest trace, right the mean over the traces that reached
@@ -82,42 +83,46 @@ def _points(doc: dict[str, Any], which: str) -> list[tuple[dict, float, dict]]:
 
 
 def _pareto_panel(ax, doc: dict[str, Any], which: str) -> None:
+    """Each point carries a number next to it; the legend maps numbers to strategies (a
+    name beside every point would cover the crowded corner)."""
     points = _points(doc, which)
-    feasible = [(s["strategy"], x, r["value"]) for s, x, r in points if not s["exceeds_window"]]
-    for n, (s, x, r) in enumerate(points):
+    feasible = [(s["label"], x, r["value"]) for s, x, r in points if not s["exceeds_window"]]
+    front = pareto_front(feasible)
+    on_front = {p[0] for p in front}
+    for n, (s, x, r) in enumerate(points, start=1):
         bad = s["exceeds_window"]
         cost = s["vs_raw"]["cost_usd"]
         xerr = [[x - cost["lo"]], [cost["hi"] - x]] if which == "median" else None
+        name = ("⚠ " if bad else "") + s["label"] + (" (front)" if s["label"] in on_front else "")
         ax.errorbar(x, r["value"], xerr=xerr, yerr=[[r["value"] - r["lo"]], [r["hi"] - r["value"]]],
                     fmt=_MARKERS[n % len(_MARKERS)], capsize=2, color="tab:red" if bad else _COLORS[n % len(_COLORS)],
-                    mfc="none" if bad else None, markersize=7, linewidth=0.8, zorder=3 + n % 5)
-    front = pareto_front(feasible)
-    if len({(p[1], p[2]) for p in front}) > 1:
-        ax.plot([p[1] for p in front], [p[2] for p in front], "--", color="grey", linewidth=1, zorder=1,
-                label="Pareto front (feasible only)")
-        ax.legend(loc="lower right", fontsize=7)
-    _label(ax, points)
+                    mfc="none" if bad else None, markersize=7, linewidth=0.8, zorder=3 + n % 5, label=f"{n}. {name}")
+    if front:
+        ax.plot([p[1] for p in front], [p[2] for p in front], "--o", color="grey", linewidth=1, markersize=13,
+                mfc="none", zorder=1)
+    _number(ax, points)
+    ax.legend(loc="lower right", fontsize=6, ncol=1, framealpha=0.9)
     ax.set_xlabel(f"cost ÷ raw ({'median of per-trace ratios' if which == 'median' else 'pooled: sum ÷ sum'})")
     ax.set_ylabel("tool-evidence recall (mean over traces)")
     ax.grid(alpha=0.3)
 
 
-def _label(ax, points: list[tuple[dict, float, dict]]) -> None:
+def _number(ax, points: list[tuple[dict, float, dict]]) -> None:
     if not points:
         return
     xs = [x for _, x, _ in points]
     lo, hi = min(xs), max(xs)
     span = (hi - lo) or 1.0
-    ax.set_xlim(lo - 0.08 * span, hi + 0.45 * span)
+    left, width = lo - 0.08 * span, 1.9 * span  # room on the right for the legend
+    ax.set_xlim(left, left + width)
     ax.set_ylim(-0.05, 1.12)
     order = sorted(range(len(points)), key=lambda i: points[i][2]["value"])
-    frac = [((points[i][1] - (lo - 0.08 * span)) / (1.53 * span), (points[i][2]["value"] + 0.05) / 1.17) for i in order]
-    for i, ly in zip(order, label_offsets(frac), strict=True):
+    frac = [((points[i][1] - left) / width, (points[i][2]["value"] + 0.05) / 1.17) for i in order]
+    for i, ly in zip(order, label_offsets(frac, min_gap=0.035), strict=True):
         s, x, r = points[i]
-        text = ("⚠ " if s["exceeds_window"] else "") + s["label"]
-        ax.annotate(text, (x, r["value"]), xytext=(x + 0.03 * span, ly * 1.17 - 0.05), fontsize=6.5,
+        ax.annotate(str(i + 1), (x, r["value"]), xytext=(x + 0.025 * span, ly * 1.17 - 0.05), fontsize=7,
                     color="tab:red" if s["exceeds_window"] else "black",
-                    arrowprops={"arrowstyle": "-", "color": "0.6", "linewidth": 0.5})
+                    arrowprops={"arrowstyle": "-", "color": "0.7", "linewidth": 0.4})
 
 
 def _pareto(doc: dict[str, Any], path: Path) -> None:
