@@ -3,22 +3,16 @@ count once, and a working set without tool results keeps almost none of it."""
 
 from __future__ import annotations
 
-import pytest
-
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelRequest
 from agents.tokens import CharRatioEstimator
 from benchmarks.compaction.evidence import trace_evidence
 from benchmarks.compaction.items import maximal_items
 from benchmarks.compaction.metrics import measure_replay
-from benchmarks.compaction.runner import BenchConfig, measure
 from benchmarks.replay import ReplayResult
-from benchmarks.traces import Trace, load_trace_file
-from benchmarks.traces.corpus import corpus_dir
+from benchmarks.traces import Trace
 
 COUNTER = CharRatioEstimator()
-REAL = (corpus_dir() / "swe-agent" / "tests" / "test_data" / "trajectories"
-        / "gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1" / "pydicom__pydicom-1458.traj")
 
 
 def _trace() -> Trace:
@@ -86,21 +80,3 @@ def test_nothing_compacted_shows_all_tool_evidence():
     m = measure_replay(_replay(trace, [trace.messages[:1], trace.messages[:3], trace.messages[:5]]),
                        trace_evidence(trace, COUNTER), trace_label="t", pricing_model="claude-sonnet-4-5", counter=COUNTER)
     assert m.tool_evidence_recall == 1.0 and m.missed == []
-
-
-@pytest.fixture(scope="module")
-def real() -> Trace:
-    if not REAL.is_file():
-        pytest.fail(f"trace corpus not found: {REAL} (these tests need ../shared/traces)", pytrace=False)
-    return load_trace_file(REAL)[0]
-
-
-async def test_mask_keep_0_scores_near_zero_tool_evidence_on_a_real_trace(real):
-    config = BenchConfig(strategies=["raw"], context_window=32_000)
-    evidence = trace_evidence(real)
-    raw = await measure("real", real, evidence, "raw", config)
-    masked = await measure("real", real, evidence, "mask:keep=0", config)
-    assert raw.tool_evidence_recall == 1.0 and raw.tool_evidence_items > 10
-    assert masked.tool_evidence_recall is not None and masked.tool_evidence_recall <= 0.05
-    assert masked.tool_evidence_recoverable_recall == 1.0  # every body is one Recall away
-    assert masked.grounding_recall > 0.3  # what the legacy measure said

@@ -244,3 +244,14 @@ async def test_compaction_of_a_real_trace_saves_tokens_and_loses_some_evidence(r
     assert masked.grounding_recall < 1.0 and masked.recoverable_recall == 1.0  # elided, with Recall ids
     window = await measure("real", real, evidence, "window:first=1,last=2", config)
     assert window.recoverable_recall == window.grounding_recall < 1.0  # dropped: nothing names the ids
+
+
+async def test_mask_keep_0_scores_near_zero_tool_evidence_on_a_real_trace(real):
+    config = BenchConfig(strategies=["raw"], context_window=32_000)
+    evidence = trace_evidence(real)
+    raw = await measure("real", real, evidence, "raw", config)
+    masked = await measure("real", real, evidence, "mask:keep=0", config)
+    assert raw.tool_evidence_recall == 1.0 and raw.tool_evidence_items > 10
+    assert masked.tool_evidence_recall is not None and masked.tool_evidence_recall <= 0.05
+    assert masked.tool_evidence_recoverable_recall == 1.0  # every body is one Recall away
+    assert masked.grounding_recall > 0.3  # what the legacy measure said
