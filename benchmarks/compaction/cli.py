@@ -25,6 +25,7 @@ from .data import Inputs, load_inputs, synthetic_inputs
 from .live import run_live
 from .plots import write_plots
 from .presets import PRESETS, resolve_spec
+from .provenance import provenance
 from .report import build_document, markdown_report
 from .runner import BenchConfig, run_local, run_on_ray
 from .stats import framework_breakdown, summarize_strategies
@@ -160,6 +161,8 @@ def run_compaction(args: argparse.Namespace) -> int:
     started = time.perf_counter()  # the wall time covers loading, replays (and Ray start-up) and statistics
     config = _config(args)
     inputs = _inputs(args)
+    # Before any replay: the commit and trace hashes are those of what this run reads.
+    origin = provenance([] if inputs.synthetic else [t.path for _, t in inputs.traces])
     err = Console(stderr=True)
     for path, reason in inputs.skipped:
         print(f"skipping {path}: {reason}", file=sys.stderr)
@@ -186,7 +189,7 @@ def run_compaction(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - started
     doc = build_document(inputs, config, runs, summaries, wall_time_s=wall, runtime=runtime,
                          frameworks=framework_breakdown(runs, config.strategies, frameworks),
-                         tokens=measured.tokens, families=family_tokens(measured.tokens))
+                         tokens=measured.tokens, families=family_tokens(measured.tokens), origin=origin)
     if args.live is not None:
         doc["live"] = _live(args, config, err)
         doc["wall_time_s"] = round(time.perf_counter() - started, 2)

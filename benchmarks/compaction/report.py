@@ -27,7 +27,10 @@ def build_document(
     inputs: Inputs, config: BenchConfig, runs: Sequence[RunMetrics], summaries: Sequence[StrategySummary],
     *, wall_time_s: float, runtime: str, figures: dict[str, str] | None = None,
     frameworks: Sequence[FrameworkRow] = (), tokens: Sequence[TraceTokens] = (), families: Sequence[FamilyTokens] = (),
+    origin: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """`origin`: the provenance taken when the run started (commit, versions, hashes);
+    taken now when not given."""
     summary = []
     for s in summaries:
         row = s.model_dump()
@@ -41,7 +44,7 @@ def build_document(
         "presets": {name: PRESETS[name].model_dump() for name in config.strategies if name in PRESETS},
         "runtime": runtime,
         "wall_time_s": round(wall_time_s, 2),
-        "provenance": provenance([] if inputs.synthetic else [t.path for _, t in inputs.traces]),
+        "provenance": origin or provenance([] if inputs.synthetic else [t.path for _, t in inputs.traces]),
         "traces": [
             {"label": label, "source": t.source, "task_id": t.task_id, "model": t.model, "path": t.path,
              "calls": sum(m.role == "assistant" for m in t.messages)}
