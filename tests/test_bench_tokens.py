@@ -14,6 +14,7 @@ from benchmarks.compaction.tokenizers import (
     check_tokenizer,
     context_estimates,
     make_counter,
+    trace_scale,
     usage_scale,
 )
 from benchmarks.traces import CallRecord, Trace, find_trace_files, load_trace_file
@@ -50,11 +51,13 @@ def test_usage_scale_is_recorded_over_estimated_tokens_pooled():
 
 def test_the_usage_counter_scales_text_but_not_framing():
     trace = _trace()
-    counter, scale = make_counter("usage", trace)
-    assert isinstance(counter, ScaledCounter) and scale == pytest.approx(usage_scale(trace))
+    scale = trace_scale("usage", trace)
+    assert scale == pytest.approx(usage_scale(trace))
+    counter = make_counter("usage", scale)
+    assert isinstance(counter, ScaledCounter)
     assert counter.count_text("x" * 400) == -(-100 * scale // 1)
-    plain, none = make_counter("usage", _trace((None, None)))
-    assert isinstance(plain, CharRatioEstimator) and none is None
+    assert trace_scale("usage", _trace((None, None))) is None
+    assert isinstance(make_counter("usage", None), CharRatioEstimator)  # nothing to scale by: the estimator
 
 
 def test_tekken_counts_offline_and_denser_text_costs_more_tokens():

@@ -46,6 +46,7 @@ __all__ = [
     "block_tokens",
     "context_estimates",
     "make_counter",
+    "trace_scale",
     "usage_scale",
 ]
 
@@ -176,20 +177,24 @@ def check_tokenizer(name: str) -> None:
         _tekken()
 
 
-def make_counter(name: str, trace: Trace) -> tuple[TokenCounter, float | None]:
-    """The measuring counter for one trace, and the scale it applied (None: not scaled)."""
-    if name == "estimate":
-        return CharRatioEstimator(), None
-    if name == "tekken":
-        return TekkenCounter(), None
+def trace_scale(name: str, trace: Trace) -> float | None:
+    """The per-trace scale of a scaled counter (`usage`, `anthropic`); None otherwise or
+    when the trace has nothing to scale by. Computed once per trace, not per strategy."""
     if name == "usage":
-        scale = usage_scale(trace)
-        if scale is None:
-            return CharRatioEstimator(), None
-        return ScaledCounter(CharRatioEstimator(), scale, "usage"), scale
+        return usage_scale(trace)
     if name == "anthropic":
-        scale = _anthropic_scale(trace)
-        return ScaledCounter(CharRatioEstimator(), scale, "anthropic"), scale
+        return _anthropic_scale(trace)
+    return None
+
+
+def make_counter(name: str, scale: float | None = None) -> TokenCounter:
+    """The measuring counter: `scale` (from `trace_scale`) applies to usage / anthropic."""
+    if name == "tekken":
+        return TekkenCounter()
+    if name in ("usage", "anthropic") and scale is not None:
+        return ScaledCounter(CharRatioEstimator(), scale, name)
+    if name in TOKENIZERS:
+        return CharRatioEstimator()
     raise ConfigError(f"--tokenizer {name}: unknown; known: {', '.join(TOKENIZERS)}")
 
 
