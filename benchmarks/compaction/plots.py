@@ -6,10 +6,11 @@
   sent any request over the window is drawn as a hollow red marker with ⚠ and is left
   off the Pareto front (grey rings and dashes), which joins the feasible strategies no
   other feasible one beats on both cost and recall.
-- `tokens_per_step.png`: input tokens at each model call, per strategy, with the context
-  window minus the output reserve (above it a request cannot be answered) and the compact
-  budget drawn across: left the longest trace, right the mean over the traces that reached
-  each step, with the number of those traces underneath.
+- `tokens_per_step.png`: one small panel per strategy (so none hides under another): input
+  tokens at each model call, the mean over the traces that reached the step and the longest
+  trace, with the context window minus the output reserve (above it a request cannot be
+  answered) and the compact budget drawn across; a strategy over the window has a red ⚠
+  title with its infeasible calls; a last panel gives the number of traces behind each mean.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from agents.config import CompactSettings  # noqa: E402
 
 __all__ = ["label_offsets", "pareto_front", "write_plots"]
 
-_STYLES = ["-", "--", "-.", ":"]
 # No red: red marks a strategy that exceeds the window.
 _COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray", "tab:olive",
            "tab:cyan", "navy", "goldenrod", "teal", "black", "darkkhaki"]
@@ -145,25 +145,9 @@ def _limits(ax, doc: dict[str, Any]) -> None:
     ax.axhline(budget, color="0.3", linewidth=1, linestyle=(0, (4, 2)), label=f"compact budget ({budget:,})")
 
 
-def _series_style(n: int, bad: bool) -> dict[str, Any]:
-    return {"linestyle": _STYLES[n % len(_STYLES)], "marker": _MARKERS[n % len(_MARKERS)], "markevery": 0.1,
-            "markersize": 3, "linewidth": 1.4 if bad else 1, "alpha": 0.85,
-            "color": "tab:red" if bad else _COLORS[n % len(_COLORS)]}
-
-
-def _merged(series: dict[str, list[float]]) -> list[tuple[str, list[float]]]:
-    """Identical series drawn once, labelled with every strategy they belong to."""
-    out: list[tuple[str, list[float]]] = []
-    for name, values in series.items():
-        same = next((i for i, (_, v) in enumerate(out) if v == values), None)
-        if same is None:
-            out.append((name, values))
-        else:
-            out[same] = (out[same][0] + " = " + name, values)
-    return out
-
-
 def _mean_series(runs: list[dict]) -> tuple[dict[str, list[float]], list[int]]:
+    """Per strategy: the mean tokens at each step over the traces that reached it; and how
+    many traces reached each step."""
     by_strategy: dict[str, list[list[int]]] = defaultdict(list)
     for r in runs:
         by_strategy[r["strategy"]].append(r["tokens_per_call"])
@@ -176,46 +160,55 @@ def _mean_series(runs: list[dict]) -> tuple[dict[str, list[float]], list[int]]:
     return means, reached
 
 
-def _draw(ax, series: dict[str, list[float]], exceeding: set[str], top: float) -> None:
-    clipped = []
-    for n, (label, values) in enumerate(_merged(series)):
-        bad = any(name in exceeding for name in label.split(" = "))
-        ax.plot(range(1, len(values) + 1), values, label=("⚠ " if bad else "") + label, **_series_style(n, bad))
-        if max(values, default=0) > top:
-            clipped.append(f"{label.split(' = ')[0]} peaks at {max(values):,.0f}")
+def _panel(ax, s: dict, mean: list[float], longest: list[int] | None, top: float) -> None:
+    """One strategy: the mean over traces (thick) and the longest trace (thin), the window
+    and the budget; a title in red with ⚠ when the strategy exceeds the window."""
+    if longest:
+        ax.plot(range(1, len(longest) + 1), longest, color="0.55", linewidth=0.7, label="longest trace")
+    ax.plot(range(1, len(mean) + 1), mean, color="tab:blue", linewidth=1.3, label="mean over traces")
+    peak = max([*mean, *(longest or [])], default=0)
+    _limits(ax, s["_doc"])
     ax.set_ylim(0, top)
-    if clipped:
-        ax.text(0.01, 0.98, "clipped: " + "; ".join(clipped), transform=ax.transAxes, fontsize=6.5, va="top")
+    bad = s["exceeds_window"]
+    title = ("⚠ " if bad else "") + s["strategy"]
+    detail = f"{s['infeasible_calls']} infeasible calls" if bad else "feasible"
+    if peak > top:
+        detail += f"; peak {peak:,.0f} (clipped)"
+    ax.set_title(f"{title}\n{detail}", fontsize=7.5, color="tab:red" if bad else "black")
+    ax.tick_params(labelsize=6)
+    ax.grid(alpha=0.3)
 
 
 def _tokens(doc: dict[str, Any], path: Path) -> None:
+    """Small multiples: one panel per strategy, so no series hides under another, and a
+    last panel with the number of traces behind each step's mean."""
     runs = [r for r in doc["runs"] if not r["error"]]
-    exceeding = {s["strategy"] for s in doc["summary"] if s["exceeds_window"]}
-    fig = plt.figure(figsize=(14, 7.5))
-    grid = fig.add_gridspec(2, 2, height_ratios=[4, 1])
-    left, right = fig.add_subplot(grid[:, 0]), fig.add_subplot(grid[0, 1])
-    count = fig.add_subplot(grid[1, 1], sharex=right)
+    summaries = [s for s in doc["summary"] if any(r["strategy"] == s["strategy"] for r in runs)]
+    cols = 4
+    rows = max(1, -(-(len(summaries) + 1) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.3 * rows), sharex=True, squeeze=False)
+    flat = [ax for row in axes for ax in row]
     limit = doc["settings"]["context_window"] - 4_096
     top = 1.6 * limit
-    if runs:
-        longest = max(runs, key=lambda r: (r["calls"], r["trace"]))["trace"]
-        _draw(left, {r["strategy"]: r["tokens_per_call"] for r in runs if r["trace"] == longest}, exceeding, top)
-        means, reached = _mean_series(runs)
-        _draw(right, means, exceeding, top)
-        count.step(range(1, len(reached) + 1), reached, where="mid", color="0.3")
-        left.set_title(f"{longest}{_suffix(doc)}", fontsize=9)
-    for ax in (left, right):
-        _limits(ax, doc)
-        ax.set_ylabel("input tokens")
-        ax.grid(alpha=0.3)
-    left.set_xlabel("model call")
-    left.legend(fontsize=6.5, ncol=2, loc="upper right")
-    right.set_title(f"mean over the traces that reached each step{_suffix(doc)}", fontsize=9)
-    right.tick_params(labelbottom=False)
-    count.set_ylabel("traces behind\neach mean", fontsize=8)
-    count.set_xlabel("model call")
+    means, reached = _mean_series(runs)
+    longest = max(runs, key=lambda r: (r["calls"], r["trace"]))["trace"] if runs else None
+    for ax, s in zip(flat, summaries, strict=False):
+        own = next((r["tokens_per_call"] for r in runs if r["trace"] == longest and r["strategy"] == s["strategy"]), None)
+        _panel(ax, {**s, "_doc": doc}, means[s["strategy"]], own, top)
+    count = flat[len(summaries)]
+    count.step(range(1, len(reached) + 1), reached, where="mid", color="0.3")
+    count.set_title("traces behind each step's mean", fontsize=7.5)
+    count.tick_params(labelsize=6)
     count.grid(alpha=0.3)
-    fig.tight_layout()
+    for ax in flat[len(summaries) + 1:]:
+        ax.axis("off")
+    handles, labels = flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=7, ncol=4)
+    fig.suptitle(f"Input tokens per model call, {doc['settings']['context_window']:,}-token window"
+                 f"{f' (longest trace: {longest})' if longest else ''}{_suffix(doc)}", fontsize=9, x=0.01, ha="left")
+    fig.supxlabel("model call", fontsize=8)
+    fig.supylabel("input tokens", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
