@@ -7,7 +7,7 @@ feasibility check count. Every counter here frames messages the way the estimato
 
 - `estimate`  the harness's estimator (default).
 - `tekken`    Mistral's Tekken BPE (131k vocabulary), whose data ships inside the
-              `mistral-common` wheel, so it runs offline. A real tokenizer of a current
+              `mistral-common` wheel (the optional `bench` extra), so it runs offline. A
               code model, not Claude's: use it to see how far chars/4 is from a BPE count.
 - `usage`     the estimator scaled per trace by what the recorded model's API billed:
               scale = sum of recorded input tokens / sum of the estimator's count of the
@@ -92,7 +92,7 @@ def _tekken() -> Any:
         import mistral_common
         from mistral_common.tokens.tokenizers.tekken import Tekkenizer
     except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise ConfigError("--tokenizer tekken needs mistral-common (pip install mistral-common)") from exc
+        raise ConfigError("--tokenizer tekken needs mistral-common: pip install -e '.[bench]'") from exc
     from pathlib import Path
 
     data = Path(mistral_common.__file__).parent / "data" / "tekken_240911.json"
