@@ -8,7 +8,8 @@ feasibility check count. Every counter here frames messages the way the estimato
 - `estimate`  the harness's estimator (default).
 - `tekken`    Mistral's Tekken BPE (131k vocabulary), whose data ships inside the
               `mistral-common` wheel (the optional `bench` extra), so it runs offline. A
-              code model, not Claude's: use it to see how far chars/4 is from a BPE count.
+              real tokenizer of a current code model, not Claude's: use it to see how far
+              chars/4 is from a BPE count.
 - `usage`     the estimator scaled per trace by what the recorded model's API billed:
               scale = sum of recorded input tokens / sum of the estimator's count of the
               same contexts (system prompt + the messages before each call). A trace
