@@ -101,7 +101,8 @@ def _pareto_panel(ax, doc: dict[str, Any], which: str) -> None:
         ax.plot([p[1] for p in front], [p[2] for p in front], "--o", color="grey", linewidth=1, markersize=13,
                 mfc="none", zorder=1)
     _number(ax, points)
-    ax.legend(loc="lower right", fontsize=6, ncol=1, framealpha=0.9)
+    if points:
+        ax.legend(loc="lower right", fontsize=6, ncol=1, framealpha=0.9)
     ax.set_xlabel(f"cost ÷ raw ({'median of per-trace ratios' if which == 'median' else 'pooled: sum ÷ sum'})")
     ax.set_ylabel("tool-evidence recall (mean over traces)")
     ax.grid(alpha=0.3)
