@@ -33,6 +33,7 @@ from agents.system_prompt import (
     base_section,
     environment_section,
     project_instructions_section,
+    read_project_instructions,
     tool_catalog_section,
 )
 from agents.tokens import CharRatioEstimator
@@ -52,6 +53,7 @@ __all__ = [
     "load_plugins",
     "open_session",
     "command_runner",
+    "denied_path_globs",
     "resolve_workspace",
     "session_dir",
     "snapshot_store",
@@ -88,8 +90,9 @@ def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
     )
 
 
-def command_runner(settings: WorkingsetSettings) -> CommandRunner:
-    """Bash's runner: bubblewrap unless the user opted out of the sandbox."""
+def command_runner(settings: WorkingsetSettings, *, writable: tuple[str, ...] = ()) -> CommandRunner:
+    """Bash's runner: bubblewrap unless the user opted out of the sandbox. `writable`
+    names protected workspace entries this runner leaves writable (grading's `.git`)."""
     sandbox = settings.sandbox
     if not sandbox.enabled:
         return PlainCommandRunner()
@@ -97,9 +100,21 @@ def command_runner(settings: WorkingsetSettings) -> CommandRunner:
         SandboxLimits(
             cpu_seconds=sandbox.cpu_seconds,
             memory_bytes=sandbox.memory_mb * 1024**2,
-            file_size_bytes=sandbox.file_size_mb * 1024**2,
             processes=sandbox.processes,
-        )
+            file_size_bytes=sandbox.file_size_mb * 1024**2,
+            tmp_bytes=sandbox.tmp_size_mb * 1024**2,
+            workspace_growth_bytes=sandbox.workspace_growth_mb * 1024**2,
+        ),
+        bwrap=sandbox.bwrap,
+        uid=sandbox.uid,
+        gid=sandbox.gid,
+        toolchains=tuple(p.expanduser().resolve() for p in sandbox.toolchains) if sandbox.toolchains is not None else None,
+        protected=tuple(p for p in sandbox.protected if p not in writable),
+        pass_env=tuple(sandbox.pass_env),
+        seccomp=sandbox.seccomp,
+        weak_limits=sandbox.weak_limits,
+        cgroup=sandbox.cgroup,
+        cgroup_parent=sandbox.cgroup_parent,
     )
 
 
@@ -108,6 +123,20 @@ def permissions_from(settings: WorkingsetSettings, audit_path: Path | None) -> P
     return PermissionRuntime.from_texts(
         allow=p.allow, deny=p.deny, ask=p.ask, mode=p.mode, headless=p.headless, audit=AuditLog(audit_path)
     )
+
+
+_FILE_TOOLS = ("Read", "Edit", "Write", "Grep", "Glob")
+
+
+def denied_path_globs(permissions: PermissionRuntime) -> tuple[str, ...]:
+    """The patterns of the deny rules on file tools (`deny: Read(secrets/**)`): the files
+    that Read, Grep and Glob then treat as not there, whichever file tool a rule names."""
+    patterns = (
+        rule.pattern
+        for rule in permissions.rules
+        if rule.effect == "deny" and rule.pattern is not None and any(fnmatchcase(t, rule.tool) for t in _FILE_TOOLS)
+    )
+    return tuple(dict.fromkeys(patterns))
 
 
 @dataclass
@@ -134,9 +163,21 @@ class _PromptParts:
 
 
 def load_plugins(settings: WorkingsetSettings, workspace: Path) -> LoadedPlugins:
-    """Enabled plugins from ~/.workingset/plugins, .workingset/plugins and plugins.dirs."""
-    dirs = [settings.home / "plugins", workspace / ".workingset" / "plugins", *settings.plugins.dirs]
-    plugins, problems = discover_plugins(dirs)
+    """Enabled plugins: the user's (~/.workingset/plugins, plugins.dirs, installed entry
+    points) and, only for the workspace the user trusted, its .workingset/plugins. A
+    workspace plugin never shadows a user plugin: a taken name skips the workspace's."""
+    plugins, problems = discover_plugins([settings.home / "plugins", *settings.plugins.dirs])
+    trusted = settings.trusted_workspace is not None and settings.trusted_workspace == workspace.resolve()
+    if trusted:
+        own, own_problems = discover_plugins([workspace / ".workingset" / "plugins"], entry_points=())
+        problems += own_problems
+        taken = {p.name: p for p in plugins}
+        for plugin in own:
+            if plugin.name in taken:
+                problems.append(f"plugin {plugin.name!r} from {plugin.origin} skipped: the user's plugin "
+                                f"{taken[plugin.name].origin} has that name")
+            else:
+                plugins.append(plugin)
     loaded = load_enabled(plugins, settings.plugins.enabled)
     loaded.problems[:0] = problems
     return loaded
@@ -193,7 +234,8 @@ def build_session(
     plugins = plugins if plugins is not None else load_plugins(settings, workspace)
     memory = MemoryStore(workspace, settings.home)
     skills, skill_problems = discover_skills(workspace, settings.home, plugin_dirs=plugins.skill_dirs)
-    for text in [*plugins.problems, *skill_problems, *memory.list()[1]]:
+    instructions, instruction_problems = read_project_instructions(workspace)
+    for text in [*plugins.problems, *skill_problems, *instruction_problems, *memory.list()[1]]:
         emit(Notice(session_id=session_id, text=text))
     if tools is None:
         tools = [*default_workspace_tools(), RecallTool(), *memory_tools(memory), LoadSkillTool(skills), *plugins.tools]
@@ -201,7 +243,7 @@ def build_session(
     hook_specs = [*settings.hooks, *plugins.hooks]
     hooks = HookRunner(hook_specs, workspace) if hook_specs else None
     parts = _PromptParts(
-        environment_section(workspace), project_instructions_section(workspace), skill_catalog_section(skills), memory
+        environment_section(workspace), project_instructions_section(instructions), skill_catalog_section(skills), memory
     )
 
     def model_for(spec: str | None, role: str) -> ModelClient:
@@ -210,7 +252,11 @@ def build_session(
     permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
     context = ToolContext(
-        workspace=workspace, limits=settings.tools.limits(), runner=command_runner(settings), artifacts=artifacts
+        workspace=workspace,
+        limits=settings.tools.limits(),
+        runner=command_runner(settings),
+        artifacts=artifacts,
+        denied_path_globs=denied_path_globs(permissions),
     )
     executor = runtime.executor or LocalToolExecutor()
     summarizer = runtime.summarizer or load_summarizer(settings.summarizer)

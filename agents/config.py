@@ -3,17 +3,24 @@
 Precedence, highest first: command-line flags, `WORKINGSET_*` environment variables
 (nested with `__`, e.g. `WORKINGSET_TOOLS__BASH_TIMEOUT_S=30`), the project's
 `.workingset/config.toml`, the user's `~/.workingset/config.toml`, the defaults here.
+
+The project's file is written where the agent writes, so it applies in full only to a
+workspace the user trusts (agents.trust: the trust list, or `--trust-workspace`); for
+any other workspace only inert settings apply and the rest is named in one notice
+(agents.workspace_config lists them).
 """
 
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -21,13 +28,18 @@ from pydantic_settings import (
 
 from agents.errors import ConfigError
 from agents.hooks import HookSpec
+from agents.trust import TrustList
+from agents.workspace_config import WorkspaceConfig, screen, untrusted_notice, workspace_plugins
 from tools.base import ToolLimits
 from tools.mcp import McpServerConfig
+from tools.protected import PROTECTED_DIRS
+from tools.sandbox import check_inside_workspace, check_pass_env
 
 __all__ = [
     "AgentSettings",
     "ClusterSettings",
     "CompactSettings",
+    "LoadedSettings",
     "PermissionSettings",
     "PluginSettings",
     "SubagentSettings",
@@ -35,7 +47,7 @@ __all__ = [
     "SessionSettings",
     "SnapshotSettings",
     "SummarizerSettings",
-    "ToolSettings", "WorkingsetSettings", "load_settings", "config_files"]
+    "ToolSettings", "WorkingsetSettings", "load_settings", "load_workspace_settings", "config_files"]
 
 ENV_PREFIX = "WORKINGSET_"
 
@@ -133,13 +145,50 @@ class SnapshotSettings(BaseModel):
 
 
 class SandboxSettings(BaseModel):
-    """The bubblewrap sandbox around Bash."""
+    """The bubblewrap sandbox around Bash (and evaluation's setup, git and grading commands)."""
 
     enabled: bool = Field(True, description="Run Bash inside bubblewrap; off only by explicit choice (--no-sandbox).")
-    cpu_seconds: int = Field(300, ge=1, description="CPU time one command may use.")
-    memory_mb: int = Field(4096, ge=64, description="Address space one command may map.")
+    cpu_seconds: float = Field(300, gt=0, description="CPU time the whole command (every process it starts) may use.")
+    memory_mb: int = Field(4096, ge=64, description="Memory (RSS, page cache, its /tmp) the whole command may use.")
+    processes: int = Field(512, ge=8, description="Processes and threads the command may have at once.")
     file_size_mb: int = Field(1024, ge=1, description="Largest file one command may write.")
-    processes: int = Field(512, ge=8, description="Processes (not enforced by the kernel for uid 0).")
+    tmp_size_mb: int = Field(512, ge=1, description="Size of the command's private /tmp (counts against memory).")
+    workspace_growth_mb: int = Field(2048, ge=1, description="How much one command may grow the workspace.")
+    weak_limits: bool = Field(
+        False, description="Where no cgroup is usable, accept per-process rlimits instead of refusing to run."
+    )
+    cgroup: Literal["auto", "v1", "v2"] = Field("auto", description="cgroup version for the limits; auto prefers v2.")
+    cgroup_parent: str | None = Field(
+        None, description="Existing cgroup (path inside the hierarchy) to hold per-command cgroups; "
+        "unset: a workingset/ cgroup under the harness's own."
+    )
+    uid: int = Field(90_000, ge=1, description="Host uid commands run as when the harness runs as root.")
+    gid: int = Field(90_000, ge=1, description="Host gid commands run as when the harness runs as root.")
+    toolchains: list[Path] | None = Field(
+        None, description="Directories visible read-only (compilers, interpreters, ~/.cargo); "
+        "unset: the prefix of the Python running the harness."
+    )
+    protected: list[str] = Field(
+        default_factory=lambda: sorted(PROTECTED_DIRS),
+        description="Workspace entries commands may read but not write (top level); remove one to let them write it.",
+    )
+    pass_env: list[str] = Field(
+        default_factory=list, description="Environment variables passed into the sandbox besides PATH, HOME, LANG, TERM, TZ."
+    )
+    seccomp: bool = Field(True, description="Apply the syscall filter; false only where the kernel cannot.")
+    bwrap: str | None = Field(None, description="The bubblewrap executable (default: bwrap on PATH).")
+
+    @field_validator("protected")
+    @classmethod
+    def _inside_workspace(cls, names: list[str]) -> list[str]:
+        check_inside_workspace(names)
+        return names
+
+    @field_validator("pass_env")
+    @classmethod
+    def _no_credentials(cls, names: list[str]) -> list[str]:
+        check_pass_env(names)
+        return names
 
 
 class ClusterSettings(BaseModel):
@@ -160,7 +209,7 @@ class PluginSettings(BaseModel):
     """Plugins: where to look and which ones join the session."""
 
     dirs: list[Path] = Field(
-        default_factory=list, description="Extra plugin directories (besides ~/.workingset/plugins and .workingset/plugins)."
+        default_factory=list, description="Extra plugin directories (besides ~/.workingset/plugins, and .workingset/plugins of a trusted workspace)."
     )
     enabled: list[str] = Field(default_factory=list, description="Plugins (by name) whose tools, skills, MCP servers and hooks join.")
 
@@ -202,6 +251,11 @@ class WorkingsetSettings(BaseSettings):
         description="Where Workingset keeps per-session state (artifacts, snapshots).",
     )
     trace_dir: Path | None = Field(None, description="Write every compiled working set here as JSON.")
+    trusted_workspace: Path | None = Field(
+        None,
+        description="The workspace whose own .workingset/ (config, plugins) applies in full. Set by the loader "
+        "from the trust list or --trust-workspace; never taken from a file or the environment.",
+    )
 
     def session(self) -> SessionSettings:
         return SessionSettings(
@@ -231,12 +285,93 @@ def _describe(error: dict[str, Any]) -> str:
     return f"setting '{loc}' ({env}): {error['msg']}"
 
 
-def load_settings(cwd: Path, overrides: dict[str, Any] | None = None, home: Path | None = None) -> WorkingsetSettings:
-    """Settings for a workspace; `overrides` are the flags (nested dicts allowed)."""
-    files = [p for p in config_files(cwd, home) if p.is_file()]
-    for path in files:
-        _check_toml(path)
+@dataclass(frozen=True)
+class LoadedSettings:
+    """Settings, and what an untrusted workspace asked for of its own and did not get."""
 
+    settings: WorkingsetSettings
+    workspace: Path
+    trusted: bool
+    ignored: tuple[str, ...] = ()  # keys of its config.toml that did not apply
+    plugins: tuple[str, ...] = ()  # its .workingset/plugins, not scanned
+    problem: str | None = None  # its config.toml could not be read
+
+    @property
+    def notice(self) -> str | None:
+        """The one notice naming what was ignored and how to trust the workspace."""
+        if self.trusted:
+            return None
+        return untrusted_notice(self.workspace, list(self.ignored), list(self.plugins), self.problem)
+
+
+def load_settings(
+    cwd: Path, overrides: dict[str, Any] | None = None, home: Path | None = None, *, trusted: bool | None = None
+) -> WorkingsetSettings:
+    """Settings for a workspace; `overrides` are the flags (nested dicts allowed)."""
+    return load_workspace_settings(cwd, overrides, home, trusted=trusted).settings
+
+
+def load_workspace_settings(
+    cwd: Path, overrides: dict[str, Any] | None = None, home: Path | None = None, *, trusted: bool | None = None
+) -> LoadedSettings:
+    """Settings for a workspace, and the notice naming what an untrusted one did not get.
+
+    `trusted`: True trusts the workspace for this load (--trust-workspace), False never
+    (batch evaluation), None lets the user's trust list decide. `home` is the user's home
+    directory (default: Path.home()), holding `.workingset/config.toml` and the trust list."""
+    cwd = Path(cwd).resolve()
+    user_files = [p for p in config_files(cwd, home)[1:] if p.is_file()]
+    for path in user_files:
+        _check_toml(path)
+    if trusted is None:
+        trusted = TrustList.for_user(home).is_trusted(cwd)
+    own = WorkspaceConfig.read(cwd)
+    if any(own.path.resolve() == p.resolve() for p in user_files):
+        own = WorkspaceConfig(own.path, {})  # the workspace is the home directory: the file is the user's
+    overrides = {k: v for k, v in (overrides or {}).items() if k != "trusted_workspace"}
+    if trusted:
+        if own.problem is not None:
+            raise ConfigError(f"config file {own.problem}; fix or remove it")
+        settings = _build(overrides, own.data, user_files, own.path)
+        return LoadedSettings(settings.model_copy(update={"trusted_workspace": cwd}), cwd, True)
+    settings, ignored = _build_untrusted(overrides, own, user_files)
+    return LoadedSettings(settings, cwd, False, tuple(ignored), tuple(workspace_plugins(cwd)), own.problem)
+
+
+def _build_untrusted(
+    overrides: dict[str, Any], own: WorkspaceConfig, user_files: list[Path]
+) -> tuple[WorkingsetSettings, list[str]]:
+    """Only the inert part of an untrusted workspace's config: tuning, lowered limits, and
+    restrictive rules added to the user's. Returns the settings and the ignored keys."""
+    screened = screen(own.data)
+    applied: dict[str, Any] = {section: dict(values) for section, values in screened.tuning.items()}
+    ignored = list(screened.ignored)
+    if screened.limits:
+        base = _build(overrides, {}, user_files, None)
+        for key, value in screened.limits.items():
+            section, name = key.split(".")
+            current = getattr(getattr(base, section), name)
+            if current is None:
+                ignored.append(f"{key} (unset in your settings)")
+            elif _is_number(value) and _is_number(current) and value > current:
+                ignored.append(f"{key} (above your {current})")
+            else:  # lower, or not a number: validation names a wrong type
+                applied.setdefault(section, {})[name] = value
+    settings = _build(overrides, applied, user_files, own.path)
+    if screened.rules:
+        p = settings.permissions
+        extra = {kind: list(dict.fromkeys([*getattr(p, kind), *rules])) for kind, rules in screened.rules.items()}
+        settings = settings.model_copy(update={"permissions": p.model_copy(update=extra)})
+    return settings.model_copy(update={"trusted_workspace": None}), ignored
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _build(
+    overrides: dict[str, Any], workspace_data: dict[str, Any], user_files: list[Path], workspace_file: Path | None
+) -> WorkingsetSettings:
     class _Loaded(WorkingsetSettings):
         @classmethod
         def settings_customise_sources(
@@ -247,12 +382,14 @@ def load_settings(cwd: Path, overrides: dict[str, Any] | None = None, home: Path
             dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
-            tomls = [TomlConfigSettingsSource(settings_cls, toml_file=p) for p in files]
-            return (init_settings, env_settings, *tomls)
+            own = InitSettingsSource(settings_cls, init_kwargs=workspace_data)
+            tomls = [TomlConfigSettingsSource(settings_cls, toml_file=p) for p in user_files]
+            return (init_settings, env_settings, own, *tomls)
 
     try:
-        return _Loaded(**(overrides or {}))
+        return _Loaded(**overrides)
     except ValidationError as exc:
         problems = "; ".join(_describe(e) for e in exc.errors())
+        files = ([workspace_file] if workspace_data and workspace_file else []) + user_files
         where = ", ".join(str(p) for p in files) or "no config files"
         raise ConfigError(f"invalid settings: {problems} (sources: flags, environment, {where})") from exc

@@ -90,6 +90,11 @@ class PermissionRequested(_EventBase):
     name: str
     input: dict[str, Any]
     reason: str
+    preview: str | None = Field(
+        default=None,
+        description="For a file change, a bounded unified diff of it (Edit: old_string to new_string; "
+        "Write: the current file to the new content). Untrusted text: renderers escape it.",
+    )
 
 
 class PermissionDecided(_EventBase):

@@ -3,6 +3,16 @@
 Blocks are frozen pydantic models joined in one discriminated union, so a conversation
 validates, encodes and decodes through a single adapter and round-trips exactly.
 Compaction steps build new messages; they never mutate old ones.
+
+Compaction markers. What compaction writes into a conversation is typed, not
+recognised by its text: a text block may carry a `TextMarker` (a summary boundary,
+a dropped span, a bridge) and a tool result a `ResultMarker` (a cleared, elided or
+clipped body). The block's text is still exactly what the model is shown — each
+marker renders it (`render`) — and the provider sends only that text; the marker is
+ours, kept in snapshots and traces. A block without a marker is never a marker,
+whatever its text says, so a tool output that happens to begin with "[cleared " is an
+ordinary output. (Snapshots written before markers were typed are upgraded once on
+load: `agents.snapshot_upgrade`.)
 """
 
 from __future__ import annotations
@@ -13,7 +23,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
 __all__ = [
+    "Bridge",
+    "ClearedBody",
+    "ClippedBody",
     "ContentBlock",
+    "DroppedSpan",
+    "ElidedBody",
+    "ResultMarker",
+    "SummaryBoundary",
+    "TextMarker",
     "Message",
     "TextBlock",
     "ToolInteraction",
@@ -30,10 +48,113 @@ __all__ = [
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
+def _absent(value: object) -> bool:
+    # A block without a marker dumps exactly as it did before markers existed, so its
+    # encoding (and content address in the snapshot store) does not change.
+    return value is None
+
+
+# -- compaction markers on text blocks ---------------------------------------------------
+
+
+class SummaryBoundary(BaseModel):
+    """Opens a summary: `summarized` earlier messages were replaced by the text after it."""
+
+    model_config = _FROZEN
+    kind: Literal["summary_boundary"] = "summary_boundary"
+    summarized: int = Field(ge=0)
+
+    def render(self) -> str:
+        return (
+            f"[Conversation compacted] {self.summarized} earlier messages were replaced by the summary "
+            "below. Tool outputs they held can still be read with Recall."
+        )
+
+
+class DroppedSpan(BaseModel):
+    """Stands where `dropped` real messages were dropped whole (a window, a trim)."""
+
+    model_config = _FROZEN
+    kind: Literal["dropped_span"] = "dropped_span"
+    dropped: int = Field(ge=0)
+    strategy: str
+
+    def render(self) -> str:
+        return (
+            f"[Context trimmed] {self.dropped} earlier messages were dropped here by the '{self.strategy}' "
+            "compaction strategy. Tool outputs they held are kept in the record; Recall(id=...) "
+            "returns one when you know its id."
+        )
+
+
+class Bridge(BaseModel):
+    """A synthetic assistant turn that only keeps roles alternating (no real turn)."""
+
+    model_config = _FROZEN
+    kind: Literal["bridge"] = "bridge"
+    after_summary: bool = False
+
+    def render(self) -> str:
+        if self.after_summary:
+            return "Understood. I will continue from this summary and the messages that follow."
+        return "Understood. I will continue from the messages that follow."
+
+
+TextMarker = Annotated[SummaryBoundary | DroppedSpan | Bridge, Field(discriminator="kind")]
+
+
+# -- compaction markers on tool results ----------------------------------------------------
+
+
+class ClearedBody(BaseModel):
+    """The body was cleared (clear-then-summarize, clear-tool-uses); Recall returns it."""
+
+    model_config = _FROZEN
+    kind: Literal["cleared"] = "cleared"
+    original_chars: int = Field(ge=0)
+
+    def render(self, tool_use_id: str) -> str:
+        return f'[cleared {self.original_chars} chars of tool output; Recall(id="{tool_use_id}") returns it]'
+
+
+class ElidedBody(BaseModel):
+    """The body was elided by observation masking (mask, hybrid); Recall returns it."""
+
+    model_config = _FROZEN
+    kind: Literal["elided"] = "elided"
+    original_chars: int = Field(ge=0)
+
+    def render(self, tool_use_id: str) -> str:
+        return f'[observation elided: {self.original_chars} chars; Recall(id="{tool_use_id}")]'
+
+
+class ClippedBody(BaseModel):
+    """The body kept its head and tail; `removed_chars` from `offset` on are in Recall.
+    `render` is the marker line standing between the head and the tail."""
+
+    model_config = _FROZEN
+    kind: Literal["clipped"] = "clipped"
+    removed_chars: int = Field(ge=0)
+    offset: int = Field(ge=0)
+
+    def render(self, tool_use_id: str) -> str:
+        return (
+            f'\n[truncated {self.removed_chars} chars; Recall(id="{tool_use_id}", offset={self.offset}) '
+            "returns them]\n"
+        )
+
+
+ResultMarker = Annotated[ClearedBody | ElidedBody | ClippedBody, Field(discriminator="kind")]
+
+
+# -- blocks ---------------------------------------------------------------------------------
+
+
 class TextBlock(BaseModel):
     model_config = _FROZEN
     type: Literal["text"] = "text"
     text: str
+    marker: TextMarker | None = Field(None, exclude_if=_absent, description="Set when compaction wrote this text.")
 
 
 class ToolUseBlock(BaseModel):
@@ -50,6 +171,7 @@ class ToolResultBlock(BaseModel):
     tool_use_id: str
     content: str = ""
     is_error: bool = False
+    marker: ResultMarker | None = Field(None, exclude_if=_absent, description="Set when compaction rewrote the body.")
 
 
 ContentBlock = Annotated[TextBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")]

@@ -8,20 +8,32 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from agents.goal import GoalState
 from agents.messages import Message, ToolResultBlock
 from agents.ports import Usage
+from agents.snapshot_upgrade import upgrade_messages, upgrade_result
+from tools.host_git import repository_head
 
-__all__ = ["PendingState", "PermissionState", "SessionState", "git_head", "settings_fingerprint"]
+__all__ = [
+    "READABLE_SCHEMAS",
+    "SCHEMA_VERSION",
+    "PendingState",
+    "PermissionState",
+    "SessionState",
+    "git_head",
+    "settings_fingerprint",
+]
 
-SCHEMA_VERSION = 1
+# 2: compaction markers are typed fields of the message model. 1: they were plain
+# text; a schema-1 state is upgraded when it is loaded (`agents.snapshot_upgrade`).
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 
 
 class PendingState(BaseModel):
@@ -62,6 +74,15 @@ class SessionState(BaseModel):
     tree_tokens: int = 0
     tree_cost_usd: float = 0.0
 
+    @model_validator(mode="after")
+    def _upgrade_schema_1(self) -> SessionState:
+        if self.schema_version < 2:
+            self.conversation = upgrade_messages(self.conversation)
+            if self.pending is not None:
+                self.pending.results = [upgrade_result(r) for r in self.pending.results]
+            self.schema_version = SCHEMA_VERSION
+        return self
+
     def header(self) -> dict[str, Any]:
         """Everything but the conversation (which is stored content-addressed)."""
         return self.model_dump(mode="json", exclude={"conversation"})
@@ -72,39 +93,8 @@ def settings_fingerprint(values: dict[str, Any]) -> str:
 
 
 def git_head(cwd: Path) -> str | None:
-    """The commit checked out in the repository holding `cwd`, read from .git directly
+    """The commit checked out in the repository holding `cwd`, read from `.git/` directly
     (a snapshot is taken every turn; a `git` process each time would cost more than the
-    snapshot itself). Worktrees and unusual layouts fall back to `git rev-parse`."""
-    for directory in (cwd, *cwd.parents):
-        dot_git = directory / ".git"
-        if dot_git.is_dir():
-            return _read_head(dot_git) or _rev_parse(cwd)
-        if dot_git.is_file():
-            return _rev_parse(cwd)
-    return None
-
-
-def _read_head(git_dir: Path) -> str | None:
-    try:
-        head = (git_dir / "HEAD").read_text().strip()
-        if not head.startswith("ref: "):
-            return head or None
-        ref = head[5:]
-        loose = git_dir / ref
-        if loose.is_file():
-            return loose.read_text().strip() or None
-        packed = git_dir / "packed-refs"
-        for line in packed.read_text().splitlines() if packed.is_file() else []:
-            if line.endswith(" " + ref):
-                return line.split(" ", 1)[0]
-    except OSError:
-        return None
-    return None
-
-
-def _rev_parse(cwd: Path) -> str | None:
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    snapshot itself) and never through a link out of it; see tools.host_git."""
+    head = repository_head(cwd)
+    return head.commit if head is not None else None

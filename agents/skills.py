@@ -12,7 +12,11 @@ Where skills are found, highest precedence first (same name: the first one wins)
     <home>/skills/*/SKILL.md                     scope "global" (home: ~/.workingset)
     <plugin skills dir>/*/SKILL.md               scope "plugin", named "<plugin>:<name>"
 
-A SKILL.md with bad front-matter is reported as a problem and skipped.
+A SKILL.md with bad front-matter is reported as a problem and skipped. The workspace is
+written by the agent, so every SKILL.md is read through a handle on the directory it was
+found from — the workspace, the home directory, the plugin's skills directory (see
+tools.host_read): a SKILL.md, or a skills directory, that is a link leading out of it (to
+~/.ssh/id_rsa) yields nothing but a problem line.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.memory import FrontMatterError, split_front_matter
 from agents.system_prompt import Section
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
+from tools.host_read import is_present, list_beneath, read_text_beneath
 
 __all__ = [
     "LoadSkillInput",
@@ -42,6 +47,7 @@ SkillScope = Literal["project", "claude", "global", "plugin"]
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 CATALOG_DESCRIPTION_MAX = 300  # chars of one description shown in the catalog
+SKILL_MAX_BYTES = 1_000_000
 
 CATALOG_INTRO = (
     "Skills are instructions for specific kinds of task. When a task matches a skill's "
@@ -58,12 +64,19 @@ class Skill(BaseModel):
     description: str = Field(description="When to use the skill, from its front-matter.")
     path: Path = Field(description="The SKILL.md file.")
     scope: SkillScope = Field(description="project, claude (.claude/skills), global or plugin.")
+    root: Path = Field(description="The directory it is read beneath (a link never leads out of it).")
 
     def body(self) -> str:
         """Read the instructions now; ToolError if the file changed into something unreadable."""
+        text = read_text_beneath(self.root, str(self.path.relative_to(self.root)), SKILL_MAX_BYTES)
+        if text is None:
+            raise ToolError(
+                f"skill {self.name!r} cannot be read from {self.path}: it is gone, not a regular file, "
+                f"or a link leading outside {self.root}"
+            )
         try:
-            _, body = split_front_matter(self.path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
+            _, body = split_front_matter(text)
+        except FrontMatterError as exc:
             raise ToolError(f"skill {self.name!r} cannot be read from {self.path}: {exc}") from None
         return body
 
@@ -78,18 +91,29 @@ def skill_dirs(workspace: Path, home: Path | None = None) -> list[tuple[SkillSco
     ]
 
 
-def _load(path: Path, scope: SkillScope, prefix: str = "") -> Skill:
-    """Parse one SKILL.md; ValueError with the reason if its front-matter is bad."""
-    try:
-        meta, _ = split_front_matter(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot be read ({exc})") from None
+def _load(root: Path, path: Path, scope: SkillScope, prefix: str = "") -> Skill:
+    """Parse one SKILL.md; ValueError with the reason if it cannot be read or its front-matter is bad."""
+    text = read_text_beneath(root, str(path.relative_to(root)), SKILL_MAX_BYTES)
+    if text is None:
+        raise ValueError(f"not read: a link leading outside {root} or not a regular file")
+    meta, _ = split_front_matter(text)
     name, description = meta.get("name"), meta.get("description")
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ValueError(f"front-matter 'name' must be 1-64 letters, digits, '-', '_', '.' or ':' (got {name!r})")
     if not isinstance(description, str) or not description.strip():
         raise ValueError("front-matter 'description' is missing or empty; say when to use the skill")
-    return Skill(name=prefix + name, description=" ".join(description.split()), path=path, scope=scope)
+    return Skill(name=prefix + name, description=" ".join(description.split()), path=path, scope=scope, root=root)
+
+
+def _skill_files(base: Path, directory: Path, problems: list[str]) -> list[Path]:
+    """The `directory/*/SKILL.md` that exist, sorted; listed through a handle on `base`, so
+    a skills directory that is a link leading outside `base` lists nothing (a problem)."""
+    names = list_beneath(base, str(directory.relative_to(base)))
+    if names is None:
+        if is_present(directory):
+            problems.append(f"{directory} is a link leading outside {base} or not a directory; its skills are skipped")
+        return []
+    return [directory / name / SKILL_FILE for name in names if is_present(directory / name / SKILL_FILE)]
 
 
 def discover_skills(
@@ -101,15 +125,17 @@ def discover_skills(
     """
     found: dict[str, Skill] = {}
     problems: list[str] = []
-    roots: list[tuple[SkillScope, Path, str]] = [(scope, root, "") for scope, root in skill_dirs(workspace, home)]
-    roots += [("plugin", root, f"{plugin}:") for plugin, root in sorted((plugin_dirs or {}).items())]
-    for scope, root, prefix in roots:
-        if not root.is_dir():
-            continue
-        for path in sorted(root.glob(f"*/{SKILL_FILE}")):
+    home = home if home is not None else Path.home() / ".workingset"
+    bases = {"project": workspace, "claude": workspace, "global": home}
+    roots: list[tuple[SkillScope, Path, Path, str]] = [
+        (scope, bases[scope], directory, "") for scope, directory in skill_dirs(workspace, home)
+    ]
+    roots += [("plugin", root, root, f"{plugin}:") for plugin, root in sorted((plugin_dirs or {}).items())]
+    for scope, base, directory, prefix in roots:
+        for path in _skill_files(base, directory, problems):
             try:
-                skill = _load(path, scope, prefix)
-            except ValueError as exc:
+                skill = _load(base, path, scope, prefix)
+            except (ValueError, FrontMatterError) as exc:
                 problems.append(f"{path}: {exc}; skill skipped")
                 continue
             first = found.get(skill.name)

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from agents.codec import CodecError, decode_message, encode_message, pack, unpack
 from agents.errors import WorkingsetError
-from agents.session_state import SCHEMA_VERSION, SessionState
+from agents.session_state import READABLE_SCHEMAS, SCHEMA_VERSION, SessionState
 
 __all__ = [
     "DiskSnapshotStore",
@@ -219,9 +219,10 @@ class DiskSnapshotStore:
             raise SnapshotCorrupt(f"snapshot version {version} is missing", version=version)
         try:
             envelope = unpack(raw)
-            if envelope.get("schema") != SCHEMA_VERSION:
+            if envelope.get("schema") not in READABLE_SCHEMAS:
                 raise SnapshotCorrupt(
-                    f"snapshot version {version} has schema {envelope.get('schema')!r}; this Workingset reads schema {SCHEMA_VERSION}",
+                    f"snapshot version {version} has schema {envelope.get('schema')!r}; this Workingset reads schemas "
+                    f"{READABLE_SCHEMAS[0]} to {SCHEMA_VERSION}",
                     version=version,
                 )
             body = envelope["body"]

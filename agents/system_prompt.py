@@ -9,12 +9,15 @@ capability exists.
 
 from __future__ import annotations
 
+import os
 import platform
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+
+from tools.host_git import repository_head
+from tools.host_read import is_present, read_text_beneath
 
 __all__ = [
     "BASE_INSTRUCTIONS",
@@ -22,6 +25,7 @@ __all__ = [
     "SystemPrompt",
     "environment_section",
     "project_instructions_section",
+    "read_project_instructions",
     "tool_catalog_section",
 ]
 
@@ -86,26 +90,18 @@ def tool_catalog_section(tools: Iterable) -> Section:
     return Section("tools", "Tool Catalog", "registry", "\n".join(lines))
 
 
-def _git(cwd: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
 def git_summary(cwd: Path) -> str:
-    if not any((d / ".git").exists() for d in (cwd, *cwd.parents)):
+    """The branch (or detached commit) from HEAD, read without running git: a host-side
+    `git status` could run filter drivers the repository's own config names. The model
+    sees the work tree's changes with `git status` in its sandbox."""
+    head = repository_head(cwd)
+    if head is None:
         return "Git: not a repository"  # no process to learn that (batches open many sessions)
-    branch = _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
-    if branch is None:
-        return "Git: not a repository"
-    status = _git(cwd, "status", "--porcelain") or ""
-    changed = [line for line in status.splitlines() if line.strip()]
-    shown = ", ".join(line[3:] for line in changed[:10])
-    more = f" (+{len(changed) - 10} more)" if len(changed) > 10 else ""
-    state = f"{len(changed)} changed: {shown}{more}" if changed else "clean"
-    return f"Git: branch {branch}, {state}"
+    if head.branch is None and head.commit is None:
+        return "Git: a repository (HEAD not readable here; run git status)"
+    if head.branch is not None:
+        return f"Git: branch {head.branch}" + ("" if head.commit else " (no commits yet)")
+    return f"Git: detached HEAD at {head.commit[:12] if head.commit else 'an unknown commit'}"
 
 
 def environment_section(cwd: Path, today: date | None = None) -> Section:
@@ -126,21 +122,33 @@ def _instruction_dirs(cwd: Path) -> list[Path]:
     dirs: list[Path] = []
     for directory in (cwd, *cwd.parents):
         dirs.append(directory)
-        if (directory / ".git").exists():
+        if os.path.lexists(directory / ".git"):
             return list(reversed(dirs))
     return [cwd]  # not inside a repository: the workspace alone
 
 
-def project_instructions_section(cwd: Path, max_chars: int = 20_000) -> Section | None:
+def read_project_instructions(cwd: Path, max_bytes: int = 1_000_000) -> tuple[list[tuple[Path, str]], list[str]]:
+    """The instruction files found, as (path, text), and one problem line per file that
+    exists but was not read: a link leading out of its directory (to /etc/shadow, or
+    ~/.ssh/id_rsa) or something not a regular file yields nothing."""
     found: list[tuple[Path, str]] = []
+    problems: list[str] = []
     for directory in _instruction_dirs(cwd):
         for name in INSTRUCTION_FILES:
             path = directory / name
-            if path.is_file():
-                try:
-                    found.append((path, path.read_text(encoding="utf-8", errors="replace").strip()))
-                except OSError:
-                    continue
+            parent, _, leaf = name.rpartition("/")
+            text = read_text_beneath(directory / parent if parent else directory, leaf, max_bytes)
+            if text is not None:
+                found.append((path, text.strip()))
+            elif is_present(path):
+                problems.append(
+                    f"{path} was not read: it is a link that leads outside {path.parent} or not a regular file"
+                )
+    return found, problems
+
+
+def project_instructions_section(found: list[tuple[Path, str]], max_chars: int = 20_000) -> Section | None:
+    """The "project" section from `read_project_instructions`, capped at `max_chars`."""
     if not found:
         return None
     parts, used = [], 0

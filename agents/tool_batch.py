@@ -22,6 +22,7 @@ from agents.events import PermissionDecided, PermissionRequested, ToolCall, Tool
 from agents.hooks import HookEvent
 from agents.messages import Message, ToolResultBlock, ToolUseBlock
 from agents.permissions import Decision
+from agents.permissions.preview import change_preview
 from agents.tool_calls import PreparedCall, error_result, execute_prepared, prepare_tool_call
 from tools.base import ExecutionDomain
 
@@ -183,7 +184,12 @@ class ToolBatchRunner:
     def _request_for(self, call: PreparedCall, reason: str) -> PermissionRequested:
         s = self.session
         return PermissionRequested(
-            session_id=s.session_id, tool_use_id=call.use.id, name=call.use.name, input=call.use.input, reason=reason
+            session_id=s.session_id,
+            tool_use_id=call.use.id,
+            name=call.use.name,
+            input=call.use.input,
+            reason=reason,
+            preview=change_preview(call.args, s.ports.tool_context.workspace),
         )
 
     def _request(self, call: PreparedCall, reason: str) -> PermissionRequested:
@@ -230,4 +236,6 @@ class ToolBatchRunner:
             return result
         if s.ports.artifacts is not None:
             s.ports.artifacts.put(result.tool_use_id, result.content)
-        return ToolResultBlock(tool_use_id=result.tool_use_id, content=clipped.content, is_error=result.is_error)
+        return ToolResultBlock(
+            tool_use_id=result.tool_use_id, content=clipped.content, is_error=result.is_error, marker=clipped.marker
+        )

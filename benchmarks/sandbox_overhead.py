@@ -3,7 +3,8 @@
     python -m benchmarks.sandbox_overhead [--calls 100] [--warmup 5] [--command true]
 
 Four series of the same trivial command, run one call after another:
-- raw:  subprocess.run(["bash", "-c", CMD]) against subprocess.run(BubblewrapRunner argv);
+- raw:  subprocess.run(["bash", "-c", CMD]) against subprocess.run of a BubblewrapRunner launch
+  (per call: its cgroup, idmapped workspace, seccomp filter, view);
 - Bash: BashTool with PlainCommandRunner against BashTool with BubblewrapRunner.
 Each reports median and p90 ms per call; the sandbox's cost is the difference of the
 medians (the target is at most 20 ms). Local processes only, no network.
@@ -24,6 +25,7 @@ from tools import BashTool, ToolContext
 from tools.base import CommandRunner, PlainCommandRunner
 from tools.bash import BashInput
 from tools.sandbox import BubblewrapRunner
+from tools.sandbox.watch import SandboxWatch
 
 TARGET_MS = 20.0
 
@@ -44,11 +46,21 @@ def time_calls(call: Callable[[], None], calls: int, warmup: int) -> list[float]
 
 
 def raw_call(runner: CommandRunner, command: str, workspace: Path) -> Callable[[], None]:
-    argv = runner.argv(command, workspace)
-    env = runner.env(workspace)
+    """One launch per call (the sandbox's cgroup, idmapped mount and filter are per call),
+    run with subprocess.run; no polling of limits."""
 
     def call() -> None:
-        subprocess.run(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+        launch = runner.launch(command, workspace)
+        if isinstance(launch.watch, SandboxWatch):
+            launch.watch.run_unwatched()  # nothing polls it here
+        try:
+            subprocess.run(
+                launch.argv, cwd=workspace, env=launch.env, pass_fds=launch.pass_fds,
+                preexec_fn=launch.preexec_fn, stdin=subprocess.DEVNULL, capture_output=True, check=True,
+            )
+        finally:
+            if launch.watch is not None:
+                launch.watch.close()
 
     return call
 

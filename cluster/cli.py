@@ -2,6 +2,7 @@
 
     workingset run "PROMPT" [--cwd DIR] [--model SPEC] [--max-turns N] [--json] ...
     workingset run            (no prompt: interactive REPL)
+    workingset trust [PATH] | trust --list | untrust [PATH]
 
 Every error a user can cause ends in one line naming the problem and the fix, exit 2.
 """
@@ -16,7 +17,7 @@ import sys
 from typing import Any
 
 from agents.assembly import open_session, resolve_workspace, snapshot_store
-from agents.config import load_settings
+from agents.config import load_workspace_settings
 from agents.errors import ConfigError, ModelError, WorkingsetError
 from agents.events import Notice
 from agents.loop import Session
@@ -29,6 +30,7 @@ from cluster.ray_run import open_remote_session
 from cluster.render import HumanRenderer, JsonRenderer
 from cluster.repl import run_repl
 from cluster.sessions_cli import add_sessions_parser, run_sessions_command
+from cluster.trust_cli import add_trust_parsers, run_trust_command, settle_trust
 
 __all__ = ["main"]
 
@@ -63,10 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--resume", metavar="ID", help="continue a saved session")
     resume.add_argument("--continue", dest="continue_latest", action="store_true", help="continue the latest session of this workspace")
     run.add_argument("--no-sandbox", action="store_true", help="run Bash without bubblewrap (explicit opt-out)")
+    run.add_argument(
+        "--trust-workspace", action="store_true",
+        help="trust the workspace for this run: its own .workingset/ settings, plugins, hooks and MCP servers apply",
+    )
     run.add_argument("--local", action="store_true", help="run in this process instead of on Ray")
     run.add_argument("--address", help="join this Ray cluster instead of starting an embedded one")
     add_sessions_parser(sub)
     add_memory_parser(sub)
+    add_trust_parsers(sub)
     for name, command in extra_commands().items():
         command.add_parser(sub)
         sub.choices[name].set_defaults(extra_command=name)
@@ -154,10 +161,12 @@ def _run_command(args: argparse.Namespace) -> int:
         return run_sessions_command(args)
     if args.command == "memory":
         return run_memory_command(args)
+    if args.command in ("trust", "untrust"):
+        return run_trust_command(args)
     workspace = resolve_workspace(args.cwd)
     flags = _overrides(args)
     interactive = sys.stdin.isatty() or args.prompt is None
-    settings = load_settings(workspace, flags)
+    settings = _settings(workspace, flags, args.trust_workspace, interactive)
     if not interactive and settings.permissions.headless is None:
         # Nobody can answer a prompt: asks become clear denials instead of a hang.
         settings = settings.model_copy(
@@ -169,6 +178,18 @@ def _run_command(args: argparse.Namespace) -> int:
     if settings.runtime == "local":
         return asyncio.run(_drive_local(settings, workspace, args, renderer, approver, session_id))
     return asyncio.run(_drive_on_ray(settings, workspace, args, renderer, approver, session_id))
+
+
+def _settings(workspace, flags: dict[str, Any], trust_flag: bool, interactive: bool):
+    """Settings for `run`: an untrusted workspace that asks for more is asked about at a
+    terminal (see cluster.trust_cli); what stays ignored is named in one notice."""
+    def reload(trusted: bool | None):
+        return load_workspace_settings(workspace, flags, trusted=trusted)
+
+    loaded = settle_trust(reload(True if trust_flag else None), reload, interactive)
+    if loaded.notice:
+        print(f"workingset: notice: {loaded.notice}", file=sys.stderr)
+    return loaded.settings
 
 
 async def _drive_local(settings, workspace, args, renderer, approver, session_id) -> int:

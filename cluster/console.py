@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 from agents.errors import ConfigError
 from agents.events import PermissionRequested
 from agents.loop import TurnOutcome
 from agents.tool_batch import Approver, PermissionAnswer
+from cluster.approval import describe_request
 
 __all__ = ["ask_line", "console_approver", "describe_request", "settle_parked"]
 
@@ -19,13 +19,6 @@ async def ask_line(prompt: str) -> str | None:
         return await asyncio.to_thread(input, prompt)
     except EOFError:
         return None
-
-
-def describe_request(request: PermissionRequested) -> str:
-    shown = json.dumps(request.input, ensure_ascii=False)
-    if len(shown) > 300:
-        shown = shown[:300] + "…"
-    return f"{request.name} {shown}\n  ({request.reason})"
 
 
 async def console_approver(request: PermissionRequested) -> PermissionAnswer:

@@ -10,6 +10,8 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
+from cluster.approval import describe_request, shown
+
 __all__ = ["HumanRenderer", "JsonRenderer"]
 
 _PREVIEW_LINES = 8
@@ -66,6 +68,14 @@ def _permission_decided(e: Any) -> str | None:
     return f"[magenta]permission {e.effect} · {escape(e.name)} · {escape(e.reason)}[/]"
 
 
+def _permission_requested(e: Any) -> str:
+    # One line (the prompt itself shows the whole request and the diff), escaped the same way.
+    summary, *rest = describe_request(e).splitlines()
+    warning = next((line.strip() for line in rest if line.lstrip().startswith("!")), "")
+    line = f"permission needed · {summary[:200]} · {shown(e.reason)[0]}" + (f" {warning}" if warning else "")
+    return f"[magenta]{escape(line)}[/]"
+
+
 def _subagent_finished(e: Any) -> str:
     return f"[blue]subagent {e.child_session_id} {e.reason} · {e.model_calls} calls · ${e.cost_usd:.4f}[/]"
 
@@ -82,7 +92,7 @@ _FORMATTERS: dict[str, Callable[[Any], str | None]] = {
     "tool_result": _tool_result,
     "model_call": _model_call,
     "compaction": _compaction,
-    "permission_requested": lambda e: f"[magenta]permission needed · {escape(e.name)} · {escape(e.reason)}[/]",
+    "permission_requested": _permission_requested,
     "permission_decided": _permission_decided,
     "goal_verdict": lambda e: f"[green]judge: {e.verdict} — {escape(e.reason)}[/]",
     "mode_changed": lambda e: f"[blue]mode: {e.mode}[/]",

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tools import beneath
+
 try:
     from tests.fake_messages_server import FakeMessagesServer
 except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.path
@@ -28,6 +30,14 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     # The CLI runs sessions on Ray by default; tests of the Ray path ask for it explicitly.
     monkeypatch.setenv("WORKINGSET_RUNTIME", "local")
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def beneath_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test twice: paths opened with openat2, then with the per-component
+    O_NOFOLLOW walk that tools.beneath falls back to where openat2 is missing."""
+    monkeypatch.setattr(beneath, "_openat2_missing", request.param == "walk")
+    return request.param
 
 
 @pytest.fixture(scope="session")
@@ -78,3 +88,38 @@ def ray_cluster() -> Iterator[RayCluster]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+# --- the Bash sandbox ------------------------------------------------------------------
+
+
+@pytest.fixture
+def ws(tmp_path):
+    """A workspace under /tmp (behind the sandbox's private /tmp, bound back in)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Any]:
+    """A host directory outside /tmp, reachable by every uid (the sandbox's included)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp(prefix="workingset-sandbox-test-", dir="/var/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path.resolve()
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def host_home(outside_tmp, monkeypatch: pytest.MonkeyPatch):
+    """$HOME outside /tmp, so that its absence in the sandbox is the view's doing."""
+    home = outside_tmp / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home

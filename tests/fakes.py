@@ -1,15 +1,18 @@
-"""Fakes shipped with the tests: a recording model, a sleeping tool, random conversations."""
+"""Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
+and trusting a workspace the way `workingset trust` does."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.trust import TrustList
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 
@@ -70,5 +73,47 @@ def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Mess
             messages.append(Message.tool_results(results))
         else:
             messages.append(Message.user("go on " * rng.randint(1, 30)))
+    assert protocol_problems(messages, allow_trailing_uses=False) == []
+    return messages
+
+
+def trust_workspace(workspace: Path, home: Path | None = None) -> Path:
+    """Put `workspace` on the user's trust list (home: the user's home directory; in tests
+    HOME is a tmp dir), so its own .workingset/ config and plugins apply in full."""
+    TrustList.for_user(home).trust(workspace)
+    return workspace
+
+
+def compacted_conversation() -> list[Message]:
+    """A protocol-complete conversation holding every kind of compaction marker — a
+    summary boundary and its acknowledgement, a trim note and its bridge, a cleared,
+    an elided and a clipped tool result — each written by the real compaction step."""
+    from agents.compaction.clearing import clear_old_tool_results, elide_old_results
+    from agents.compaction.result_budget import clip_tool_result
+    from agents.compaction.summary import summarized_conversation
+    from agents.compaction.trimming import drop_span
+    from agents.tokens import CharRatioEstimator
+
+    uses = [ToolUseBlock(id=f"toolu_m{i}", name="Bash", input={"command": f"make step{i}"}) for i in range(3)]
+    clipped = clip_tool_result("x" * 3_000 + "3 failed", max_tokens=100, recall_id=uses[2].id, counter=CharRatioEstimator())
+    assert clipped is not None
+    recent = [
+        Message.user("Go on."),
+        Message.assistant(TextBlock(text="Looking at the build.")),
+        Message.user("Keep going."),
+        Message.assistant(TextBlock(text="Run 0."), uses[0]),
+        Message.tool_results([ToolResultBlock(tool_use_id=uses[0].id, content="make: ok\n" * 40)]),
+        Message.assistant(TextBlock(text="Run 1."), uses[1]),
+        Message.tool_results([ToolResultBlock(tool_use_id=uses[1].id, content="warning: unused\n" * 40, is_error=True)]),
+        Message.assistant(TextBlock(text="Run 2."), uses[2]),
+        Message.tool_results(
+            [ToolResultBlock(tool_use_id=uses[2].id, content=clipped.content, marker=clipped.marker)]
+        ),
+        Message.assistant(TextBlock(text="Done.")),
+    ]
+    messages = summarized_conversation("## Objective\nFix the build.", recent, summarized_count=6)
+    messages = drop_span(messages, 3, 5, "window")  # after a user turn, before an assistant one: a bridge too
+    messages = clear_old_tool_results(messages, keep_recent_messages=0, keep_recent_tool_uses=2).messages
+    messages = elide_old_results(messages, keep=1).messages
     assert protocol_problems(messages, allow_trailing_uses=False) == []
     return messages

@@ -7,18 +7,8 @@ import sys
 
 import pytest
 
-from agents.compaction import strategy as strategy_module
-from agents.compaction.baselines import (
-    BASELINES,
-    AmortizedForgetting,
-    ClearToolUses,
-    HybridMaskSummarize,
-    ObservationMasking,
-    SlidingWindow,
-    SummarizeOlder,
-    TruncateOnly,
-)
-from agents.compaction.baselines_common import BRIDGE_TEXT, TRIM_MARKER, is_synthetic
+from agents.compaction import STRATEGIES, CompactionEnv, CompactionRequest, make_strategy
+from agents.compaction import specs as specs_module
 from agents.compaction.boundaries import clean_boundaries
 from agents.compaction.clearing import is_cleared
 from agents.compaction.ledger import (
@@ -26,12 +16,16 @@ from agents.compaction.ledger import (
     CACHE_WRITE_MULTIPLIER,
     input_price_per_mtok,
 )
-from agents.compaction.strategy import (
-    STRATEGIES,
-    CompactionEnv,
-    CompactionRequest,
+from agents.compaction.notes import BRIDGE_TEXT, TRIM_MARKER, is_synthetic
+from agents.compaction.strategies import (
+    BUILTIN_STRATEGIES,
+    AmortizedForgetting,
+    ClearToolUses,
+    HybridMaskSummarize,
     NoCompaction,
-    make_strategy,
+    ObservationMasking,
+    SlidingWindow,
+    SummarizeOlder,
 )
 from agents.compaction.summary import is_summary_boundary
 from agents.config import AgentSettings, CompactSettings, SessionSettings, SummarizerSettings
@@ -122,16 +116,17 @@ def _same(a, b) -> bool:
 # -- truncate ---------------------------------------------------------------------------------
 
 
-async def test_truncate_never_compacts_and_is_not_raw():
+@pytest.mark.parametrize("name", ["truncate", "raw"])
+async def test_truncate_and_raw_never_compact_and_keep_their_names(name):
     messages = _conversation()
-    strategy = make_strategy("truncate")
-    assert isinstance(strategy, TruncateOnly) and not isinstance(strategy, NoCompaction)
+    strategy = make_strategy(name)
+    assert strategy == NoCompaction(name) and strategy.name == name
     auto = await strategy.compact(_request(messages, budget=OVERHEAD + 10), _env())
     assert _same(auto.messages, messages) and auto.events == [] and auto.failure is None
     for trigger in ("manual", "prompt_too_long"):
         result = await strategy.compact(_request(messages, OVERHEAD + 10, trigger), _env())
         assert _same(result.messages, messages)
-        assert result.failure and "never compacts" in result.failure
+        assert result.failure and f"strategy '{name}' never compacts" in result.failure
         assert not result.changed
 
 
@@ -314,6 +309,15 @@ async def test_summarize_manual_keeps_manual_keep_messages():
     result = await SummarizeOlder().compact(_request(messages, trigger="manual"), _env(summarizer))
     assert _same(summarizer.calls[0], messages[1:-2])
     assert result.messages[0] is messages[0] and _same(result.messages[-2:], messages[-2:])
+
+
+@pytest.mark.parametrize("strategy", [SummarizeOlder(manual_keep=4), HybridMaskSummarize(keep=HUGE, manual_keep=4)])
+async def test_manual_keep_parameter_overrides_the_setting(strategy):
+    messages = _conversation(pairs=6)
+    summarizer = FakeSummarizer()
+    result = await strategy.compact(_request(messages, trigger="manual"), _env(summarizer))
+    assert _same(summarizer.calls[0], messages[1:-4])
+    assert result.messages[0] is messages[0] and _same(result.messages[-4:], messages[-4:])
 
 
 # -- amortized --------------------------------------------------------------------------------
@@ -585,8 +589,10 @@ async def test_prompt_too_long_drops_to_fit_or_summarizes_to_fit():
 # -- specs and loading ------------------------------------------------------------------------------
 
 
-def test_builtin_baselines_are_registered():
-    assert set(BASELINES) == {
+def test_builtin_strategies_are_registered():
+    assert set(BUILTIN_STRATEGIES) == set(STRATEGIES) == {
+        "clear-then-summarize",
+        "raw",
         "truncate",
         "mask",
         "window",
@@ -595,7 +601,6 @@ def test_builtin_baselines_are_registered():
         "clear-tool-uses",
         "hybrid",
     }
-    assert set(BASELINES) < set(STRATEGIES)
     assert make_strategy("window:first=1,last=30") == SlidingWindow(first=1, last=30)
     assert make_strategy(" hybrid:every=3 , keep=7 ") == HybridMaskSummarize(keep=7, every=3)
     assert make_strategy(
@@ -632,8 +637,8 @@ def test_builtin_baselines_are_registered():
         ("summarize:max_events=x", ["max_events: int | None", "max_tokens: int | None = None"]),
         ("raw:keep=1", ["no parameter 'keep'", "takes no parameters"]),
         ("no_such_module_xyz:Factory", ["cannot import", "no_such_module_xyz"]),
-        ("agents.compaction.baselines:Nope", ["has no compaction strategy factory 'Nope'"]),
-        ("agents.compaction.baselines:BASELINES", ["not callable"]),
+        ("agents.compaction.strategies:Nope", ["has no compaction strategy factory 'Nope'"]),
+        ("agents.compaction.strategies:BUILTIN_STRATEGIES", ["not callable"]),
     ],
 )
 def test_spec_errors_say_what_is_valid(spec, needles):
@@ -645,7 +650,7 @@ def test_spec_errors_say_what_is_valid(spec, needles):
 
 USER_STRATEGY = """
 from dataclasses import dataclass
-from agents.compaction.strategy import CompactionResult
+from agents.compaction import CompactionResult
 
 
 @dataclass
@@ -688,7 +693,7 @@ async def test_user_strategy_by_import_path(user_module):
 
 
 def test_user_strategy_by_entry_point(user_module, monkeypatch):
-    group = strategy_module.STRATEGY_ENTRY_POINT_GROUP
+    group = specs_module.STRATEGY_ENTRY_POINT_GROUP
     assert group == "workingset.strategies"
     points = (
         importlib.metadata.EntryPoint(
@@ -697,7 +702,7 @@ def test_user_strategy_by_entry_point(user_module, monkeypatch):
         importlib.metadata.EntryPoint(name="mask", value=f"{user_module}:KeepLast", group=group),
         importlib.metadata.EntryPoint(name="broken-ep", value="no_such_module_xyz:X", group=group),
     )
-    monkeypatch.setattr(strategy_module, "installed_strategy_entry_points", lambda: points)
+    monkeypatch.setattr(specs_module, "installed_strategy_entry_points", lambda: points)
     assert make_strategy("keep-last:n=4").n == 4
     assert isinstance(make_strategy("mask"), ObservationMasking)  # built-ins win
     with pytest.raises(ConfigError) as info:

@@ -207,7 +207,7 @@ def test_peer_presets_run_under_their_own_names_and_record_their_source(tmp_path
 
 
 def test_every_preset_is_a_valid_strategy_spec():
-    from agents.compaction.strategy import make_strategy
+    from agents.compaction import make_strategy
     from benchmarks.compaction.presets import PRESETS
 
     for preset in PRESETS.values():

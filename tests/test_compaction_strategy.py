@@ -6,19 +6,19 @@ import re
 import pytest
 
 from agents.codec import encode_messages
+from agents.compaction import (
+    ClearThenSummarize,
+    CompactionEnv,
+    CompactionRequest,
+    NoCompaction,
+    make_strategy,
+)
 from agents.compaction.boundaries import clean_boundaries
 from agents.compaction.clearing import clear_old_tool_results, is_cleared
 from agents.compaction.ledger import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
     input_price_per_mtok,
-)
-from agents.compaction.strategy import (
-    ClearThenSummarize,
-    CompactionEnv,
-    CompactionRequest,
-    NoCompaction,
-    make_strategy,
 )
 from agents.compaction.summary import is_summary_boundary
 from agents.config import CompactSettings, SummarizerSettings
@@ -476,6 +476,55 @@ async def test_raw_strategy_never_compacts():
     manual = await NoCompaction().compact(_request(messages, 10, "manual"), _env())
     assert manual.failure and "never compacts" in manual.failure
     assert all(a is b for a, b in zip(manual.messages, messages, strict=True))
+
+
+def test_the_default_takes_spec_parameters_named_in_its_table():
+    assert make_strategy("clear-then-summarize:last=3,keep=1") == ClearThenSummarize(last=3, keep=1)
+    assert make_strategy(
+        "clear-then-summarize:manual_keep=4,min_gain=0,summary_reserve=500"
+    ) == ClearThenSummarize(manual_keep=4, min_gain=0, summary_reserve=500)
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("clear-then-summarize:last=0", "last must be >= 1 (or none for the setting compact.preserve_recent_messages)"),
+        ("clear-then-summarize:keep=-1", "keep must be >= 0"),
+        ("clear-then-summarize:summary_reserve=99", "summary_reserve must be >= 100"),
+        ("clear-then-summarize:kep=3", "valid parameters: last: int | None = None, keep: int | None = None"),
+    ],
+)
+def test_default_spec_errors_say_what_is_valid(spec, needle):
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        make_strategy(spec)
+
+
+async def test_a_spec_parameter_overrides_the_setting_it_defaults_to():
+    messages = _conversation()
+    budget = _summary_budget(messages)
+    by_setting, _ = await _compact(messages, budget, env=_env(preserve_recent_messages=3))
+    by_spec = await make_strategy("clear-then-summarize:last=3").compact(_request(messages, budget), _env())
+    unset, _ = await _compact(messages, budget, env=_env())
+    assert encode_messages(by_spec.messages) == encode_messages(by_setting.messages)
+    assert encode_messages(by_spec.messages) != encode_messages(unset.messages)
+
+
+async def test_manual_keep_parameter_overrides_manual_keep_messages():
+    messages = _conversation()
+    result = await ClearThenSummarize(manual_keep=6).compact(_request(messages, 10**6, "manual"), _env())
+    assert result.events[0].messages_summarized == len(messages) - 6
+    assert result.messages[-6:] == messages[-6:]
+
+
+async def test_min_gain_parameter_overrides_min_gain_tokens():
+    messages = _conversation()
+    budget = OVERHEAD + _tokens(_cleared(messages))
+    gain = _tokens(messages) - _tokens(_cleared(messages))
+    env = _env(min_gain_tokens=gain + 1)
+    skipped = await ClearThenSummarize().compact(_request(messages, budget), env)
+    assert "clear" not in [e.kind for e in skipped.events]
+    cleared = await ClearThenSummarize(min_gain=gain).compact(_request(messages, budget), env)
+    assert [e.kind for e in cleared.events] == ["clear"]
 
 
 # -- the protocol invariant --------------------------------------------------------------------

@@ -2,6 +2,7 @@ import pytest
 
 from agents.config import load_settings
 from agents.errors import ConfigError
+from tests.fakes import trust_workspace
 
 
 def _write(path, text):
@@ -18,7 +19,7 @@ def test_project_file_beats_user_file(tmp_path):
     home = tmp_path / "home"
     _write(home / ".workingset/config.toml", 'model = "scripted:user.yaml"\n[agent]\nmax_turns = 7\n')
     _write(tmp_path / ".workingset/config.toml", 'model = "scripted:project.yaml"\n')
-    settings = load_settings(tmp_path, home=home)
+    settings = load_settings(trust_workspace(tmp_path, home), home=home)
     assert settings.model == "scripted:project.yaml"
     assert settings.agent.max_turns == 7
 
@@ -44,10 +45,10 @@ def test_bad_value_names_the_setting_and_its_variable(tmp_path, monkeypatch):
 def test_broken_toml_names_the_file(tmp_path):
     _write(tmp_path / ".workingset/config.toml", "model = \n")
     with pytest.raises(ConfigError, match=r"config\.toml cannot be read"):
-        load_settings(tmp_path, home=tmp_path / "home")
+        load_settings(trust_workspace(tmp_path, tmp_path / "home"), home=tmp_path / "home")
 
 
 def test_unknown_key_in_file_is_refused(tmp_path):
     _write(tmp_path / ".workingset/config.toml", "modle = 'x'\n")
     with pytest.raises(ConfigError, match="modle"):
-        load_settings(tmp_path, home=tmp_path / "home")
+        load_settings(trust_workspace(tmp_path, tmp_path / "home"), home=tmp_path / "home")

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from agents.assembly import denied_path_globs
 from agents.errors import ConfigError, WorkingsetError
 from agents.loop import Session, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock
@@ -151,6 +152,13 @@ def test_deny_rule_beats_a_read_only_tool_and_bypass(tmp_path):
     decision = _decide(runtime, READ, tmp_path, path="secrets/key.pem")
     assert (decision.effect, decision.source, decision.rule) == ("deny", "rule", "Read(secrets/**)")
     assert _decide(runtime, READ, tmp_path, path="README.md").effect == "allow"
+
+
+def test_deny_rules_on_file_tools_give_the_globs_that_file_tools_hide():
+    runtime = PermissionRuntime.from_texts(
+        deny=["Read(secrets/**)", "Bash(rm:*)", "Edit(secrets/**)", "Grep", "Gl?b(*.pem)"], allow=["Read(*.md)"]
+    )
+    assert denied_path_globs(runtime) == ("secrets/**", "*.pem")
 
 
 def test_ask_rule_asks_even_in_bypass(tmp_path):
@@ -350,23 +358,30 @@ async def test_two_asks_in_one_reply_are_answered_one_by_one(tmp_path):
     assert (tmp_path / "one.txt").exists() and not (tmp_path / "two.txt").exists()
 
 
-async def test_always_grants_the_same_subject_for_the_session_but_not_another_command(tmp_path):
-    model = RecordingModel(
-        [
-            [_use("b1", "Bash", command="echo same >> log.txt")],
-            [_use("b2", "Bash", command="echo same >> log.txt")],
-            [_use("b3", "Bash", command="echo other >> log.txt")],
-            [TextBlock(text="done")],
-        ]
-    )
+async def _answer_always(tmp_path, *commands: str):
+    """A session whose model runs `commands` one reply each; the first ask is answered 'always'."""
+    replies = [[_use(f"b{i}", "Bash", command=c)] for i, c in enumerate(commands, start=1)]
     runtime = PermissionRuntime.from_texts(mode="default")
-    session, _ = _session(tmp_path, model, runtime)
+    session, events = _session(tmp_path, RecordingModel([*replies, [TextBlock(text="done")]]), runtime)
     await session.run_turn("go")
     outcome = await session.answer_permission(True, always=True)
     assert outcome.reason == "permission"
+    return session, runtime, events
+
+
+async def test_always_grants_the_same_subject_for_the_session_but_not_another_command(tmp_path):
+    session, runtime, _ = await _answer_always(tmp_path, "mkdir -p same", "mkdir -p same", "mkdir -p other")
     assert [c.use.id for c in session.pending.asks] == ["b3"]  # b2 ran on the grant
-    assert (tmp_path / "log.txt").read_text() == "same\nsame\n"
-    assert [g.text for g in runtime.grants] == ["Bash(echo same >> log.txt)"]
+    assert (tmp_path / "same").is_dir() and not (tmp_path / "other").exists()
+    assert [g.text for g in runtime.grants] == ["Bash(mkdir -p same)"]
+
+
+async def test_always_on_a_compound_command_allows_it_once_and_grants_nothing(tmp_path):
+    session, runtime, events = await _answer_always(tmp_path, "echo same >> log.txt", "echo same >> log.txt")
+    assert [c.use.id for c in session.pending.asks] == ["b2"]
+    assert (tmp_path / "log.txt").read_text() == "same\n" and runtime.grants == []
+    decided = [e.reason for e in events if e.type == "permission_decided" and e.source == "user"]
+    assert decided == ['approved by the user (this once: "always" covers only a single simple command)']
 
 
 async def test_run_turn_while_a_call_is_pending_raises(tmp_path):

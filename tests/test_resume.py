@@ -21,6 +21,7 @@ from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.modes import Mode
 from agents.snapshot_store import DiskSnapshotStore, SnapshotError
 from cluster.cli import main
+from tests.fakes import trust_workspace
 from tools import ExecutionDomain, ToolOutput
 from tools.recall import RecallTool
 from tools.registry import default_workspace_tools
@@ -103,7 +104,9 @@ def _write_call(path: str = "out.txt", content: str = "written after approval") 
 
 
 def _cli_config(ws: Path, tmp_path: Path, permissions: str = 'mode = "bypass"') -> None:
-    """A workspace config, so the CLI and build_session see the same settings."""
+    """A workspace config, so the CLI and build_session see the same settings (the
+    workspace is trusted: its model, home and permission mode are not inert settings)."""
+    trust_workspace(ws)
     (ws / ".workingset").mkdir(exist_ok=True)
     (ws / ".workingset" / "config.toml").write_text(
         f'model = "scripted:{tmp_path / "script.json"}"\nhome = "{tmp_path / "home"}"\n\n[permissions]\n{permissions}\n'

@@ -1,110 +1,58 @@
-"""The bubblewrap sandbox around Bash, with real bwrap and real processes.
+"""The bubblewrap sandbox around Bash, with real bwrap and real processes: what a command
+can use (its workspace, the toolchain, git), and the settings that shape it.
 
-Every test runs BashTool through a ToolContext whose runner is a BubblewrapRunner,
-so what is checked is what the model's Bash calls get. The tests run as root (as
-the harness may), which is the hard case: root ignores file permissions, so only
-the mounts, the namespaces and the dropped capabilities keep the host safe.
+Every test runs BashTool through a ToolContext whose runner is a BubblewrapRunner, so
+what is checked is what the model's Bash calls get. The tests run as root (as the
+harness may): the command then runs as the dedicated sandbox uid on an idmapped
+workspace. Attacks are in test_sandbox_attacks.py, refusals in test_sandbox_refusals.py.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import select
 import shutil
-import socket
+import subprocess
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agents.assembly import command_runner
 from agents.config import load_settings
-from tools import BashTool, ToolContext, ToolLimits
-from tools.base import PlainCommandRunner, ToolError, ToolOutput
+from agents.errors import ConfigError
+from tests.sandbox_support import (
+    MiB,
+    alive_with,
+    assert_secrets_hidden,
+    exit_code,
+    marker,
+    plant_secrets,
+    runner,
+    sandboxed,
+    unique_sleep,
+)
+from tools import BashTool, ToolContext
+from tools.base import PlainCommandRunner
 from tools.bash import BashInput
-from tools.executor import LocalToolExecutor
-from tools.sandbox import BubblewrapRunner, SandboxLimits, SandboxUnavailable
+from tools.sandbox import DEFAULT_SANDBOX_ID, BubblewrapRunner, SandboxLimits
+from tools.sandbox.view import harness_files
 
-BWRAP = "/usr/bin/bwrap"
-MiB = 1024**2
-
-# Names bash itself adds to the environment the sandbox sets (PATH, HOME, LANG, TERM).
 ALLOWED_ENV = {"PATH", "HOME", "LANG", "TERM", "PWD", "OLDPWD", "SHLVL", "_"}
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    return workspace
+def git(workspace: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(workspace), *args], check=True, capture_output=True, text=True).stdout
 
 
-@pytest.fixture
-def outside_tmp() -> Iterator[Path]:
-    """A host directory outside /tmp, which the sandbox sees through its read-only root
-    (everything under /tmp is behind the sandbox's private tmpfs)."""
-    path = Path(tempfile.mkdtemp(prefix="workingset-sandbox-test-", dir="/var/tmp"))
-    try:
-        yield path.resolve()
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def git_repo(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("one\n")
+    git(workspace, "init", "-q")
+    git(workspace, "add", "-A")
+    git(workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
 
 
-@pytest.fixture
-def host_home(outside_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """$HOME outside /tmp, so hiding its secrets is the sandbox's doing, not the tmpfs's."""
-    home = outside_tmp / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    return home
-
-
-async def sandboxed(
-    workspace: Path,
-    command: str,
-    limits: SandboxLimits | None = None,
-    timeout_s: float | None = None,
-    **tool_limits,
-) -> ToolOutput:
-    runner = BubblewrapRunner(limits or SandboxLimits(), bwrap=BWRAP)
-    ctx = ToolContext(workspace=workspace, limits=ToolLimits(**tool_limits), runner=runner)
-    return await BashTool().run(BashInput(command=command, timeout_s=timeout_s), ctx)
-
-
-def exit_code(out: ToolOutput) -> int:
-    match = re.search(r"exit code: (-?\d+)$", out.content)
-    assert match, out.content
-    return int(match.group(1))
-
-
-def plant_secrets(home: Path) -> dict[Path, str]:
-    secrets = {
-        home / ".ssh" / "id_rsa": "-----BEGIN OPENSSH PRIVATE KEY----- ssh-secret",
-        home / ".aws" / "credentials": "[default]\naws_secret_access_key = aws-secret",
-        home / ".config" / "gh" / "hosts.yml": "github.com:\n  oauth_token: gh-secret",
-        home / ".netrc": "machine example.com login me password netrc-secret",
-    }
-    for path, text in secrets.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return secrets
-
-
-def assert_secrets_hidden(out: ToolOutput, secrets: dict[Path, str]) -> None:
-    for text in secrets.values():
-        assert text.split()[-1] not in out.content
-
-
-def marker() -> str:
-    return f"workingset-sandbox-{uuid.uuid4().hex}"
-
-
-# --- filesystem ---------------------------------------------------------------
+# --- the workspace ------------------------------------------------------------------
 
 
 async def test_write_inside_workspace_persists(ws):
@@ -114,12 +62,18 @@ async def test_write_inside_workspace_persists(ws):
     assert (ws / "sub" / "file.txt").read_text() == "deep\n"
 
 
-@pytest.mark.parametrize("target", ["/etc", "/root", "/usr/local", "/var/tmp"])
+async def test_workspace_files_appear_owned_by_the_command(ws):
+    (ws / "given.txt").write_text("x")
+    out = await sandboxed(ws, "id -u; stat -c %u given.txt; test -w given.txt && echo WRITABLE")
+    uid = str(DEFAULT_SANDBOX_ID if os.geteuid() == 0 else os.getuid())
+    assert out.content.split()[:3] == [uid, uid, "WRITABLE"], out.content
+
+
+@pytest.mark.parametrize("target", ["/etc", "/usr/local", "/root", "/var/tmp"])
 async def test_write_outside_workspace_fails(ws, target):
     path = Path(target) / marker()
     try:
         out = await sandboxed(ws, f"echo pwned > {path} && echo WROTE")
-        assert "Read-only file system" in out.content
         assert "WROTE" not in out.content
         assert not path.exists()
     finally:
@@ -142,22 +96,6 @@ async def test_write_to_workspace_parent_under_tmp_never_reaches_host(ws):
     assert not (ws.parent.parent / "escaped").exists()
 
 
-async def test_root_cannot_remount_root_read_write(ws):
-    """Run as root, bwrap keeps every capability unless told otherwise; the command
-    could then `mount -o remount,rw /` and write to the host."""
-    path = Path("/etc") / marker()
-    try:
-        out = await sandboxed(
-            ws,
-            f"grep CapEff /proc/self/status; mount -o remount,rw / ; echo pwned > {path} && echo WROTE",
-        )
-        assert re.search(r"CapEff:\s*0+\n", out.content), out.content
-        assert "WROTE" not in out.content
-        assert not path.exists()
-    finally:
-        path.unlink(missing_ok=True)
-
-
 async def test_tmp_is_private(ws):
     host_file = Path("/tmp") / marker()
     host_file.write_text("host-only")
@@ -173,21 +111,89 @@ async def test_tmp_is_private(ws):
         sandbox_file.unlink(missing_ok=True)
 
 
+async def test_only_system_dirs_toolchain_and_workspace_are_visible(ws):
+    out = await sandboxed(ws, "ls /; test -e /var || echo NO_VAR; test -e /home || echo NO_HOME; ls /run | wc -l")
+    top = set(out.content.split())
+    assert {"usr", "etc", "tmp", "proc", "dev"} <= top
+    assert {"NO_VAR", "NO_HOME"} <= top
+    assert not top & {"var", "home", "sys", "srv", "opt", "mnt", "work"}
+
+
+# --- git in the workspace ------------------------------------------------------------
+
+
+async def test_git_reads_a_read_only_dot_git(ws):
+    git_repo(ws)
+    out = await sandboxed(ws, "echo two >> a.txt; git diff --stat; git status --short; git log --oneline | wc -l")
+    assert "a.txt | 1 +" in out.content, out.content
+    assert " M a.txt" in out.content
+    assert exit_code(out) == 0
+
+
+async def test_dot_git_and_dot_workingset_are_read_only(ws):
+    git_repo(ws)
+    (ws / ".workingset").mkdir()
+    (ws / ".workingset" / "config.toml").write_text("model = 'x'\n")
+    before = (ws / ".git" / "config").read_text()
+    out = await sandboxed(
+        ws, "echo '[core] fsmonitor = evil' >> .git/config; echo bad > .workingset/config.toml; "
+        "git -c user.name=a -c user.email=a@a commit -qam change; echo done",
+    )
+    assert out.content.count("Read-only file system") >= 2, out.content
+    assert (ws / ".git" / "config").read_text() == before
+    assert (ws / ".workingset" / "config.toml").read_text() == "model = 'x'\n"
+    assert git(ws, "log", "--oneline").count("\n") == 1  # no commit landed
+
+
+async def test_allowing_writes_leaves_dot_git_writable(ws):
+    git_repo(ws)
+    sandbox = runner().allowing_writes(".git")
+    out = await sandboxed(ws, "GIT_INDEX_FILE=.git/tmp.index git read-tree HEAD && ls .git/tmp.index", sandbox=sandbox)
+    assert exit_code(out) == 0, out.content
+    assert (ws / ".git" / "tmp.index").exists()
+
+
+async def test_a_dot_git_symlink_is_not_bound(ws, host_home):
+    """A `.git` the agent turned into a symlink would make bwrap bind its target."""
+    (host_home / "secret").write_text("home-secret")
+    (ws / ".git").symlink_to(host_home)
+    out = await sandboxed(ws, "cat .git/secret; ls -la .git")
+    assert "home-secret" not in out.content
+
+
+# --- the toolchain ------------------------------------------------------------------------
+
+
+async def test_harness_python_and_its_packages_are_available(ws):
+    out = await sandboxed(ws, "python -c 'import sys, pytest; print(sys.prefix)'")
+    assert out.content.splitlines()[0] == str(Path(sys.prefix).resolve()), out.content
+
+
+async def test_harness_own_packages_are_masked(ws):
+    inside_prefix = [p for p in harness_files() if p.is_relative_to(Path(sys.prefix).resolve())]
+    assert inside_prefix, "the editable install puts a finder, a .pth and a dist-info into the prefix"
+    out = await sandboxed(
+        ws, "python -c 'import importlib.metadata as m; print(m.version(\"workingset\"))'; "
+        "python -c 'import agents' ; " + "; ".join(f"wc -c < {p}" for p in inside_prefix if p.is_file()),
+    )
+    assert out.content.splitlines()[0] == "None", out.content  # its metadata is gone
+    assert "No module named 'agents'" in out.content
+    sizes = [line for line in out.content.splitlines() if line.strip().isdigit()]
+    assert sizes and set(sizes) == {"0"}  # the .pth, the finder and the script are empty files inside
+
+
+async def test_a_configured_toolchain_is_visible_read_only(ws, outside_tmp):
+    tool = outside_tmp / "tc" / "bin" / "hello-tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho hello-from-toolchain\n")
+    tool.chmod(0o755)
+    sandbox = runner(toolchains=(outside_tmp / "tc",))
+    out = await sandboxed(ws, f"hello-tool; echo x > {tool} && echo WROTE", sandbox=sandbox)
+    assert "hello-from-toolchain" in out.content, out.content
+    assert "WROTE" not in out.content
+
+
 # --- network and processes --------------------------------------------------------
-
-
-async def test_cannot_connect_to_host_loopback(ws):
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        port = listener.getsockname()[1]
-        command = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED"
-        out = await sandboxed(ws, command)
-        assert "CONNECTED" not in out.content
-        assert "Connection refused" in out.content
-        assert select.select([listener], [], [], 0)[0] == []  # nothing reached the host
-        # Control: the same command outside the sandbox does connect.
-        ctx = ToolContext(workspace=ws, runner=PlainCommandRunner())
-        plain = await BashTool().run(BashInput(command=command), ctx)
-        assert "CONNECTED" in plain.content
 
 
 async def test_only_a_loopback_interface(ws):
@@ -196,44 +202,45 @@ async def test_only_a_loopback_interface(ws):
 
 
 async def test_new_pid_namespace(ws):
-    out = await sandboxed(ws, "echo $$; for p in /proc/[0-9]*; do echo \"${p#/proc/} $(tr '\\0' ' ' < $p/cmdline)\"; done")
-    lines = out.content.splitlines()
-    assert int(lines[0]) <= 3  # bwrap's init is 1, the command right after it
-    pids = [int(line.split()[0]) for line in lines[1:-1] if line.split()]
-    assert pids and max(pids) < 20
-    # The test process (and every other host process) is invisible.
-    own = Path("/proc/self/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    assert all(line.split(" ", 1)[-1] != own for line in lines[1:-1])
-    assert os.getpid() not in pids or os.getpid() < 20
+    out = await sandboxed(ws, "echo $$; ls /proc | grep -c '^[0-9]'")
+    first, count = out.content.splitlines()[:2]
+    assert int(first) <= 3  # bwrap's init is 1, the command right after it
+    assert int(count) < 10
 
 
-# --- environment and secrets ------------------------------------------------------
+async def test_seccomp_keeps_threads_and_subprocesses_working(ws):
+    """clone3 answers ENOSYS; libc falls back to clone, which the filter checks."""
+    command = (
+        "python -c 'import threading, subprocess; t = threading.Thread(target=print, args=(\"thread-ok\",)); "
+        "t.start(); t.join(); print(subprocess.run([\"echo\", \"spawn-ok\"], capture_output=True, text=True).stdout)'"
+    )
+    out = await sandboxed(ws, command)
+    assert "thread-ok" in out.content and "spawn-ok" in out.content, out.content
 
 
-async def test_environment_is_scrubbed(ws, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+async def test_seccomp_refuses_x32_calls(ws):
+    command = "python -c 'import ctypes; c = ctypes.CDLL(None, use_errno=True); print(c.syscall(0x40000000 | 39), ctypes.get_errno())'"
+    out = await sandboxed(ws, command)
+    assert out.content.splitlines()[0] == "-1 1", out.content  # EPERM, not ENOSYS: the filter answered
+
+
+# --- environment ------------------------------------------------------------------
+
+
+async def test_environment_is_an_allow_list(ws, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-env-secret")
     out = await sandboxed(ws, "env")
     assert exit_code(out) == 0
-    for needle in ("ANTHROPIC_API_KEY", "sk-secret", "GITHUB_TOKEN", "ghp-secret", "AWS_SECRET", "aws-env-secret"):
-        assert needle not in out.content
+    assert "ghp-secret" not in out.content
     names = {line.split("=", 1)[0] for line in out.content.splitlines()[:-1] if "=" in line}
     assert names <= ALLOWED_ENV, names - ALLOWED_ENV
 
 
-async def test_home_secrets_unreadable(ws):
-    secrets = plant_secrets(Path(os.environ["HOME"]))  # conftest's tmp HOME
-    out = await sandboxed(ws, "; ".join(f"cat {path}" for path in secrets))
-    assert_secrets_hidden(out, secrets)
-
-
-async def test_home_secrets_hidden_but_rest_of_home_readable(ws, host_home):
-    secrets = plant_secrets(host_home)
-    (host_home / "notes.txt").write_text("plain-notes")
-    out = await sandboxed(ws, f"cat {host_home}/notes.txt; " + "; ".join(f"cat {p}" for p in secrets))
-    assert "plain-notes" in out.content  # control: home is visible, only the stores are hidden
-    assert_secrets_hidden(out, secrets)
+async def test_pass_env_lets_a_named_variable_through(ws, monkeypatch):
+    monkeypatch.setenv("MY_BUILD_FLAG", "fast")
+    monkeypatch.setenv("OTHER_VAR", "hidden")
+    out = await sandboxed(ws, "echo flag=$MY_BUILD_FLAG other=$OTHER_VAR", sandbox=runner(pass_env=("MY_BUILD_FLAG",)))
+    assert out.content.splitlines()[0] == "flag=fast other="
 
 
 async def test_workspace_at_home_does_not_expose_secrets(host_home):
@@ -243,15 +250,6 @@ async def test_workspace_at_home_does_not_expose_secrets(host_home):
     assert_secrets_hidden(out, secrets)
     for path, text in secrets.items():
         assert path.read_text() == text  # and the sandbox could not overwrite them
-
-
-async def test_workspace_inside_config_dir_keeps_other_config_hidden(host_home):
-    secrets = plant_secrets(host_home)
-    workspace = host_home / ".config" / "nvim"
-    workspace.mkdir()
-    out = await sandboxed(workspace, f"echo ok > init.lua; cat {host_home}/.config/gh/hosts.yml")
-    assert (workspace / "init.lua").read_text() == "ok\n"
-    assert_secrets_hidden(out, secrets)
 
 
 # --- limits -----------------------------------------------------------------------
@@ -265,47 +263,14 @@ async def test_file_size_limit(ws):
     assert (ws / "big").stat().st_size <= MiB
 
 
-async def test_cpu_limit_kills_busy_loop(ws):
-    started = time.monotonic()
-    out = await sandboxed(ws, "while :; do :; done", SandboxLimits(cpu_seconds=1), timeout_s=20)
-    assert time.monotonic() - started < 6
-    assert not out.is_error  # killed by the CPU limit, not by the wall timeout
-    # bwrap reports a signalled command as 128 + signal: SIGXCPU (24) or SIGKILL (9).
-    assert exit_code(out) in (128 + 24, 128 + 9), out.content
-
-
-async def test_memory_limit(ws):
-    command = f"{sys.executable} -c 'b = bytearray(1024**3); print(\"ALLOCATED\")'"
-    out = await sandboxed(ws, command, SandboxLimits(memory_bytes=256 * MiB))
-    assert "MemoryError" in out.content
-    assert "ALLOCATED" not in out.content
-    assert exit_code(out) != 0
-
-
 async def test_output_cap_applies(ws):
     out = await sandboxed(ws, "head -c 200000 /dev/zero | tr '\\0' x", bash_output_max_chars=1_000)
     assert len(out.content) < 1_200
     assert "chars of output removed" in out.content
 
 
-def alive_with(text: str) -> list[int]:
-    """Host pids of live (non-zombie) processes whose command line contains `text`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        if text in cmdline and state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
 async def test_wall_timeout_kills_everything(ws):
-    duration = f"{30 + uuid.uuid4().int % 1000 / 1000:.3f}"  # a unique command line to look for
+    duration = unique_sleep()
     started = time.monotonic()
     out = await sandboxed(ws, f"echo started; sleep {duration} & sleep {duration}", timeout_s=0.5)
     assert time.monotonic() - started < 5
@@ -318,33 +283,16 @@ async def test_wall_timeout_kills_everything(ws):
     assert alive_with(f"sleep {duration}") == []
 
 
-# --- bubblewrap missing, and the explicit opt-out -----------------------------------
+async def test_the_call_cgroup_is_removed_afterwards(ws):
+    host = runner().host()
+    assert host.cgroups is not None
+    before = {p for _, parent in host.cgroups.parents for p in parent.iterdir() if p.name.startswith("call-")}
+    await sandboxed(ws, "sleep 0.2 & echo started")
+    after = {p for _, parent in host.cgroups.parents for p in parent.iterdir() if p.name.startswith("call-")}
+    assert after <= before
 
 
-async def test_missing_bubblewrap_refuses_bash(ws, tmp_path, monkeypatch):
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    ctx = ToolContext(workspace=ws, runner=BubblewrapRunner())
-    args = BashInput(command="touch ran")
-    out = await LocalToolExecutor().execute(BashTool(), args, ctx)
-    assert out.is_error
-    assert "bubblewrap" in out.content
-    assert "--no-sandbox" in out.content
-    assert not (ws / "ran").exists()
-    with pytest.raises(ToolError):  # a model-fixable error, never a crash
-        await BashTool().run(args, ctx)
-
-
-async def test_bogus_bubblewrap_path_refuses_bash(ws):
-    ctx = ToolContext(workspace=ws, runner=BubblewrapRunner(bwrap="/nonexistent/bwrap"))
-    out = await LocalToolExecutor().execute(BashTool(), BashInput(command="touch ran"), ctx)
-    assert out.is_error
-    assert "bubblewrap" in out.content
-    assert "/nonexistent/bwrap" in out.content
-    assert "--no-sandbox" in out.content
-    assert not (ws / "ran").exists()
-    assert issubclass(SandboxUnavailable, ToolError)
+# --- settings and the opt-out -------------------------------------------------------
 
 
 def test_no_sandbox_opt_out_uses_plain_runner(tmp_path):
@@ -352,35 +300,72 @@ def test_no_sandbox_opt_out_uses_plain_runner(tmp_path):
     assert isinstance(command_runner(settings), PlainCommandRunner)
 
 
-def test_sandbox_is_the_default_runner(tmp_path):
-    settings = load_settings(
-        tmp_path, {"sandbox": {"cpu_seconds": 7, "memory_mb": 300, "file_size_mb": 2, "processes": 64}}
+def test_settings_map_onto_the_runner(tmp_path):
+    settings = load_settings(tmp_path, {"sandbox": {
+        "cpu_seconds": 7, "memory_mb": 300, "file_size_mb": 2, "processes": 64, "tmp_size_mb": 9,
+        "workspace_growth_mb": 11, "uid": 91000, "gid": 91001, "toolchains": [str(tmp_path)],
+        "protected": [".git"], "pass_env": ["CC"], "cgroup": "v1",
+    }})
+    sandbox = command_runner(settings)
+    assert isinstance(sandbox, BubblewrapRunner)
+    assert sandbox.limits == SandboxLimits(
+        cpu_seconds=7, memory_bytes=300 * MiB, processes=64, file_size_bytes=2 * MiB,
+        tmp_bytes=9 * MiB, workspace_growth_bytes=11 * MiB,
     )
-    runner = command_runner(settings)
-    assert isinstance(runner, BubblewrapRunner)
-    assert runner.limits == SandboxLimits(
-        cpu_seconds=7, memory_bytes=300 * MiB, file_size_bytes=2 * MiB, processes=64
-    )
+    assert (sandbox.uid, sandbox.gid, sandbox.toolchains) == (91000, 91001, (tmp_path.resolve(),))
+    assert (sandbox.protected, sandbox.pass_env, sandbox.cgroup) == ((".git",), ("CC",), "v1")
+    assert command_runner(settings, writable=(".git",)).protected == ()
     assert load_settings(tmp_path).sandbox.enabled is True
 
 
-async def test_service_sockets_under_run_are_out_of_reach(tmp_path):
-    import socket
+def test_a_protected_path_outside_the_workspace_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="not a path inside the workspace"):
+        load_settings(tmp_path, {"sandbox": {"protected": ["../outside"]}})
 
-    run_dir = Path("/run/workingset-test")
-    run_dir.mkdir(exist_ok=True)
-    path = run_dir / "service.sock"
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        server.bind(str(path))
-        server.listen(1)
-        ws = tmp_path / "ws"
-        ws.mkdir()
-        ctx = ToolContext(workspace=ws, runner=BubblewrapRunner())
-        command = f"python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{path}'); print('CONNECTED')\""
-        out = await BashTool().run(BashInput(command=command), ctx)
-        assert "CONNECTED" not in out.content
-    finally:
-        server.close()
-        path.unlink(missing_ok=True)
-        run_dir.rmdir()
+
+def test_a_credential_in_pass_env_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY looks like a credential"):
+        load_settings(tmp_path, {"sandbox": {"pass_env": ["CC", "ANTHROPIC_API_KEY"]}})
+
+
+async def test_non_root_harness_maps_its_own_uid_and_states_its_weaker_limits(outside_tmp):
+    """Run as an ordinary user: bwrap maps the caller's own uid; with no delegated cgroup
+    the sandbox refuses unless weak limits are accepted, and then runs under them."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root to become another user")
+    user = 4321
+    script = outside_tmp / "as_user.py"
+    script.write_text(
+        "import asyncio, sys\nfrom pathlib import Path\n"
+        "from tools import BashTool, ToolContext\nfrom tools.bash import BashInput\n"
+        "from tools.sandbox import BubblewrapRunner\n"
+        "async def main(weak):\n"
+        "    ctx = ToolContext(workspace=Path(sys.argv[1]), runner=BubblewrapRunner(weak_limits=weak))\n"
+        "    print((await BashTool().run(BashInput(command='id -u; echo made > f'), ctx)).content)\n"
+        "try:\n    asyncio.run(main(False))\nexcept Exception as exc:\n    print('REFUSED:', exc)\n"
+        "asyncio.run(main(True))\n"
+    )
+    workspace = outside_tmp / "user-ws"
+    workspace.mkdir()
+    os.chown(workspace, user, user)
+    stash = outside_tmp / "stash"
+    stash.mkdir()
+    prefix = Path(sys.prefix).resolve()
+    # The harness's Python lives under /root (0700): a private mount namespace lends it out.
+    setup = (
+        f"mount --bind {prefix} {stash} && mount -t tmpfs -o mode=0755 none /root && mkdir -p {prefix} && "
+        f"mount --move {stash} {prefix} && exec setpriv --reuid {user} --regid {user} --clear-groups "
+        f"env HOME=/tmp PYTHONPATH={os.getcwd()} {prefix}/bin/python3 {script} {workspace}"
+    )
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", setup],
+                          capture_output=True, text=True, timeout=120)
+    text = done.stdout + done.stderr
+    assert "REFUSED: no usable cgroup" in text and "sandbox.weak_limits = true" in text, text
+    after = done.stdout.split("REFUSED")[1].splitlines()[1:]
+    assert after[0] == str(user), text
+    assert (workspace / "f").stat().st_uid == user
+
+
+async def test_plain_runner_still_runs_commands(ws):
+    out = await BashTool().run(BashInput(command="echo plain"), ToolContext(workspace=ws, runner=PlainCommandRunner()))
+    assert out.content == "plain\nexit code: 0"

@@ -1,6 +1,7 @@
 """DiskSnapshotStore: exact round trip, rotation and bounds, content addressing, corruption
 fallback that overwrites nothing, restore of an old version, and concurrent writers."""
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +12,27 @@ import pytest
 import agents.snapshot_store as snapshot_store_module
 from agents.codec import encode_messages, pack, unpack
 from agents.goal import GoalState
-from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.messages import (
+    Bridge,
+    ClearedBody,
+    ClippedBody,
+    DroppedSpan,
+    ElidedBody,
+    Message,
+    SummaryBoundary,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from agents.ports import Usage
-from agents.session_state import PendingState, PermissionState, SessionState
+from agents.session_state import SCHEMA_VERSION, PendingState, PermissionState, SessionState
 from agents.snapshot_store import (
     DiskSnapshotStore,
     SnapshotCorrupt,
     SnapshotError,
     SnapshotNotFound,
 )
+from tests.fakes import compacted_conversation
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "sess01"
@@ -301,6 +314,130 @@ def test_saving_the_same_state_twice_adds_a_version_but_no_messages(tmp_path):
     assert len(_keys(root, "v:")) == 2 and len(_keys(root, "m:")) == 21 and len(_keys(root, "c:")) == 1
 
 
+# -- compaction markers and snapshots written before they were typed ---------------------------
+
+
+def test_compaction_markers_round_trip_through_the_store(tmp_path):
+    store = DiskSnapshotStore(tmp_path / "snapshots")
+    state = _state(compacted_conversation())
+    store.save(state)
+    loaded = DiskSnapshotStore(tmp_path / "snapshots").load(SID).state
+    assert loaded == state
+    assert encode_messages(loaded.conversation) == encode_messages(state.conversation)
+    store.close()
+
+
+def test_text_that_reads_like_a_marker_loads_as_plain_text(tmp_path):
+    body = '[cleared 12 chars of tool output; Recall(id="toolu_0") returns it]'
+    conversation = [*_growing(0), *_interaction(0)]
+    conversation[2] = Message.tool_results([ToolResultBlock(tool_use_id="toolu_0", content=body)])
+    store = DiskSnapshotStore(tmp_path / "snapshots")
+    store.save(_state(conversation))
+    loaded = DiskSnapshotStore(tmp_path / "snapshots").load(SID).state.conversation
+    assert loaded[2].content[0].content == body and loaded[2].content[0].marker is None
+    store.close()
+
+
+# Text exactly as schema-1 code wrote its markers, in the block layout of that time (no
+# marker field): what each becomes on load, and text that only resembles one.
+_CLIPPED_BODY = "head" + '\n[truncated 500 chars; Recall(id="toolu_3", offset=4) returns them]\n' + "tail"
+SCHEMA_1_CONVERSATION = [
+    {"role": "user", "content": [
+        {"type": "text", "text": "[Conversation compacted] 6 earlier messages were replaced by the summary below. "
+                                 "Tool outputs they held can still be read with Recall."},
+        {"type": "text", "text": "## Objective\nFix the build."},
+    ]},
+    {"role": "assistant", "content": [
+        {"type": "text", "text": "Understood. I will continue from this summary and the messages that follow."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Go on."}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "Understood. I will continue from the messages that follow."}]},
+    {"role": "user", "content": [{"type": "text", "text": "[Context trimmed] 2 earlier messages were dropped here by the "
+                                  "'window' compaction strategy. Tool outputs they held are kept in the record; "
+                                  "Recall(id=...) returns one when you know its id."}]},
+    {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make"}},
+        {"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": {"command": "make test"}},
+        {"type": "tool_use", "id": "toolu_3", "name": "Bash", "input": {"command": "make lint"}},
+        {"type": "tool_use", "id": "toolu_4", "name": "Read", "input": {"path": "notes.txt"}},
+    ]},
+    {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1",
+         "content": '[cleared 360 chars of tool output; Recall(id="toolu_1") returns it]', "is_error": False},
+        {"type": "tool_result", "tool_use_id": "toolu_2",
+         "content": '[observation elided: 640 chars; Recall(id="toolu_2")]', "is_error": True},
+        {"type": "tool_result", "tool_use_id": "toolu_3", "content": _CLIPPED_BODY, "is_error": False},
+        # A file that quotes another call's cleared note: not this block's marker.
+        {"type": "tool_result", "tool_use_id": "toolu_4",
+         "content": '[cleared 360 chars of tool output; Recall(id="toolu_1") returns it]', "is_error": False},
+    ]},
+    {"role": "assistant", "content": [{"type": "text", "text": "[Conversation compacted] is what the note says."}]},
+]
+
+
+def _write_schema_1_snapshot(root: Path, conversation: list[dict], **header) -> None:
+    """One session version laid out as schema-1 code stored it, written key by key."""
+    digests = []
+    with diskcache.Cache(str(root / SID)) as cache:
+        for message in conversation:
+            data = pack(message)
+            digest = hashlib.sha256(data).hexdigest()
+            cache.set("m:" + digest, data)
+            digests.append(digest)
+        chunk = b"".join(bytes.fromhex(d) for d in digests)
+        chunk_key = hashlib.sha256(chunk).hexdigest()
+        cache.set("c:" + chunk_key, chunk)
+        head = {**_state([]).header(), "schema_version": 1, **header}
+        body = pack({"header": head, "chunks": [chunk_key], "count": len(conversation)})
+        version = "01700000000000000000"
+        cache.set("v:" + version, pack({"schema": 1, "sum": hashlib.sha256(body).hexdigest(), "body": body}))
+        cache.set("session", {"current": version, "history": [], "retired": [], "cwd": head["cwd"],
+                              "model": head["model"], "saved_at": head["saved_at"], "messages": len(conversation),
+                              "last_text": ""})
+
+
+def test_a_schema_1_snapshot_loads_with_its_text_markers_typed(tmp_path):
+    root = tmp_path / "snapshots"
+    _write_schema_1_snapshot(root, SCHEMA_1_CONVERSATION)
+    loaded = DiskSnapshotStore(root).load(SID).state
+    conversation = loaded.conversation
+    assert loaded.schema_version == SCHEMA_VERSION
+    assert [m.model_dump(mode="json", exclude={"content": {"__all__": {"marker"}}}) for m in conversation] == (
+        SCHEMA_1_CONVERSATION
+    )  # the text is untouched; only markers were added
+    markers = [[getattr(b, "marker", None) for b in m.content] for m in conversation]
+    assert markers == [
+        [SummaryBoundary(summarized=6), None],
+        [Bridge(after_summary=True)],
+        [None],
+        [Bridge()],
+        [DroppedSpan(dropped=2, strategy="window")],
+        [None, None, None, None],
+        [ClearedBody(original_chars=360), ElidedBody(original_chars=640),
+         ClippedBody(removed_chars=500, offset=4), None],
+        [None],
+    ]
+
+
+def test_a_schema_1_snapshot_is_saved_again_under_the_current_schema(tmp_path):
+    root = tmp_path / "snapshots"
+    _write_schema_1_snapshot(root, SCHEMA_1_CONVERSATION)
+    store = DiskSnapshotStore(root)
+    loaded = store.load(SID).state
+    store.save(loaded)
+    again = DiskSnapshotStore(root).load(SID).state
+    assert again == loaded and unpack(_dump(root)["v:" + store.load(SID).version])["schema"] == SCHEMA_VERSION
+    store.close()
+
+
+def test_a_schema_1_parked_result_that_was_clipped_is_typed(tmp_path):
+    root = tmp_path / "snapshots"
+    clipped = {"tool_use_id": "toolu_3", "content": _CLIPPED_BODY, "is_error": False}
+    pending = {"order": ["toolu_3"], "results": [clipped], "allowed": [], "asks": [], "reasons": {}}
+    _write_schema_1_snapshot(root, SCHEMA_1_CONVERSATION[:6], pending=pending)
+    loaded = DiskSnapshotStore(root).load(SID).state
+    assert loaded.pending.results[0].marker == ClippedBody(removed_chars=500, offset=4)
+
+
 # -- corruption: fall back to the newest intact version, overwrite nothing -------------------
 
 
@@ -317,7 +454,7 @@ def _schema_99(raw: bytes) -> bytes:
 ENVELOPE_DAMAGE = {
     "flipped byte": (_flip_last_byte, "fails its checksum"),
     "truncated": (lambda raw: raw[: len(raw) // 2], "cannot be decoded"),
-    "unknown schema": (_schema_99, "has schema 99; this Workingset reads schema 1"),
+    "unknown schema": (_schema_99, "has schema 99; this Workingset reads schemas 1 to 2"),
     "garbage": (lambda raw: b"\xc1\xff garbage, not msgpack \x00\x01", "cannot be decoded"),
     "wrong type": (lambda raw: pack([1, 2, 3]), "cannot be decoded"),
 }

@@ -195,6 +195,21 @@ async def test_parent_conversation_grows_by_one_tool_use_and_one_result(tmp_path
     assert [e.name for e in _child_results(events, root)] == ["Glob"]  # the child did work the parent never saw
 
 
+async def test_a_per_file_deny_hides_files_from_a_subagents_grep(tmp_path):
+    script = _write_script(
+        tmp_path,
+        [{"tool_calls": [_agent_call("look")]}],
+        subagents={"look": {"turns": [{"tool_calls": [{"name": "Grep", "input": {"pattern": "token"}}]}], "final_text": "done"}},
+    )
+    root, events, workspace = _build(tmp_path, script, permissions={"mode": "bypass", "deny": ["Read(secrets/**)"]})
+    (workspace / "secrets").mkdir()
+    (workspace / "secrets" / "key").write_text("token=hunter2\n")
+    (workspace / "notes.txt").write_text("token goes here\n")
+    await root.run_turn("go")
+    (grep,) = _child_results(events, root)
+    assert grep.content == "notes.txt:1:token goes here"
+
+
 # -- depth -------------------------------------------------------------------------------
 
 

@@ -5,8 +5,8 @@ import asyncio
 import pytest
 
 from agents.compaction.model_summarizer import ModelSummarizer
+from agents.compaction.notes import BOUNDARY_MARKER
 from agents.compaction.summary import (
-    BOUNDARY_MARKER,
     HANDOFF_SECTIONS,
     SummaryFailed,
     handoff_instructions,

@@ -20,6 +20,7 @@ from benchmarks.traces import (
     load_trace_file,
 )
 from cluster.cli import main
+from tests.fakes import trust_workspace
 
 TURNS = [
     {"text": "Look around first.", "tool_calls": [{"name": "Glob", "input": {"pattern": "*.py"}}]},
@@ -36,6 +37,7 @@ def recorded(tmp_path: Path, capsys) -> dict:
     (ws / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"turns": TURNS, "final_text": "Done."}))
+    trust_workspace(ws)  # its model, home and permission mode apply only to a trusted workspace
     (ws / ".workingset").mkdir()
     (ws / ".workingset" / "config.toml").write_text(
         f'model = "scripted:{script}"\nhome = "{tmp_path / "home"}"\n\n[permissions]\nmode = "bypass"\n'

@@ -26,7 +26,7 @@ from tools.registry import (
     default_workspace_tools,
     validate_input,
 )
-from tools.workspace import relative_display, resolve_in_workspace
+from tools.workspace import relative_display
 from tools.write import WriteTool
 
 __all__ = [
@@ -50,6 +50,5 @@ __all__ = [
     "default_registry",
     "default_workspace_tools",
     "relative_display",
-    "resolve_in_workspace",
     "validate_input",
 ]

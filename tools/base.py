@@ -8,6 +8,7 @@ result. Any other exception is a bug and propagates.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -15,9 +16,14 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from tools.protected import PROTECTED_DIRS
+
 __all__ = [
     "ArtifactLookup",
+    "CommandLaunch",
     "CommandRunner",
+    "CommandWatch",
+    "LimitReached",
     "PlainCommandRunner",
     "ExecutionDomain",
     "Tool",
@@ -59,27 +65,70 @@ class ToolLimits:
     recall_max_chars: int = 31_600
 
 
+@dataclass(frozen=True)
+class LimitReached:
+    """A limit of the sandbox ended a command; `message` names it
+    ("memory limit of 4096 MB reached")."""
+
+    limit: str  # memory, processes, cpu_time, tmp_size, workspace_growth
+    message: str
+
+
+class CommandWatch(Protocol):
+    """Watches one running command for its runner: limits, killing the whole tree, cleanup."""
+
+    poll_s: float  # how often `check` runs while the command runs
+
+    async def started(self, pid: int) -> None:
+        """The process is spawned (its pid); returns once the command may run."""
+        ...
+
+    async def check(self) -> LimitReached | None: ...
+
+    async def finish(self) -> LimitReached | None:
+        """After the command exited: a limit it hit on the way out."""
+        ...
+
+    def kill(self) -> None: ...
+
+    def close(self) -> None:
+        """Release what the call held (cgroup, fds); runs whatever happened."""
+        ...
+
+
+def _could_not_start(exc: BaseException) -> ToolError:
+    return ToolError(f"the command could not start: {exc}")
+
+
+@dataclass
+class CommandLaunch:
+    """How to start one command, and what watches it while it runs."""
+
+    argv: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...] = ()
+    preexec_fn: Callable[[], None] | None = None
+    watch: CommandWatch | None = None
+    failure: Callable[[BaseException], ToolError] = _could_not_start  # the spawn itself failed
+
+
 class CommandRunner(Protocol):
-    """Turns a shell command into the argv that actually runs it.
+    """Turns a shell command into the process that actually runs it.
 
     The plain runner returns `bash -c CMD`; the bubblewrap runner wraps it in a
-    sandbox. Bash never knows which one it has.
+    sandbox with limits and a watch. Bash never knows which one it has. `launch` may
+    raise ToolError (the sandbox cannot start here, and says why).
     """
 
-    def argv(self, command: str, workspace: Path) -> list[str]: ...
-
-    def env(self, workspace: Path) -> dict[str, str]: ...
+    def launch(self, command: str, workspace: Path) -> CommandLaunch: ...
 
 
 @dataclass(frozen=True)
 class PlainCommandRunner:
     """Runs commands directly with the caller's environment (no sandbox)."""
 
-    def argv(self, command: str, workspace: Path) -> list[str]:
-        return ["bash", "-c", command]
-
-    def env(self, workspace: Path) -> dict[str, str]:
-        return dict(os.environ)
+    def launch(self, command: str, workspace: Path) -> CommandLaunch:
+        return CommandLaunch(["bash", "-c", command], dict(os.environ))
 
 
 @dataclass(frozen=True)
@@ -90,6 +139,12 @@ class ToolContext:
     limits: ToolLimits = field(default_factory=ToolLimits)
     runner: CommandRunner = field(default_factory=PlainCommandRunner)
     artifacts: ArtifactLookup | None = None
+    # Directory names (at any depth, see tools.protected) that Write and Edit change only
+    # when the call names them itself: a path reaching one through a link is refused.
+    protected_dirs: frozenset[str] = PROTECTED_DIRS
+    # Workspace-relative globs (tools.path_glob) from the session's per-file deny rules:
+    # Read, Grep and Glob treat a file matching one as not there.
+    denied_path_globs: tuple[str, ...] = ()
 
 
 class ArtifactLookup(Protocol):

@@ -18,11 +18,20 @@ import codecs
 import contextlib
 import os
 import signal
+import subprocess
+from enum import Enum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.base import ExecutionDomain, ToolContext, ToolOutput
+from tools.base import (
+    CommandLaunch,
+    CommandWatch,
+    ExecutionDomain,
+    LimitReached,
+    ToolContext,
+    ToolOutput,
+)
 
 __all__ = ["BashInput", "BashTool", "OutputCapture"]
 
@@ -70,42 +79,61 @@ class BashTool:
         limit = ctx.limits.bash_timeout_s
         timeout = min(args.timeout_s, limit) if args.timeout_s else limit
         capture = OutputCapture(ctx.limits.bash_output_max_chars)
-
-        loop = asyncio.get_running_loop()
-        transport, proto = await loop.subprocess_exec(
-            lambda: _CaptureProtocol(capture),
-            *ctx.runner.argv(args.command, workspace),
-            cwd=workspace,
-            env=ctx.runner.env(workspace),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        timed_out = False
+        launch = ctx.runner.launch(args.command, workspace)  # ToolError: the sandbox cannot start
         try:
-            try:
-                await asyncio.wait_for(proto.exited.wait(), timeout)
-            except TimeoutError:
-                timed_out = True
+            return await self._run(launch, workspace, timeout, capture)
+        finally:
+            if launch.watch is not None:
+                launch.watch.close()
+
+    async def _run(self, launch: CommandLaunch, workspace: Path, timeout: float, capture: OutputCapture) -> ToolOutput:
+        loop = asyncio.get_running_loop()
+        watch = launch.watch
+        try:
+            transport, proto = await loop.subprocess_exec(
+                lambda: _CaptureProtocol(capture),
+                *launch.argv,
+                cwd=workspace,
+                env=launch.env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=launch.pass_fds,
+                preexec_fn=launch.preexec_fn,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise launch.failure(exc) from exc
+        ended: _Ended | LimitReached = _Ended.TIMED_OUT
+        try:
+            if watch is not None:
+                await watch.started(transport.get_pid())
+            ended = await _wait(proto, timeout, watch)
         finally:
             # Also runs when the call is cancelled: never leave the command running.
             stragglers = _kill_group(transport.get_pid())
+            if watch is not None:
+                watch.kill()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proto.closed.wait(), _DRAIN_GRACE_S)
             # If something escaped the group and still holds the pipe, stop listening.
             transport.close()
         proto.flush()
-
         output = capture.text().rstrip("\n")
-        if timed_out:
+        code = transport.get_returncode()
+        if ended is _Ended.EXITED and watch is not None:
+            hit = await watch.finish()
+            if hit is not None:
+                return _limit_result(hit, output, f" (the command exited with code {code})")
+        if isinstance(ended, LimitReached):
+            return _limit_result(ended, output, "; the command was killed")
+        if ended is _Ended.TIMED_OUT:
             shown = output or "(no output before the timeout)"
             return ToolOutput(
                 content=f"Command timed out after {timeout:g} s and was killed.\n"
                 f"Partial output:\n{shown}",
                 is_error=True,
             )
-        code = transport.get_returncode()
         lines = [output or "(no output)"]
         if stragglers:
             lines.append("[background processes still running when the command exited were killed]")
@@ -114,6 +142,31 @@ class BashTool:
         lines.append(f"exit code: {code}")
         # Non-zero exit is information for the model, not a tool failure.
         return ToolOutput(content="\n".join(lines))
+
+
+class _Ended(Enum):
+    EXITED = "exited"
+    TIMED_OUT = "timed out"
+
+
+async def _wait(proto: _CaptureProtocol, timeout: float, watch: CommandWatch | None) -> _Ended | LimitReached:
+    """Until the command exits, the timeout passes, or the watch reports a limit."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (remaining := deadline - loop.time()) > 0:
+        step = min(remaining, watch.poll_s) if watch is not None else remaining
+        try:
+            await asyncio.wait_for(proto.exited.wait(), step)
+            return _Ended.EXITED
+        except TimeoutError:
+            hit = await watch.check() if watch is not None else None
+            if hit is not None:
+                return hit
+    return _Ended.TIMED_OUT
+
+
+def _limit_result(hit: LimitReached, output: str, how: str) -> ToolOutput:
+    return ToolOutput(content=f"{hit.message}{how}.\nOutput:\n{output or '(no output)'}", is_error=True)
 
 
 class OutputCapture:

@@ -6,7 +6,13 @@ resolved by the kernel relative to a handle on the root directory, with `openat2
 RESOLVE_BENEATH (a `..` or a symlink that would leave the root fails the open itself)
 and RESOLVE_NO_MAGICLINKS (no /proc/self/fd tricks). Where `openat2` is missing (Linux
 before 5.6, or a seccomp filter that hides it) each component is opened with O_NOFOLLOW
-relative to its parent's handle, which is stricter: no symlink is followed at all.
+relative to its parent's handle, and symlinks inside the root are followed by reading
+them and walking on from the handles already held, never by the kernel.
+
+`real_path` gives the symlink-free path a path leads to (inside the root). Opening that
+path with `follow_links=False` binds the open to it: a link swapped in afterwards makes
+the open fail instead of leading elsewhere, so whatever a caller checked about the real
+path (a deny rule, a protected directory) is true of the file it opens.
 
 Only regular files are read or written where a file is meant: a FIFO or a device is
 opened non-blocking and refused after `fstat`, so it can never hang the harness.
@@ -18,18 +24,25 @@ import contextlib
 import ctypes
 import errno
 import os
+import secrets
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tools.base import ToolError
 
-__all__ = ["Beneath", "BeneathError", "relative_path"]
+__all__ = ["MAX_PATH_BYTES", "MAX_WALK_DEPTH", "Beneath", "BeneathError", "WalkedFile", "relative_path"]
 
 _SYS_OPENAT2 = 437  # the same number on every architecture (asm-generic, Linux 5.6)
 _RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
 _DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK  # non-blocking: a FIFO opens at once, then is refused
+_MAX_LINKS = 40  # the kernel's own limit on symlinks in one lookup
+MAX_PATH_BYTES = 4096  # PATH_MAX: no longer path can be opened in one call anyway
+MAX_WALK_DEPTH = 128  # directories below this depth are not walked (one fd is held per level)
 
 
 class _OpenHow(ctypes.Structure):
@@ -47,25 +60,44 @@ class BeneathError(ToolError):
     """A path that is not an openable file or directory inside the root; the message says why."""
 
 
+def _shown(path: str) -> str:
+    return repr(path) if len(path) <= 120 else f"{path[:80]!r}... ({len(path)} characters)"
+
+
+def _check_nul(path: str) -> None:
+    if "\0" in path:
+        raise BeneathError(f"path {_shown(path)} contains a NUL byte; give a plain file path")
+
+
 def relative_path(root: Path, path: str) -> str:
     """`path` as given by a model (relative to `root`, or absolute inside it) made relative.
 
     Lexical only: the kernel decides at open time where the path really leads. NUL bytes,
-    empty paths and absolute paths outside the root are refused here with a message."""
-    if "\0" in path:
-        raise BeneathError(f"path {path!r} contains a NUL byte; give a plain file path")
+    text that is no file name, paths over MAX_PATH_BYTES, empty paths and absolute paths
+    outside the root are refused here with a message."""
+    _check_nul(path)
     if not path.strip():
         raise BeneathError("the path is empty; give a file path inside the workspace")
+    try:
+        size = len(os.fsencode(path))
+    except UnicodeEncodeError:
+        raise BeneathError(f"path {_shown(path)} is not valid text (an unpaired surrogate); give a plain file path") from None
+    if size > MAX_PATH_BYTES:
+        raise BeneathError(f"the path is {size} bytes long, over the limit of {MAX_PATH_BYTES}; give a shorter path")
     candidate = PurePosixPath(path)
     if candidate.is_absolute():
         try:
             candidate = candidate.relative_to(PurePosixPath(root))
         except ValueError:
             raise BeneathError(
-                f"Path {path!r} is outside the workspace; paths must stay inside the workspace {root}"
+                f"Path {_shown(path)} is outside the workspace; paths must stay inside the workspace {root}"
             ) from None
     text = str(candidate)
     return "." if text in ("", ".") else text
+
+
+def _parts(rel: str) -> list[str]:
+    return [p for p in rel.split("/") if p not in ("", ".")]
 
 
 def _describe_type(mode: int) -> str:
@@ -82,6 +114,25 @@ def _describe_type(mode: int) -> str:
     return "not a regular file"
 
 
+def _require_regular(fd: int, rel: str) -> int:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise BeneathError(f"{rel} is {_describe_type(mode)}, not a regular file")
+    return fd
+
+
+@dataclass(frozen=True)
+class WalkedFile:
+    """A regular file found by `Beneath.walk_files`. `path` is where the walk found it,
+    `real` where it is (they differ for a symlink). Open it with `Beneath.open_walked`
+    before the walk moves on: `dir_fd` is the walk's handle on its directory."""
+
+    path: str
+    real: str
+    dir_fd: int | None  # None for a symlink: it is opened by its real path instead
+
+
 class Beneath:
     """A handle on a root directory; every path opens relative to it and stays inside it.
 
@@ -94,6 +145,19 @@ class Beneath:
             self.fd = os.open(self.root, _DIR_FLAGS)
         except OSError as exc:
             raise BeneathError(f"cannot open the directory {self.root}: {exc.strerror or exc}") from exc
+        self._root_names: tuple[PurePosixPath, ...] | None = None
+
+    def _inside(self, target: str) -> str | None:
+        """An absolute link target that names a place under the root (by the root's path as
+        given or resolved), made relative to it; None for any other absolute target. Only
+        the text is read: the result is still resolved beneath the root's handle."""
+        if self._root_names is None:
+            absolute = self.root.absolute()
+            self._root_names = (PurePosixPath(absolute), PurePosixPath(absolute.resolve()))
+        for name in self._root_names:
+            if PurePosixPath(target).is_relative_to(name):
+                return str(PurePosixPath(target).relative_to(name))
+        return None
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -108,30 +172,60 @@ class Beneath:
 
     # -- opening -------------------------------------------------------------------------
 
-    def open(self, rel: str, flags: int, mode: int = 0o666) -> int:
-        """An fd for `rel` opened with `flags`; raises OSError (errno EXDEV or ELOOP when the
-        path would leave the root, ENOENT when it does not exist)."""
-        if "\0" in rel:
-            raise BeneathError(f"path {rel!r} contains a NUL byte; give a plain file path")
+    def open(self, rel: str, flags: int, mode: int = 0o666, *, follow_links: bool = True) -> int:
+        """An fd for `rel` opened with `flags`. With `follow_links`, symlinks that stay
+        inside the root are followed (a trailing one too, unless `flags` hold O_NOFOLLOW);
+        without, any symlink on the way fails the open with ELOOP. Raises OSError: EXDEV
+        or ELOOP when the path would leave the root, ENOENT when it does not exist."""
+        _check_nul(rel)
         # openat2 refuses a mode without O_CREAT/O_TMPFILE, and O_PATH with most other flags.
         flags |= os.O_CLOEXEC if flags & os.O_PATH else os.O_CLOEXEC | os.O_NOCTTY
-        creates = flags & os.O_CREAT or flags & os.O_TMPFILE == os.O_TMPFILE
-        global _openat2_missing
         if not _openat2_missing:
-            how = _OpenHow(flags, mode if creates else 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
-            assert _libc is not None
-            fd = _libc.syscall(_SYS_OPENAT2, self.fd, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how))
-            if fd >= 0:
+            try:
+                fd = self._openat2(rel, flags, mode, follow_links)
+            except OSError as exc:
+                if not follow_links or exc.errno != errno.EXDEV:
+                    raise
+                # RESOLVE_BENEATH refuses every absolute link, even one into the root.
+                return self.open(self._without_links(rel, flags), flags, mode, follow_links=False)
+            if fd is not None:
                 return fd
-            err = ctypes.get_errno()
-            if err == errno.ENOSYS:  # an old kernel: walk from now on
-                _openat2_missing = True
-            elif err != errno.EPERM:  # EPERM: maybe a seccomp filter hiding openat2; walk this once
-                raise OSError(err, os.strerror(err), rel)
+        if follow_links:
+            rel = self._without_links(rel, flags)
         return self._open_walking(rel, flags, mode)
 
+    def _openat2(self, rel: str, flags: int, mode: int, follow_links: bool) -> int | None:
+        """The fd, or None when openat2 cannot be used here (then the caller walks)."""
+        global _openat2_missing
+        creates = flags & os.O_CREAT or flags & os.O_TMPFILE == os.O_TMPFILE
+        resolve = _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS | (0 if follow_links else _RESOLVE_NO_SYMLINKS)
+        how = _OpenHow(flags, mode if creates else 0, resolve)
+        assert _libc is not None
+        # syscall() is variadic: give every argument its exact C type.
+        fd = _libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(self.fd), ctypes.c_char_p(os.fsencode(rel)),
+                           ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+        if fd >= 0:
+            return fd
+        err = ctypes.get_errno()
+        if err == errno.ENOSYS:  # an old kernel: walk from now on
+            _openat2_missing = True
+            return None
+        if err == errno.EPERM:  # maybe a seccomp filter hiding openat2; walk this once
+            return None
+        raise OSError(err, os.strerror(err), rel)
+
+    def _without_links(self, rel: str, flags: int) -> str:
+        """`rel` with the links it passes through resolved, for the walking open (which
+        follows none); a trailing link stays when `flags` ask for O_NOFOLLOW."""
+        path = PurePosixPath(rel)
+        if flags & os.O_NOFOLLOW and path.name not in ("", ".", ".."):
+            return f"{self.real_path(str(path.parent))}/{path.name}"
+        return self.real_path(rel, missing_ok=bool(flags & os.O_CREAT))
+
     def _open_walking(self, rel: str, flags: int, mode: int) -> int:
-        parts = [p for p in PurePosixPath(rel).parts if p not in ("", ".")]
+        """Open `rel` one component at a time with O_NOFOLLOW: no symlink is followed."""
+        parts = _parts(rel)
+        wants_link = flags & os.O_NOFOLLOW  # O_PATH|O_NOFOLLOW: a handle on the link itself
         stack: list[int] = []
         try:
             current = self.fd
@@ -146,8 +240,17 @@ class Beneath:
                         return os.open(".", flags, mode, dir_fd=current)
                     continue
                 if last:
-                    return os.open(part, flags | os.O_NOFOLLOW, mode, dir_fd=current)
-                fd = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=current)
+                    fd = os.open(part, flags | os.O_NOFOLLOW, mode, dir_fd=current)
+                    if flags & os.O_PATH and not wants_link and stat.S_ISLNK(os.fstat(fd).st_mode):
+                        os.close(fd)
+                        raise OSError(errno.ELOOP, "a symbolic link where none may be", rel)
+                    return fd
+                try:
+                    fd = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=current)
+                except NotADirectoryError:
+                    if (st := _lstat_at(current, part)) is not None and stat.S_ISLNK(st.st_mode):
+                        raise OSError(errno.ELOOP, "a symbolic link where none may be", rel) from None
+                    raise
                 stack.append(fd)
                 current = fd
             return os.open(".", flags, mode, dir_fd=current)
@@ -156,35 +259,96 @@ class Beneath:
                 os.close(fd)
 
     @contextlib.contextmanager
-    def opened(self, rel: str, flags: int, mode: int = 0o666) -> Iterator[int]:
-        fd = self.open(rel, flags, mode)
+    def opened(self, rel: str, flags: int, mode: int = 0o666, *, follow_links: bool = True) -> Iterator[int]:
+        fd = self.open(rel, flags, mode, follow_links=follow_links)
         try:
             yield fd
         finally:
             os.close(fd)
 
+    def real_path(self, rel: str, *, missing_ok: bool = False) -> str:
+        """The path `rel` leads to, relative to the root ("." for the root itself), with
+        every symlink on the way resolved, so it contains none. Each step opens one
+        component with O_NOFOLLOW relative to its parent's handle, so a swap midway cannot
+        lead out. An absolute link counts as inside when its text names a place under the
+        root. Raises OSError: EXDEV when the path leaves the root (by `..` or a link),
+        ENOENT when a part is missing (with `missing_ok`,
+        the missing tail is kept as named instead, unless it holds a `..`), ELOOP after
+        40 links, ENOTDIR when a part before the last is not a directory."""
+        _check_nul(rel)
+        pending = _parts(rel)[::-1]
+        names: list[str] = []
+        handles: list[int] = []
+        links = 0
+        try:
+            while pending:
+                part = pending.pop()
+                if part == "..":
+                    if not names:
+                        raise OSError(errno.EXDEV, "path leaves the directory", rel)
+                    names.pop()
+                    os.close(handles.pop())
+                    continue
+                parent = handles[-1] if handles else self.fd
+                try:
+                    st = os.stat(part, dir_fd=parent, follow_symlinks=False)
+                except FileNotFoundError:
+                    if missing_ok and ".." not in pending:
+                        return "/".join([*names, part, *reversed(pending)])
+                    raise
+                if stat.S_ISLNK(st.st_mode):
+                    links += 1
+                    if links > _MAX_LINKS:
+                        raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
+                    target, from_root = self._link_target(parent, part, rel)
+                    if from_root:
+                        names.clear()
+                        while handles:
+                            os.close(handles.pop())
+                    pending.extend(_parts(target)[::-1])
+                    continue
+                names.append(part)
+                if pending:
+                    handles.append(os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent))
+            return "/".join(names) or "."
+        finally:
+            for fd in handles:
+                os.close(fd)
+
+    def _link_target(self, dir_fd: int, name: str, rel: str) -> tuple[str, bool]:
+        """Where the link `name` points, and whether that is relative to the root (an
+        absolute target under it) rather than to the link's directory."""
+        target = os.readlink(name, dir_fd=dir_fd)
+        if not target.startswith("/"):
+            return target, False
+        inside = self._inside(target)
+        if inside is None:
+            raise OSError(errno.EXDEV, "an absolute symbolic link out of the root", rel)
+        return inside, True
+
     # -- questions and reads -------------------------------------------------------------
 
-    def stat(self, rel: str) -> os.stat_result | None:
+    def stat(self, rel: str, *, follow_links: bool = True) -> os.stat_result | None:
         """The stat of what `rel` names (symlinks inside followed), None if it does not exist."""
         try:
-            with self.opened(rel, os.O_PATH) as fd:
+            with self.opened(rel, os.O_PATH, follow_links=follow_links) as fd:
                 return os.fstat(fd)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise self.error(rel, exc) from exc
 
-    def read_regular(self, rel: str, max_bytes: int | None = None) -> bytes:
-        """The bytes of a regular file (at most `max_bytes`). Anything else is a BeneathError."""
+    def open_regular(self, rel: str, *, follow_links: bool = True) -> int:
+        """A read-only fd on the regular file `rel`; anything else is a BeneathError."""
         try:
-            fd = self.open(rel, os.O_RDONLY | os.O_NONBLOCK)
+            fd = self.open(rel, _READ_FLAGS, follow_links=follow_links)
         except OSError as exc:
             raise self.error(rel, exc) from exc
-        with os.fdopen(fd, "rb") as fh:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise BeneathError(f"{rel} is {_describe_type(mode)}, not a regular file")
+        return _require_regular(fd, rel)
+
+    def read_regular(self, rel: str, max_bytes: int | None = None, *, follow_links: bool = True) -> bytes:
+        """The bytes of a regular file (at most `max_bytes`). Anything else is a BeneathError."""
+        with os.fdopen(self.open_regular(rel, follow_links=follow_links), "rb") as fh:
             return fh.read() if max_bytes is None else fh.read(max_bytes)
 
     def read_text_if_regular(self, rel: str, max_bytes: int) -> str | None:
@@ -198,32 +362,33 @@ class Beneath:
 
     # -- writes --------------------------------------------------------------------------
 
-    def make_dirs(self, rel: str) -> None:
+    def make_dirs(self, rel: str, *, follow_links: bool = True) -> None:
         """Create `rel` and its missing parents, each inside the root."""
-        parts = [p for p in PurePosixPath(rel).parts if p not in ("", ".")]
+        parts = _parts(rel)
         for i in range(1, len(parts) + 1):
             sub = "/".join(parts[:i])
             parent, name = ("/".join(parts[: i - 1]) or "."), parts[i - 1]
             try:
-                with self.opened(parent, _DIR_FLAGS) as pfd:
+                with self.opened(parent, _DIR_FLAGS, follow_links=follow_links) as pfd:
                     os.mkdir(name, 0o777, dir_fd=pfd)
             except FileExistsError:
-                st = self.stat(sub)
+                st = self.stat(sub, follow_links=follow_links)
                 if st is None or not stat.S_ISDIR(st.st_mode):
                     raise BeneathError(f"{sub} exists and is not a directory") from None
             except OSError as exc:
                 raise self.error(sub, exc) from exc
 
-    def write_atomic(self, rel: str, data: bytes) -> bool:
+    def write_atomic(self, rel: str, data: bytes, *, follow_links: bool = True) -> bool:
         """Replace (or create) the regular file `rel` with `data` through a temporary file
-        and a rename in the same directory: readers never see half a file, and a symlink
-        at `rel` is replaced rather than followed. Returns True if the file existed."""
+        and a rename in the same directory: readers never see half a file, an existing
+        file keeps its permission bits, and a symlink at `rel` is replaced rather than
+        followed. Returns True if something existed at `rel`."""
         path = PurePosixPath(rel)
         parent, name = str(path.parent), path.name
         if name in ("", ".", ".."):
             raise BeneathError(f"{rel} names a directory; give a file path")
         try:
-            pfd = self.open(parent, _DIR_FLAGS)
+            pfd = self.open(parent, _DIR_FLAGS, follow_links=follow_links)
         except OSError as exc:
             raise self.error(parent, exc) from exc
         try:
@@ -232,19 +397,8 @@ class Beneath:
                 raise BeneathError(f"{rel} is a directory; give a file path to write")
             if existing is not None and not stat.S_ISREG(existing.st_mode) and not stat.S_ISLNK(existing.st_mode):
                 raise BeneathError(f"{rel} is {_describe_type(existing.st_mode)}, not a regular file")
-            file_mode = stat.S_IMODE(existing.st_mode) if existing is not None and stat.S_ISREG(existing.st_mode) else None
-            tmp = f".{name}.workingset-{os.getpid()}-{id(data) & 0xFFFF:x}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=pfd)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    if file_mode is not None:
-                        os.fchmod(fh.fileno(), file_mode)
-                os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=pfd)
-                raise
+            keep_mode = stat.S_IMODE(existing.st_mode) if existing is not None and stat.S_ISREG(existing.st_mode) else None
+            _replace_at(pfd, name, data, keep_mode)
             return existing is not None
         except OSError as exc:
             raise self.error(rel, exc) from exc
@@ -254,42 +408,85 @@ class Beneath:
     # -- walking -------------------------------------------------------------------------
 
     def walk_files(self, top: str = ".", *, skip_dirs: frozenset[str] = frozenset(),
-                   max_depth: int | None = None) -> Iterator[str]:
-        """Relative paths of the regular files under `top`, sorted per directory. Directory
-        symlinks are never entered; a file symlink is listed only if it opens inside the root
-        as a regular file. `max_depth` counts directories below `top` (0: only its files)."""
+                   max_depth: int | None = None, follow_links: bool = True) -> Iterator[WalkedFile]:
+        """The regular files under `top`, sorted per directory, a directory's files before
+        its subdirectories. Directory symlinks are never entered and every directory is
+        opened with O_NOFOLLOW from its parent's handle; a file symlink is listed only if
+        it leads, inside the root and outside `skip_dirs`, to a regular file. `max_depth`
+        counts directories below `top` (0: only its files); MAX_WALK_DEPTH caps it."""
         try:
-            top_fd = self.open(top, os.O_RDONLY | os.O_DIRECTORY)
+            top_fd = self.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK, follow_links=follow_links)
         except OSError as exc:
             raise self.error(top, exc) from exc
+        limit = MAX_WALK_DEPTH if max_depth is None else min(max_depth, MAX_WALK_DEPTH)
+        prefix = "/".join(_parts(top))
+        frames: list[tuple[int, str, int, Iterator[str]]] = [(top_fd, prefix, 0, iter(()))]
         try:
-            for dirpath, dirnames, filenames, dfd in os.fwalk(".", dir_fd=top_fd, follow_symlinks=False):
-                depth = 0 if dirpath == "." else len(PurePosixPath(dirpath).parts) - 1
-                if max_depth is not None and depth >= max_depth:
-                    dirnames[:] = []
-                else:
-                    dirnames[:] = sorted(d for d in dirnames if d not in skip_dirs)
-                base = PurePosixPath(top) / PurePosixPath(dirpath)
-                for name in sorted(filenames):
-                    st = _lstat_at(dfd, name)
-                    if st is None:
-                        continue
-                    rel = str(PurePosixPath(os.path.normpath(str(base / name))))
-                    if stat.S_ISREG(st.st_mode):
-                        yield rel
-                    elif stat.S_ISLNK(st.st_mode):
-                        target = self._stat_quiet(rel)
-                        if target is not None and stat.S_ISREG(target.st_mode):
-                            yield rel
+            files, dirs = self._listing(top_fd, prefix, skip_dirs)
+            frames[0] = (top_fd, prefix, 0, iter(dirs if limit > 0 else ()))
+            yield from files
+            while frames:
+                fd, prefix, depth, subdirs = frames[-1]
+                name = next(subdirs, None)
+                if name is None:
+                    os.close(frames.pop()[0])
+                    continue
+                child_path = f"{prefix}/{name}" if prefix else name
+                try:
+                    child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+                except OSError:
+                    continue  # replaced by a link, or removed, since it was listed
+                frames.append((child, child_path, depth + 1, iter(())))
+                try:
+                    files, dirs = self._listing(child, child_path, skip_dirs)
+                except OSError:
+                    continue
+                frames[-1] = (child, child_path, depth + 1, iter(dirs if depth + 1 < limit else ()))
+                yield from files
         finally:
-            os.close(top_fd)
+            for fd, *_ in frames:
+                os.close(fd)
 
-    def _stat_quiet(self, rel: str) -> os.stat_result | None:
+    def _listing(self, dir_fd: int, prefix: str, skip_dirs: frozenset[str]) -> tuple[list[WalkedFile], list[str]]:
+        """The regular files (and links to them) and the subdirectories of one directory."""
+        files: list[WalkedFile] = []
+        dirs: list[str] = []
+        with os.scandir(dir_fd) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            path = f"{prefix}/{entry.name}" if prefix else entry.name
+            with contextlib.suppress(OSError):  # an entry that vanished mid-listing is not there
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in skip_dirs:
+                        dirs.append(entry.name)
+                elif entry.is_file(follow_symlinks=False):
+                    files.append(WalkedFile(path, path, dir_fd))
+                elif entry.is_symlink() and (real := self._link_to_file(path, skip_dirs)) is not None:
+                    files.append(WalkedFile(path, real, None))
+        return files, dirs
+
+    def _link_to_file(self, path: str, skip_dirs: frozenset[str]) -> str | None:
+        """Where the symlink `path` leads, if that is a regular file inside and not skipped."""
         try:
-            with self.opened(rel, os.O_PATH) as fd:
-                return os.fstat(fd)
-        except OSError:
+            real = self.real_path(path)
+            st = self.stat(real, follow_links=False)
+        except (OSError, BeneathError):
             return None
+        if st is None or not stat.S_ISREG(st.st_mode) or skip_dirs.intersection(real.split("/")[:-1]):
+            return None
+        return real
+
+    def open_walked(self, entry: WalkedFile) -> int:
+        """A read-only fd on a file the walk found (still a regular file, or an error)."""
+        try:
+            if entry.dir_fd is not None:
+                name = entry.path.rsplit("/", 1)[-1]
+                fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=entry.dir_fd)
+            else:
+                fd = self.open(entry.real, _READ_FLAGS, follow_links=False)
+        except OSError as exc:
+            raise self.error(entry.path, exc) from exc
+        return _require_regular(fd, entry.path)
 
     # -- errors --------------------------------------------------------------------------
 
@@ -298,20 +495,19 @@ class Beneath:
         code = exc.errno
         if code in (errno.EXDEV, errno.ELOOP):
             return BeneathError(
-                f"Path {rel!r} leads outside the workspace (through '..' or a symbolic link); "
+                f"Path {_shown(rel)} leads outside the workspace (through '..' or a symbolic link); "
                 f"paths must stay inside the workspace {self.root}"
             )
-        if code == errno.ENOENT:
-            return BeneathError(f"File not found: {rel}")
-        if code == errno.ENOTDIR:
-            return BeneathError(f"{rel}: a part of this path is not a directory")
-        if code == errno.EISDIR:
-            return BeneathError(f"{rel} is a directory, not a file")
-        if code in (errno.EACCES, errno.EPERM):
-            return BeneathError(f"{rel}: permission denied")
-        if code == errno.ENAMETOOLONG:
-            return BeneathError(f"{rel[:80]}...: the path is too long")
-        return BeneathError(f"{rel}: {exc.strerror or exc}")
+        messages = {
+            errno.ENOENT: f"File not found: {rel}",
+            errno.ENOTDIR: f"{rel}: a part of this path is not a directory",
+            errno.EISDIR: f"{rel} is a directory, not a file",
+            errno.EACCES: f"{rel}: permission denied",
+            errno.EPERM: f"{rel}: permission denied",
+            errno.ENAMETOOLONG: f"{rel[:80]}...: the path or one of its names is too long",
+            errno.ENXIO: f"{rel} is a socket or a device, not a regular file",
+        }
+        return BeneathError(messages.get(code, f"{rel}: {exc.strerror or exc}"))
 
 
 def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
@@ -319,3 +515,21 @@ def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
         return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return None
+
+
+def _replace_at(dir_fd: int, name: str, data: bytes, keep_mode: int | None) -> None:
+    """Write `data` to a new file in `dir_fd` and rename it over `name`."""
+    tmp = f".{name[:100]}.workingset-{secrets.token_hex(4)}.tmp"
+    # A file that keeps its mode starts private, so a secret's content is never world-readable.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666 if keep_mode is None else 0o600, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if keep_mode is not None:
+                os.fchmod(fh.fileno(), keep_mode)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise

@@ -1,27 +1,33 @@
 """Edit: exact string replacement in an existing file.
 
 Exact (not fuzzy, not regex) on purpose: the model must quote the file as it is,
-which catches edits based on a stale or imagined view of the file.
+which catches edits based on a stale or imagined view of the file. The file is
+replaced atomically, like Write, keeping its permission bits.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import stat
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
+from tools.beneath import Beneath
 from tools.workspace import (
-    looks_binary,
+    BINARY_SNIFF_BYTES,
+    PathInput,
+    Target,
+    call_target,
+    open_workspace,
     path_permission_subject,
-    relative_display,
-    resolve_in_workspace,
+    refuse_protected_write,
 )
 
 __all__ = ["EditInput", "EditTool"]
 
 
-class EditInput(BaseModel):
+class EditInput(PathInput):
     """Input for Edit."""
 
     model_config = ConfigDict(extra="forbid")
@@ -63,43 +69,48 @@ class EditTool:
         assert isinstance(args, EditInput)
         if args.old_string == args.new_string:
             raise ToolError("old_string and new_string are identical; there is nothing to change.")
-        path = resolve_in_workspace(ctx.workspace, args.path)
-        shown = relative_display(ctx.workspace, path)
-        text = _load_text(path, shown, ctx.limits.read_max_bytes)
-
-        count = text.count(args.old_string)
-        if count == 0:
-            raise ToolError(
-                f"old_string was not found in {shown}. It must match the file exactly, "
-                "including whitespace and indentation; Read the file first and copy the text."
-            )
-        if count > 1 and not args.replace_all:
-            raise ToolError(
-                f"old_string occurs {count} times in {shown}. Include more surrounding "
-                "context to make it unique, or set replace_all=true to replace every occurrence."
-            )
-
-        updated = text.replace(args.old_string, args.new_string)
-        try:
-            path.write_bytes(updated.encode("utf-8"))
-        except OSError as err:
-            raise ToolError(f"Could not write {shown}: {err.strerror or err}") from err
+        with open_workspace(ctx.workspace) as root:
+            target = call_target(root, ctx, args)
+            refuse_protected_write(ctx, target)
+            text = _load_text(root, target, ctx.limits.read_max_bytes)
+            updated, count = _replace(text, args, target.named)
+            # The real path again, symlinks forbidden: the file replaced is the one read.
+            root.write_atomic(target.real, updated.encode("utf-8"), follow_links=False)
         noun = "replacement" if count == 1 else "replacements"
-        return ToolOutput(content=f"Edited {shown}: {count} {noun}.")
+        return ToolOutput(content=f"Edited {target.named}: {count} {noun}.")
 
 
-def _load_text(path: Path, shown: str, max_bytes: int) -> str:
-    if not path.exists():
+def _replace(text: str, args: EditInput, shown: str) -> tuple[str, int]:
+    count = text.count(args.old_string)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {shown}. It must match the file exactly, "
+            "including whitespace and indentation; Read the file first and copy the text."
+        )
+    if count > 1 and not args.replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {shown}. Include more surrounding "
+            "context to make it unique, or set replace_all=true to replace every occurrence."
+        )
+    return text.replace(args.old_string, args.new_string), count
+
+
+def _load_text(root: Beneath, target: Target, max_bytes: int) -> str:
+    shown = target.named
+    st = root.stat(target.real, follow_links=False)
+    if st is None:
         raise ToolError(f"File not found: {shown}. Use Write to create a new file.")
-    if path.is_dir():
+    if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{shown} is a directory, not a file.")
-    if path.stat().st_size > max_bytes:
-        raise ToolError(f"{shown} is larger than {max_bytes} bytes; edit it with Bash instead.")
-    if looks_binary(path):
+    with os.fdopen(root.open_regular(target.real, follow_links=False), "rb") as f:
+        if os.fstat(f.fileno()).st_size > max_bytes:
+            raise ToolError(f"{shown} is larger than {max_bytes} bytes; edit it with Bash instead.")
+        # Bytes, not text mode, so CRLF line endings survive the round trip.
+        data = f.read()
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise ToolError(f"{shown} looks like a binary file; Edit only changes text files.")
     try:
-        # Bytes, not text mode, so CRLF line endings survive the round trip.
-        return path.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ToolError(
             f"{shown} is not valid UTF-8 ({err.reason}); Edit cannot safely rewrite it."

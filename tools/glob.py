@@ -1,30 +1,33 @@
 """Glob: list workspace files whose path matches a glob pattern.
 
-Matching is our own segment matcher over `walk_files` rather than
+Matching is our own segment matcher over `Beneath.walk_files` rather than
 `Path.glob`, so it shares Grep's rules (skip .git, never follow a symlink out
-of the workspace) and behaves the same on every Python version.
+of the workspace, leave out files a per-file deny rule covers) and behaves the
+same on every Python version.
 """
 
 from __future__ import annotations
 
 import asyncio
+import stat
 from fnmatch import fnmatchcase
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
 from tools.workspace import (
+    SKIP_DIRS,
+    PathInput,
+    call_target,
+    is_hidden,
+    open_workspace,
     path_permission_subject,
-    relative_display,
-    resolve_in_workspace,
-    walk_files,
 )
 
 __all__ = ["GlobInput", "GlobTool", "glob_match"]
 
 
-class GlobInput(BaseModel):
+class GlobInput(PathInput):
     """Input for Glob."""
 
     model_config = ConfigDict(extra="forbid")
@@ -61,13 +64,8 @@ class GlobTool:
             raise ToolError(
                 "pattern must be relative; put the directory to search in `path` instead."
             )
-        top = resolve_in_workspace(ctx.workspace, args.path or ".")
-        shown_top = relative_display(ctx.workspace, top)
-        if not top.is_dir():
-            raise ToolError(f"{shown_top} is not a directory in the workspace.")
         segments = _segments(args.pattern)
-        root = ctx.workspace.resolve()
-        matches = await asyncio.to_thread(_find, root, top, segments)
+        shown_top, matches = await asyncio.to_thread(_find, ctx, args, segments)
 
         if not matches:
             return ToolOutput(content=f"No files match {args.pattern!r} in {shown_top}.")
@@ -91,14 +89,21 @@ def _segments(pattern: str) -> list[str]:
     return segments
 
 
-def _find(root: Path, top: Path, segments: list[str]) -> list[str]:
-    # Without "**" a pattern cannot match deeper than its segment count: prune the walk.
-    max_depth = None if "**" in segments else max(len(segments) - 1, 0)
-    found = []
-    for path in walk_files(root, top, max_depth=max_depth):
-        if glob_match(path.relative_to(top).parts, segments):
-            found.append(relative_display(root, path))
-    return sorted(found)
+def _find(ctx: ToolContext, args: GlobInput, segments: list[str]) -> tuple[str, list[str]]:
+    with open_workspace(ctx.workspace) as root:
+        top = call_target(root, ctx, args)
+        st = root.stat(top.real, follow_links=False)
+        if st is None or not stat.S_ISDIR(st.st_mode) or is_hidden(ctx, top.named, top.real):
+            raise ToolError(f"{top.named} is not a directory in the workspace.")
+        # Without "**" a pattern cannot match deeper than its segment count: prune the walk.
+        max_depth = None if "**" in segments else max(len(segments) - 1, 0)
+        below = 0 if top.real == "." else top.real.count("/") + 1
+        found = [
+            entry.path
+            for entry in root.walk_files(top.real, skip_dirs=SKIP_DIRS, max_depth=max_depth, follow_links=False)
+            if glob_match(entry.path.split("/")[below:], segments) and not is_hidden(ctx, entry.path, entry.real)
+        ]
+    return top.named, sorted(found)
 
 
 def glob_match(parts: tuple[str, ...] | list[str], segments: list[str]) -> bool:

@@ -2,26 +2,31 @@
 
 No ripgrep dependency: the same code runs on any worker. The walk is blocking
 file I/O, so it runs in a thread to keep the event loop (and other agents) free.
+Files are opened from the walk's own directory handles, never by a path that a
+swapped symlink could redirect; files a per-file deny rule covers are skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
-from collections.abc import Iterable
+import stat
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
+from tools.beneath import BeneathError
 from tools.workspace import (
     BINARY_SNIFF_BYTES,
+    SKIP_DIRS,
+    PathInput,
+    call_target,
+    is_hidden,
+    open_workspace,
     path_permission_subject,
-    relative_display,
-    resolve_in_workspace,
-    walk_files,
 )
 
 __all__ = ["GrepInput", "GrepTool"]
@@ -30,7 +35,7 @@ __all__ = ["GrepInput", "GrepTool"]
 MAX_LINE_CHARS = 500
 
 
-class GrepInput(BaseModel):
+class GrepInput(PathInput):
     """Input for Grep."""
 
     model_config = ConfigDict(extra="forbid")
@@ -78,22 +83,9 @@ class GrepTool:
             regex = re.compile(args.pattern, flags)
         except re.error as err:
             raise ToolError(f"Invalid regex {args.pattern!r}: {err}") from err
-        target = resolve_in_workspace(ctx.workspace, args.path or ".")
-        if not target.exists():
-            raise ToolError(f"Path not found: {relative_display(ctx.workspace, target)}")
         cap = min(args.max_results or ctx.limits.grep_max_matches, ctx.limits.grep_max_matches)
-        result = await asyncio.to_thread(
-            _search,
-            ctx.workspace.resolve(),
-            target,
-            regex,
-            args.glob,
-            cap,
-            ctx.limits.read_max_bytes,
-        )
-        return ToolOutput(
-            content=result.render(args.pattern, relative_display(ctx.workspace, target))
-        )
+        where, result = await asyncio.to_thread(_search, ctx, args, regex, cap)
+        return ToolOutput(content=result.render(args.pattern, where))
 
 
 @dataclass
@@ -111,51 +103,56 @@ class _Result:
         return "\n".join(out)
 
 
-def _search(
-    root: Path, target: Path, regex: re.Pattern[str], glob: str | None, cap: int, max_bytes: int
-) -> _Result:
+def _search(ctx: ToolContext, args: GrepInput, regex: re.Pattern[str], cap: int) -> tuple[str, _Result]:
     result = _Result()
-    # An explicitly named file is searched even if the glob would not match it.
-    if target.is_file():
-        files: Iterable[Path] = [target]
-    else:
-        files = (p for p in walk_files(root, target) if not glob or _glob_matches(root, p, glob))
-    for path in files:
-        data = _read_searchable(path, max_bytes)
-        if data is None:
+    max_bytes = ctx.limits.read_max_bytes
+    with open_workspace(ctx.workspace) as root:
+        target = call_target(root, ctx, args)
+        st = root.stat(target.real, follow_links=False)
+        if st is None or is_hidden(ctx, target.named, target.real):
+            raise ToolError(f"Path not found: {target.named}")
+        if not stat.S_ISDIR(st.st_mode):
+            # An explicitly named file is searched even if the glob would not match it.
+            _search_file(result, root.open_regular(target.real, follow_links=False), target.named, regex, cap, max_bytes)
+            return target.named, result
+        for entry in root.walk_files(target.real, skip_dirs=SKIP_DIRS, follow_links=False):
+            if is_hidden(ctx, entry.path, entry.real) or (args.glob and not _glob_matches(entry.path, args.glob)):
+                continue
+            try:
+                fd = root.open_walked(entry)
+            except BeneathError:
+                continue  # replaced or removed mid-walk: not worth failing the whole search
+            _search_file(result, fd, entry.path, regex, cap, max_bytes)
+    return target.named, result
+
+
+def _search_file(result: _Result, fd: int, shown: str, regex: re.Pattern[str], cap: int, max_bytes: int) -> None:
+    with os.fdopen(fd, "rb") as f:
+        if os.fstat(fd).st_size > max_bytes:
             result.skipped_large += 1
+            return
+        try:
+            data = f.read()
+        except OSError:
+            return  # unreadable (an I/O error): skipped like a vanished file
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return
+    for lineno, line in enumerate(_split_lines(data), 1):
+        if not regex.search(line):
             continue
-        if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        if len(result.lines) >= cap:
+            # Keep counting so the note says how much was cut.
+            result.cut += 1
             continue
-        rel = relative_display(root, path)
-        for lineno, line in enumerate(_split_lines(data), 1):
-            if not regex.search(line):
-                continue
-            if len(result.lines) >= cap:
-                # Keep counting so the note says how much was cut.
-                result.cut += 1
-                continue
-            if len(line) > MAX_LINE_CHARS:
-                line = line[:MAX_LINE_CHARS] + " [...]"
-            result.lines.append(f"{rel}:{lineno}:{line}")
-    return result
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS] + " [...]"
+        result.lines.append(f"{shown}:{lineno}:{line}")
 
 
-def _glob_matches(root: Path, path: Path, glob: str) -> bool:
+def _glob_matches(rel: str, glob: str) -> bool:
     if "/" in glob:
-        return fnmatchcase(relative_display(root, path), glob)
-    return fnmatchcase(path.name, glob)
-
-
-def _read_searchable(path: Path, max_bytes: int) -> bytes | None:
-    """The file's bytes; None if too large; b"" if unreadable (vanished, no permission)."""
-    try:
-        if path.stat().st_size > max_bytes:
-            return None
-        return path.read_bytes()
-    except OSError:
-        # A file deleted mid-walk or unreadable is not worth failing the whole search.
-        return b""
+        return fnmatchcase(rel, glob)
+    return fnmatchcase(rel.rsplit("/", 1)[-1], glob)
 
 
 def _split_lines(data: bytes) -> list[str]:

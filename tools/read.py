@@ -6,16 +6,20 @@ lines up to the window plus a cheap newline count for the continuation note.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import stat
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
 from tools.workspace import (
-    looks_binary,
+    BINARY_SNIFF_BYTES,
+    PathInput,
+    call_target,
+    is_hidden,
+    open_workspace,
     path_permission_subject,
-    relative_display,
-    resolve_in_workspace,
 )
 
 __all__ = ["ReadInput", "ReadTool"]
@@ -25,7 +29,7 @@ MAX_LINE_CHARS = 2_000
 _COUNT_CHUNK = 1 << 20
 
 
-class ReadInput(BaseModel):
+class ReadInput(PathInput):
     """Input for Read."""
 
     model_config = ConfigDict(extra="forbid")
@@ -64,64 +68,63 @@ class ReadTool:
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, ReadInput)
-        path = resolve_in_workspace(ctx.workspace, args.path)
-        shown = relative_display(ctx.workspace, path)
-        _check_readable(path, shown)
-
-        windowed = args.offset is not None or args.limit is not None
-        size = path.stat().st_size
-        if size > ctx.limits.read_max_bytes and not windowed:
-            # Without a window the whole file would land in the context.
-            raise ToolError(
-                f"{shown} is {size} bytes, over the Read limit of "
-                f"{ctx.limits.read_max_bytes} bytes. Use Grep to find the lines you "
-                "need, then Read with offset and limit to view a window around them."
-            )
-        if size == 0:
-            return ToolOutput(content=f"{shown} is empty.")
-
-        offset = args.offset or 1
-        limit = args.limit or ctx.limits.read_default_lines
-        lines, total_seen, remaining = _read_window(path, offset, limit)
-        if not lines:
-            raise ToolError(
-                f"offset={offset} is past the end of {shown}, which has {total_seen} lines."
-            )
-
-        body = "\n".join(f"{n:>6}\t{line}" for n, line in lines)
-        if remaining:
-            next_offset = lines[-1][0] + 1
-            body += (
-                f"\n\n[{remaining} more lines in {shown}; "
-                f"call Read with offset={next_offset} to continue]"
-            )
-        return ToolOutput(content=body)
+        with open_workspace(ctx.workspace) as root:
+            target = call_target(root, ctx, args)
+            shown = target.named
+            st = root.stat(target.real, follow_links=False)
+            if st is None or is_hidden(ctx, target.named, target.real):
+                raise ToolError(f"File not found: {shown}")
+            if stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"{shown} is a directory, not a file; use Glob to list its files.")
+            # No symlinks allowed now: the file opened is the one at the path just checked.
+            fd = root.open_regular(target.real, follow_links=False)
+        with os.fdopen(fd, "rb") as f:
+            return _show(f, shown, args, ctx)
 
 
-def _check_readable(path: Path, shown: str) -> None:
-    if not path.exists():
-        raise ToolError(f"File not found: {shown}")
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory, not a file; use Glob to list its files.")
-    if looks_binary(path):
+def _show(f: BinaryIO, shown: str, args: ReadInput, ctx: ToolContext) -> ToolOutput:
+    if b"\0" in f.read(BINARY_SNIFF_BYTES):
         raise ToolError(
             f"{shown} looks like a binary file (it contains NUL bytes) and cannot be "
             "shown as text. Use Grep to search it or Bash to inspect it."
         )
+    f.seek(0)
+    windowed = args.offset is not None or args.limit is not None
+    size = os.fstat(f.fileno()).st_size
+    if size > ctx.limits.read_max_bytes and not windowed:
+        # Without a window the whole file would land in the context.
+        raise ToolError(
+            f"{shown} is {size} bytes, over the Read limit of "
+            f"{ctx.limits.read_max_bytes} bytes. Use Grep to find the lines you "
+            "need, then Read with offset and limit to view a window around them."
+        )
+    if size == 0:
+        return ToolOutput(content=f"{shown} is empty.")
+
+    offset = args.offset or 1
+    limit = args.limit or ctx.limits.read_default_lines
+    lines, total_seen, remaining = _read_window(f, offset, limit)
+    if not lines:
+        raise ToolError(f"offset={offset} is past the end of {shown}, which has {total_seen} lines.")
+
+    body = "\n".join(f"{n:>6}\t{line}" for n, line in lines)
+    if remaining:
+        next_offset = lines[-1][0] + 1
+        body += f"\n\n[{remaining} more lines in {shown}; call Read with offset={next_offset} to continue]"
+    return ToolOutput(content=body)
 
 
-def _read_window(path: Path, offset: int, limit: int) -> tuple[list[tuple[int, str]], int, int]:
+def _read_window(f: BinaryIO, offset: int, limit: int) -> tuple[list[tuple[int, str]], int, int]:
     """Return ((lineno, text) for the window, lines seen, lines left after the window)."""
     window: list[tuple[int, str]] = []
     lineno = 0
-    with path.open("rb") as f:
-        for raw in f:
-            lineno += 1
-            if lineno < offset:
-                continue
-            window.append((lineno, _decode_line(raw)))
-            if len(window) == limit:
-                return window, lineno, _count_remaining_lines(f)
+    for raw in f:
+        lineno += 1
+        if lineno < offset:
+            continue
+        window.append((lineno, _decode_line(raw)))
+        if len(window) == limit:
+            return window, lineno, _count_remaining_lines(f)
     return window, lineno, 0
 
 

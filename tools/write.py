@@ -1,16 +1,29 @@
-"""Write: create or overwrite a whole file in the workspace."""
+"""Write: create or overwrite a whole file in the workspace.
+
+The file is replaced atomically (a temporary file renamed over it), keeping its
+permission bits; a path through an in-workspace symlink writes the link's target.
+"""
 
 from __future__ import annotations
+
+import stat
+from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
-from tools.workspace import path_permission_subject, relative_display, resolve_in_workspace
+from tools.workspace import (
+    PathInput,
+    call_target,
+    open_workspace,
+    path_permission_subject,
+    refuse_protected_write,
+)
 
 __all__ = ["WriteInput", "WriteTool", "count_lines"]
 
 
-class WriteInput(BaseModel):
+class WriteInput(PathInput):
     """Input for Write."""
 
     model_config = ConfigDict(extra="forbid")
@@ -41,19 +54,18 @@ class WriteTool:
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, WriteInput)
-        path = resolve_in_workspace(ctx.workspace, args.path)
-        shown = relative_display(ctx.workspace, path)
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory; give a file path to write.")
-        existed = path.exists()
         data = args.content.encode("utf-8")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Bytes, not text mode: the content lands exactly as given (no newline translation).
-            path.write_bytes(data)
-        except OSError as err:
-            # e.g. a parent is a file, or permission denied: the model can pick another path.
-            raise ToolError(f"Could not write {shown}: {err.strerror or err}") from err
+        with open_workspace(ctx.workspace) as root:
+            target = call_target(root, ctx, args)
+            shown = target.named
+            refuse_protected_write(ctx, target)
+            st = root.stat(target.real, follow_links=False)
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                raise ToolError(f"{shown} is a directory; give a file path to write.")
+            # Symlinks forbidden from here on: the directories made and the file replaced
+            # are the ones at the real path that was just checked.
+            root.make_dirs(str(PurePosixPath(target.real).parent), follow_links=False)
+            existed = root.write_atomic(target.real, data, follow_links=False)
         verb = "Overwrote" if existed else "Created"
         return ToolOutput(
             content=f"{verb} {shown} ({len(data)} bytes, {count_lines(args.content)} lines)."

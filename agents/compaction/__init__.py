@@ -1,5 +1,16 @@
-"""Compaction: the pure steps (result budget, clearing, boundaries, summary) and the
-strategies that order them."""
+"""Compaction: the pure steps and the strategies that order them.
+
+  pure steps   result_budget (clip one result), clearing (clear / elide old result
+               bodies), boundaries (clean splits), trimming (drop a span behind a
+               note), summary (summarize older history), notes (the synthetic
+               messages), extractive / model_summarizer / summarizers (the
+               Summarizer port's implementations), budget (the compact budget)
+  policy       protocol (the strategy seam), run (one compaction: ledger events and
+               failures, shared by every strategy), strategies/ (one module per
+               family), registry (names → factories), specs (the spec grammar,
+               entry points, import paths, parameter conversion)
+  ledger       ledger (CompactionEvent and the cache-aware cost model)
+"""
 
 from agents.compaction.boundaries import (
     clean_boundaries,
@@ -16,18 +27,16 @@ from agents.compaction.clearing import clear_old_tool_results, cleared_note, is_
 from agents.compaction.extractive import ExtractiveSummarizer
 from agents.compaction.ledger import CompactionEvent
 from agents.compaction.model_summarizer import ModelSummarizer
-from agents.compaction.result_budget import clip_tool_result
-from agents.compaction.strategy import (
-    STRATEGIES,
-    ClearThenSummarize,
+from agents.compaction.protocol import (
     CompactionEnv,
     CompactionRequest,
     CompactionResult,
     CompactionStrategy,
-    NoCompaction,
-    make_strategy,
-    register_strategy,
 )
+from agents.compaction.registry import STRATEGIES, register_strategy
+from agents.compaction.result_budget import clip_tool_result
+from agents.compaction.specs import make_strategy
+from agents.compaction.strategies import ClearThenSummarize, NoCompaction
 from agents.compaction.summarizers import load_summarizer
 from agents.compaction.summary import (
     SummaryFailed,

@@ -1,44 +1,132 @@
-"""Deterministic clearing of old tool results.
+"""Deterministic replacement of old tool result bodies by short notes.
 
-Protected: the UNION of the last N messages and the last K completed tool
-interactions (paired by tool_use_id). Every other completed tool_result body is
-replaced by a short `[cleared …]` note naming its Recall id. Tool uses (name and
-input), user text and assistant text are never rewritten; orphan results and
-unanswered uses are left alone. Pure and idempotent: messages that do not change
-keep their identity, so the recent tail stays byte-identical.
+Two rules, both pure and idempotent, both returning untouched messages as the same
+objects (so the cached prefix and the recent tail stay byte-identical):
+
+- Clearing (clear-then-summarize, clear-tool-uses). Protected: the UNION of the last N
+  messages and the last K completed tool interactions (paired by tool_use_id). Every
+  other completed tool_result body becomes a `[cleared …]` note naming its Recall id.
+  Orphan results and unanswered uses are left alone.
+- Eliding (mask, hybrid). Every tool_result body but the last `keep` (by position,
+  counting each block of a parallel batch) becomes an `[observation elided: …]`
+  placeholder naming its Recall id, unless the body is no longer than its placeholder.
+
+Tool uses (name and input), user text and assistant text are never rewritten here;
+`clear_tool_inputs` is the separate step that empties the inputs of chosen uses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from agents.messages import Message, ToolResultBlock, completed_tool_interactions
+from agents.messages import (
+    ClearedBody,
+    ElidedBody,
+    Message,
+    ResultMarker,
+    ToolResultBlock,
+    ToolUseBlock,
+    completed_tool_interactions,
+    tool_uses_by_id,
+)
 
-__all__ = ["ClearedResult", "ClearingOutcome", "clear_old_tool_results", "cleared_note", "is_cleared"]
-
-_CLEARED_PREFIX = "[cleared "
+__all__ = [
+    "ClearedResult",
+    "ClearingOutcome",
+    "clear_old_tool_results",
+    "clear_tool_inputs",
+    "cleared_note",
+    "elide_old_results",
+    "elided_placeholder",
+    "is_cleared",
+    "is_elided",
+    "is_placeholder",
+    "marked_result",
+    "replace_results",
+]
 
 
 def cleared_note(tool_use_id: str, original_chars: int) -> str:
-    return f'[cleared {original_chars} chars of tool output; Recall(id="{tool_use_id}") returns it]'
+    """What a cleared body shows the model."""
+    return ClearedBody(original_chars=original_chars).render(tool_use_id)
+
+
+def elided_placeholder(tool_use_id: str, original_chars: int) -> str:
+    """What an elided body shows the model."""
+    return ElidedBody(original_chars=original_chars).render(tool_use_id)
+
+
+def marked_result(block: ToolResultBlock, marker: ClearedBody | ElidedBody) -> ToolResultBlock:
+    """`block` with its body replaced by what `marker` renders, carrying the marker."""
+    return ToolResultBlock(
+        tool_use_id=block.tool_use_id, content=marker.render(block.tool_use_id), is_error=block.is_error, marker=marker
+    )
 
 
 def is_cleared(block: ToolResultBlock) -> bool:
-    return block.content.startswith(_CLEARED_PREFIX)
+    return isinstance(block.marker, ClearedBody)
+
+
+def is_elided(block: ToolResultBlock) -> bool:
+    return isinstance(block.marker, ElidedBody)
+
+
+def is_placeholder(marker: ResultMarker | None) -> bool:
+    """A body that stands for another (cleared or elided), not an output of its own."""
+    return isinstance(marker, ClearedBody | ElidedBody)
 
 
 @dataclass(frozen=True)
 class ClearedResult:
-    tool_use_id: str
+    """One replaced body: the block as it was, and the tool that produced it."""
+
+    block: ToolResultBlock
     tool_name: str
-    original: str
+
+    @property
+    def tool_use_id(self) -> str:
+        return self.block.tool_use_id
+
+    @property
+    def original(self) -> str:
+        return self.block.content
 
 
 @dataclass(frozen=True)
 class ClearingOutcome:
     messages: list[Message]
     cleared: list[ClearedResult]
+
+
+def replace_results(messages: Sequence[Message], replacements: Mapping[str, ToolResultBlock]) -> list[Message]:
+    """Tool result blocks replaced by id; every message not touched stays the same object."""
+    out: list[Message] = []
+    for message in messages:
+        if message.role != "user" or not any(b.tool_use_id in replacements for b in message.tool_results_in):
+            out.append(message)
+            continue
+        blocks = tuple(
+            replacements[b.tool_use_id] if isinstance(b, ToolResultBlock) and b.tool_use_id in replacements else b
+            for b in message.content
+        )
+        out.append(Message(role="user", content=blocks))
+    return out
+
+
+def clear_tool_inputs(messages: Sequence[Message], use_ids: Collection[str]) -> list[Message]:
+    """Tool use inputs replaced by {} by id (name and id stay); other messages untouched."""
+    out: list[Message] = []
+    for message in messages:
+        if message.role != "assistant" or not any(u.id in use_ids and u.input for u in message.tool_uses):
+            out.append(message)
+            continue
+        blocks = tuple(
+            ToolUseBlock(id=b.id, name=b.name, input={}) if isinstance(b, ToolUseBlock) and b.id in use_ids else b
+            for b in message.content
+        )
+        out.append(Message(role="assistant", content=blocks))
+    return out
 
 
 def clear_old_tool_results(
@@ -50,7 +138,11 @@ def clear_old_tool_results(
 ) -> ClearingOutcome:
     interactions = completed_tool_interactions(messages)
     protected_from = len(messages) - keep_recent_messages
-    protected_ids = {i.use.id for i in interactions[max(len(interactions) - keep_recent_tool_uses, 0) :]} if keep_recent_tool_uses else set()
+    protected_ids = (
+        {i.use.id for i in interactions[max(len(interactions) - keep_recent_tool_uses, 0) :]}
+        if keep_recent_tool_uses
+        else set()
+    )
     to_clear = {
         i.use.id: i.use.name
         for i in interactions
@@ -70,12 +162,27 @@ def clear_old_tool_results(
         blocks = []
         for block in message.content:
             if isinstance(block, ToolResultBlock) and block.tool_use_id in to_clear:
-                cleared.append(ClearedResult(block.tool_use_id, to_clear[block.tool_use_id], block.content))
-                block = ToolResultBlock(
-                    tool_use_id=block.tool_use_id,
-                    content=cleared_note(block.tool_use_id, len(block.content)),
-                    is_error=block.is_error,
-                )
+                cleared.append(ClearedResult(block, to_clear[block.tool_use_id]))
+                block = marked_result(block, ClearedBody(original_chars=len(block.content)))
             blocks.append(block)
         out.append(Message(role="user", content=tuple(blocks)))
     return ClearingOutcome(out, cleared)
+
+
+def elide_old_results(messages: Sequence[Message], *, keep: int) -> ClearingOutcome:
+    blocks = [b for m in messages if m.role == "user" for b in m.tool_results_in]
+    older = blocks[: max(len(blocks) - keep, 0)]
+    new: dict[str, ToolResultBlock] = {}
+    originals: dict[str, ToolResultBlock] = {}
+    for block in older:
+        if is_placeholder(block.marker):
+            continue
+        elided = marked_result(block, ElidedBody(original_chars=len(block.content)))
+        if len(elided.content) < len(block.content):
+            new[block.tool_use_id] = elided
+            originals[block.tool_use_id] = block
+    if not new:
+        return ClearingOutcome(list(messages), [])
+    uses = tool_uses_by_id(messages)
+    chosen = [ClearedResult(b, uses[i][1].name if i in uses else "") for i, b in originals.items()]
+    return ClearingOutcome(replace_results(messages, new), chosen)

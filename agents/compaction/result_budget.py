@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agents.messages import ClippedBody
 from agents.tokens import TokenCounter
 
 __all__ = ["ClippedResult", "clip_tool_result", "truncation_marker"]
@@ -23,9 +24,15 @@ class ClippedResult:
     removed_chars: int
     head_chars: int
 
+    @property
+    def marker(self) -> ClippedBody:
+        """The typed marker the clipped tool result carries."""
+        return ClippedBody(removed_chars=self.removed_chars, offset=self.head_chars)
+
 
 def truncation_marker(recall_id: str, removed: int, offset: int) -> str:
-    return f'\n[truncated {removed} chars; Recall(id="{recall_id}", offset={offset}) returns them]\n'
+    """The marker line standing between the head and the tail."""
+    return ClippedBody(removed_chars=removed, offset=offset).render(recall_id)
 
 
 def clip_tool_result(content: str, *, max_tokens: int, recall_id: str, counter: TokenCounter) -> ClippedResult | None:

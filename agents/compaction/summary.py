@@ -11,8 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.compaction.boundaries import clean_boundaries
+from agents.compaction.notes import (
+    bridge,
+    is_summary_boundary,
+    is_synthetic,
+    summary_acknowledgement,
+    summary_boundary,
+)
 from agents.errors import WorkingsetError
-from agents.messages import Message, TextBlock
+from agents.messages import Message
 from agents.ports import Summarizer
 from agents.tokens import TokenCounter
 
@@ -24,6 +31,8 @@ __all__ = [
     "is_summary_boundary",
     "summarize_older",
     "summarized_conversation",
+    "turns_since_summary",
+    "with_summary",
 ]
 
 HANDOFF_SECTIONS = (
@@ -34,8 +43,6 @@ HANDOFF_SECTIONS = (
     "Active artifacts",
     "Remaining work",
 )
-BOUNDARY_MARKER = "[Conversation compacted]"
-_ACK = "Understood. I will continue from this summary and the messages that follow."
 
 
 class SummaryFailed(WorkingsetError):
@@ -57,20 +64,32 @@ def handoff_instructions(focus: str | None = None) -> str:
     )
 
 
-def is_summary_boundary(message: Message) -> bool:
-    return message.role == "user" and message.text.startswith(BOUNDARY_MARKER)
-
-
 def summarized_conversation(summary: str, recent: Sequence[Message], summarized_count: int) -> list[Message]:
-    marker = (
-        f"{BOUNDARY_MARKER} {summarized_count} earlier messages were replaced by the summary "
-        "below. Tool outputs they held can still be read with Recall."
-    )
-    boundary = Message(role="user", content=(TextBlock(text=marker), TextBlock(text=summary)))
-    head = [boundary]
+    """One boundary message with the summary + the ORIGINAL recent messages."""
+    head = [summary_boundary(summary, summarized_count)]
     if recent and recent[0].role == "user":
-        head.append(Message.assistant(TextBlock(text=_ACK)))  # keep roles alternating
+        head.append(summary_acknowledgement())  # keep roles alternating
     return head + list(recent)
+
+
+def with_summary(head: Sequence[Message], summary: str, tail: Sequence[Message], summarized: int) -> list[Message]:
+    """head + (bridge) + summary boundary + the original tail, roles alternating."""
+    body = summarized_conversation(summary, tail, summarized_count=summarized)
+    between = [bridge()] if head and head[-1].role == "user" else []
+    return [*head, *between, *body]
+
+
+def turns_since_summary(messages: Sequence[Message], kept: int = 0) -> int:
+    """Assistant messages taken since the latest summary boundary (since the start when
+    there is none), not counting the `kept` messages right after it (what that summary
+    kept) nor synthetic acknowledgements and bridges."""
+    start = max((i + 1 for i, m in enumerate(messages) if is_summary_boundary(m)), default=None)
+    if start is None:
+        recent = messages
+    else:
+        real = [m for m in messages[start:] if not is_synthetic(m)]
+        recent = real[kept:]
+    return sum(1 for m in recent if m.role == "assistant" and not is_synthetic(m))
 
 
 @dataclass(frozen=True)

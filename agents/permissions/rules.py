@@ -1,14 +1,20 @@
 """Permission rules in the syntax people already know.
 
     Read                    every call to Read
-    Bash(git status:*)      Bash whose command is "git status" plus arguments (no ; && | etc.)
-    Bash(npm test)          Bash whose command is exactly "npm test"
+    Bash(git status:*)      Bash running `git status` plus any arguments (one simple command)
+    Bash(npm test)          Bash running exactly `npm test`
     Edit(src/**)            Edit of a path matching the glob src/** (relative to the workspace)
     mcp__github__*          every tool whose name matches the glob
 
 What a pattern is matched against is the tool's *permission subject*: a tool may
 define `permission_subject(args) -> str | None` (Bash: the command, file tools: the
 path). A tool without one matches only rules without a pattern.
+
+Bash patterns are not string prefixes: the command is parsed, and an allow rule covers
+only one simple command of literal words while a deny or ask rule catches the command
+anywhere in the line (command_rules says exactly how, and which forms are refused).
+A pattern needs one tool name: `B*(rm:*)` is refused, since a glob cannot say whether the
+pattern is a command or a path.
 """
 
 from __future__ import annotations
@@ -19,12 +25,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agents.errors import ConfigError
+from agents.permissions.command_rules import CommandPattern, parse_command_pattern
+from agents.permissions.shell_line import read_line
+from tools.bash import BashTool
+from tools.path_glob import path_glob_match
 
-__all__ = ["Effect", "Rule", "parse_rule", "parse_rules"]
+__all__ = ["SHELL_TOOL", "Effect", "Rule", "parse_rule", "parse_rules"]
 
 Effect = Literal["allow", "deny", "ask"]
 
-_SHELL_CONTROL = re.compile(r"[;&|`<>\n]|\$\(")
+SHELL_TOOL = BashTool.name  # the tool whose permission subject is a shell command
 _RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_*?\[\]-]+)(?:\((?P<pattern>.*)\))?$")
 
 
@@ -35,6 +45,7 @@ class Rule:
     pattern: str | None  # None: every call to the tool
     text: str  # as written, for audit lines and messages
     exact: bool = False  # a user's "always allow" grants this subject, not a pattern
+    command: CommandPattern | None = None  # a Bash pattern, parsed when the rule loads
 
     def matches(self, tool_name: str, subject: str | None) -> bool:
         if not fnmatch.fnmatchcase(tool_name, self.tool):
@@ -43,37 +54,22 @@ class Rule:
             return True
         if subject is None:
             return False
+        if tool_name == SHELL_TOOL:
+            return self._matches_command(subject)
         if self.exact:
             return subject == self.pattern
-        if self.pattern.endswith(":*"):
-            prefix = self.pattern[:-2]
-            if subject != prefix and not subject.startswith(prefix + " "):
-                return False
-            # A prefix grant covers one command, not whatever is chained after it.
-            return not _SHELL_CONTROL.search(subject[len(prefix) :])
         if any(ch in self.pattern for ch in "*?["):
-            return _glob_match(subject, self.pattern)
+            return path_glob_match(subject, self.pattern)
         return subject == self.pattern
 
-
-def _glob_match(subject: str, pattern: str) -> bool:
-    """fnmatch where `**` crosses directories and `*` stays within one."""
-    regex = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**", i):
-            regex += ".*"
-            i += 2
-        elif pattern[i] == "*":
-            regex += "[^/]*"
-            i += 1
-        elif pattern[i] == "?":
-            regex += "[^/]"
-            i += 1
-        else:
-            regex += re.escape(pattern[i])
-            i += 1
-    return re.fullmatch(regex, subject) is not None
+    def _matches_command(self, command: str) -> bool:
+        line = read_line(command)
+        if self.exact:
+            # An "always" answer covers this exact command, and only while it is one simple
+            # command: a line with expansions can run something else next time.
+            return line.simple is not None and command == self.pattern
+        pattern = self.command or parse_command_pattern(self.text, self.pattern or "", self.effect)
+        return pattern.allows(line) if self.effect == "allow" else pattern.catches(line)
 
 
 def parse_rule(text: str, effect: Effect) -> Rule:
@@ -83,8 +79,17 @@ def parse_rule(text: str, effect: Effect) -> Rule:
             f"permission rule {text!r} is malformed; write Tool or Tool(pattern), "
             "e.g. Read, Bash(git status:*), Edit(src/**)"
         )
-    pattern = match.group("pattern")
-    return Rule(effect=effect, tool=match.group("tool"), pattern=pattern.strip() if pattern else None, text=text.strip())
+    tool, pattern = match.group("tool"), match.group("pattern")
+    pattern = pattern.strip() if pattern else None
+    command = None
+    if pattern is not None and tool != SHELL_TOOL and fnmatch.fnmatchcase(SHELL_TOOL, tool):
+        raise ConfigError(
+            f"permission rule {text.strip()!r} puts a pattern on a tool-name glob that covers "
+            f"{SHELL_TOOL}; name the tool, e.g. {SHELL_TOOL}({pattern}) or Edit({pattern})"
+        )
+    if pattern is not None and tool == SHELL_TOOL:
+        command = parse_command_pattern(text.strip(), pattern, effect)
+    return Rule(effect=effect, tool=tool, pattern=pattern, text=text.strip(), command=command)
 
 
 def parse_rules(texts: list[str], effect: Effect) -> list[Rule]:

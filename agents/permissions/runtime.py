@@ -6,6 +6,12 @@ mode's default — so `ask: Bash(git push:*)` still asks when `allow: Bash` is s
 that no deny rule forbids; `plan` allows read-only tools only. Headless runs have no
 one to ask: `deny-asks` turns every ask into a deny, `allow-list` denies whatever no
 allow rule names. Every decision is written to the audit log.
+
+Protected directories (tools.protected: `.git/`, `.workingset/`, at any depth): a file
+tool that changes something there is never allowed by a mode (accept-edits, bypass), by
+a broad rule (`Edit`, `Edit(**)`, `Write(*)`) or by a headless policy. Only an allow
+rule whose pattern names the directory literally (`Edit(.git/info/exclude)`,
+`Write(.workingset/skills/**)`) or the user's own answer allows it; deny rules still win.
 """
 
 from __future__ import annotations
@@ -14,13 +20,16 @@ import json
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from agents.permissions.rules import Effect, Rule, parse_rules
+from agents.permissions.rules import SHELL_TOOL, Effect, Rule, parse_rules
+from agents.permissions.shell_line import read_line
+from agents.permissions.shell_words import SAFE_CHARS
 from tools.base import ExecutionDomain, Tool
+from tools.protected import protected_part
 
 __all__ = ["AuditLog", "Decision", "HeadlessPolicy", "PermissionMode", "PermissionRuntime", "permission_subject"]
 
@@ -112,10 +121,14 @@ class PermissionRuntime:
     def answer(self, tool: Tool, args: BaseModel, workspace: Path, *, allow: bool, always: bool = False) -> Decision:
         """The user's answer to an ask; `always` grants this subject for the session."""
         subject = permission_subject(tool, args, workspace)
-        if allow and always:
+        reason = "approved by the user" if allow else "denied by the user"
+        if allow and always and tool.name == SHELL_TOOL and subject is not None and read_line(subject).simple is None:
+            # The same text with expansions or operators can run something else next time.
+            reason += ' (this once: "always" covers only a single simple command)'
+        elif allow and always:
             text = f"{tool.name}({subject})" if subject is not None else tool.name
             self.grants.append(Rule("allow", tool.name, subject, text, exact=True))
-        decision = Decision("allow" if allow else "deny", "user", "approved by the user" if allow else "denied by the user")
+        decision = Decision("allow" if allow else "deny", "user", reason)
         self._audit(tool.name, subject, decision)
         return decision
 
@@ -125,6 +138,7 @@ class PermissionRuntime:
         return decision
 
     def _decide(self, tool: Tool, subject: str | None) -> Decision:
+        guarded = _guarded_part(tool, subject)
         for effect in ("deny", "ask", "allow"):
             if effect == "ask":
                 # The user's own "always" answer outranks an ask rule for that exact call.
@@ -132,18 +146,30 @@ class PermissionRuntime:
                     if grant.matches(tool.name, subject):
                         return Decision("allow", "grant", f"granted this session: {grant.text}", grant.text)
             for rule in self.rules:
-                if rule.effect == effect and rule.matches(tool.name, subject):
-                    return self._headless_ask(tool, subject, Decision(effect, "rule", f"rule {rule.text}", rule.text))
+                if rule.effect != effect or not rule.matches(tool.name, subject):
+                    continue
+                if effect == "allow" and guarded is not None and not _names_literally(rule, subject, guarded):
+                    continue  # a broad allow rule does not reach into .git/ or .workingset/
+                return self._headless_ask(tool, subject, Decision(effect, "rule", _rule_reason(rule, tool, subject), rule.text))
         if self.headless is HeadlessPolicy.ALLOW_LIST:
             return Decision("deny", "headless", f"{tool.name} is not on the allow-list of this headless run")
-        return self._headless_ask(tool, subject, self._mode_default(tool))
+        decision = self._mode_default(tool)
+        if guarded is not None and decision.effect != "deny":
+            decision = Decision("ask", "mode", _protected_reason(tool, subject, guarded))
+        return self._headless_ask(tool, subject, decision)
 
     def _headless_ask(self, tool: Tool, subject: str | None, decision: Decision) -> Decision:
         """A headless run has no one to ask: an ask (by rule or by mode) becomes a deny."""
         if decision.effect != "ask" or self.headless is None:
             return decision
-        hint = f"{tool.name}({subject})" if subject else tool.name
-        return Decision("deny", "headless", f"{tool.name} needs approval and nobody can answer in a headless run; allow it with a rule such as {hint!r}", decision.rule)
+        hint = _rule_hint(tool, subject)
+        how = (
+            f"allow it with a rule such as {hint!r}"
+            if hint
+            else "a command with shell operators, expansions, redirections or quoting cannot be "
+            "allowed by a rule; run simple commands one at a time, or allow Bash"
+        )
+        return Decision("deny", "headless", f"{tool.name} needs approval and nobody can answer in a headless run; {how}", decision.rule)
 
     def _mode_default(self, tool: Tool) -> Decision:
         if tool.is_read_only:
@@ -168,3 +194,49 @@ class PermissionRuntime:
                 "reason": decision.reason,
             }
         )
+
+
+def _guarded_part(tool: Tool, subject: str | None) -> int | None:
+    """For a file tool that changes something: where its path enters a protected directory."""
+    if subject is None or tool.is_read_only or tool.execution_domain is not ExecutionDomain.LOCAL:
+        return None
+    return protected_part(subject)
+
+
+def _names_literally(rule: Rule, subject: str | None, part: int) -> bool:
+    """Whether an allow rule's pattern spells out the path up to and including the
+    protected directory, with no wildcard on the way (`.git/hooks/*` does, `**` does not)."""
+    if rule.pattern is None or subject is None:
+        return False
+    wanted = PurePosixPath(subject).parts[: part + 1]
+    named = PurePosixPath(rule.pattern.removeprefix("./")).parts[: part + 1]
+    return named == wanted and not any(ch in "".join(named) for ch in "*?[")
+
+
+def _protected_reason(tool: Tool, subject: str | None, part: int) -> str:
+    directory = "/".join(PurePosixPath(subject or "").parts[: part + 1])
+    return (
+        f"{subject} is inside {directory}/, which the host acts on; changing it needs your answer "
+        f"or a rule that names it, such as {tool.name}({subject})"
+    )
+
+
+def _rule_reason(rule: Rule, tool: Tool, subject: str | None) -> str:
+    reason = f"rule {rule.text}"
+    if tool.name == SHELL_TOOL and subject is not None and rule.command is not None and rule.effect != "allow":
+        line = read_line(subject)
+        if line.unknowable and not rule.command.names(line, literally=True):
+            reason += f" (the command is treated as matching because {line.unknowable})"
+    return reason
+
+
+def _rule_hint(tool: Tool, subject: str | None) -> str | None:
+    """A rule the user could add to allow this call, or None when no rule can."""
+    if not subject:
+        return tool.name
+    if tool.name != SHELL_TOOL:
+        return f"{tool.name}({subject})"
+    words = read_line(subject).simple
+    if words is None or not all(set(w) <= SAFE_CHARS for w in words):
+        return None
+    return f"{tool.name}({' '.join(words)})"

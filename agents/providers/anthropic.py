@@ -57,7 +57,11 @@ def _with_cache(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _message_param(message: Message) -> dict[str, Any]:
-    return {"role": message.role, "content": [block.model_dump() for block in message.content]}
+    # A compaction marker is ours: the model is sent only the text it renders.
+    return {"role": message.role, "content": [block.model_dump(exclude=_OURS) for block in message.content]}
+
+
+_OURS = {"marker"}
 
 
 def to_anthropic_params(request: ModelRequest, model: str) -> dict[str, Any]:

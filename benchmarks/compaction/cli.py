@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from agents.compaction.strategy import STRATEGIES, make_strategy
+from agents.compaction import STRATEGIES, make_strategy
 from agents.errors import ConfigError
 from benchmarks.traces import FORMATS
 

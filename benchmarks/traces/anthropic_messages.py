@@ -78,8 +78,12 @@ def to_anthropic_messages(trace: Trace) -> dict[str, Any]:
         "final_status": trace.final_status,
         "final_patch": trace.final_patch,
         "system": trace.system,
-        "messages": MESSAGES_ADAPTER.dump_python(trace.messages, mode="json"),
+        # Compaction markers are Workingset's own; the format holds only the text they show.
+        "messages": MESSAGES_ADAPTER.dump_python(trace.messages, mode="json", exclude=_MARKERS),
     }
+
+
+_MARKERS = {"__all__": {"content": {"__all__": {"marker"}}}}
 
 
 def _message(raw: dict[str, Any]) -> Message:

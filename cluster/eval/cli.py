@@ -4,7 +4,8 @@
                     [--summarizer SPEC] [--strategy NAME] [--json] [--strict] [--retry-failed]
                     [--keep-workspaces] [--repos DIR] [--max-turns N] [--max-tokens N]
                     [--max-cost USD] [--wall-s S] [--actors N] [--grade-concurrency N]
-                    [--allow RULE] [--deny RULE] [--no-sandbox] [--swebench-runner CMD]
+                    [--allow RULE] [--deny RULE] [--no-sandbox] [--trust-workspace]
+                    [--swebench-runner CMD]
 
 Headless permissions and settings: see settings.py.
 
@@ -92,6 +93,8 @@ class EvalCommand:
         p.add_argument("--allow", action="append", default=[], metavar="RULE", help="extra allow rule (repeatable)")
         p.add_argument("--deny", action="append", default=[], metavar="RULE", help="deny rule (repeatable)")
         p.add_argument("--no-sandbox", action="store_true", help="run Bash, setup and grading without bubblewrap")
+        p.add_argument("--trust-workspace", action="store_true",
+                       help="trust ./.workingset/config.toml for the batch (task repositories are never trusted)")
         return p
 
     def run(self, args: argparse.Namespace) -> int:

@@ -4,9 +4,11 @@ git steps that read what the agent left (the patch, the hidden tests).
 Everything that runs after the agent has had the workspace goes through the sandbox,
 git included: the agent could have written `.git/config` (an fsmonitor, a filter
 driver), and those must not run on the host. Commands go through `BashTool` with the
-runner `command_runner(settings)` gives (bubblewrap unless `--no-sandbox`): the
-workspace the only writable place, no network, a wall-clock limit, the process group
-killed when it ends.
+runner `command_runner(settings, writable=(".git",))` gives (bubblewrap unless
+`--no-sandbox`): the workspace the only writable place — `.git` included here, unlike
+for the agent, because the patch is taken with a temporary index in `.git` — no
+network, the sandbox's limits, the process tree killed when it ends. A result that a
+limit or the timeout ended has no exit code: it never counts as a pass.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class SandboxedShell:
     """Runs commands in a workspace through BashTool and the configured sandbox."""
 
     def __init__(self, settings: WorkingsetSettings, *, output_max_chars: int = 60_000):
-        self.runner = command_runner(settings)
+        # `.git` stays writable here: the patch is taken with a temporary index in .git.
+        self.runner = command_runner(settings, writable=(".git",))
         self.output_max_chars = output_max_chars
         self.tool = BashTool()
 
@@ -65,8 +68,8 @@ class SandboxedShell:
             out = await self.tool.run(BashInput(command=command), ctx)
         except ToolError as exc:  # no bubblewrap, and no opt-out
             return CommandResult(None, False, str(exc))
-        if out.is_error and out.content.startswith(_TIMED_OUT):
-            return CommandResult(None, True, out.content)
+        if out.is_error:  # timed out, or a sandbox limit ended it: no exit code to trust
+            return CommandResult(None, out.content.startswith(_TIMED_OUT), out.content)
         match = _EXIT.search(out.content)
         code = int(match.group(1)) if match and match.group(1) != "None" else None
         body = out.content[: match.start()] if match else out.content

@@ -8,8 +8,12 @@ network; subagents under the same rules). Anything else that would ask is denied
 a result the model sees. `--allow` adds rules; `--deny` rules win over all of them.
 
 Settings otherwise come from flags, WORKINGSET_* variables, ./.workingset/config.toml
-and ~/.workingset/config.toml (not from the tasks' repositories); `home` is always
-`<out>/home`, so the sessions' snapshots and artifacts stay with the results.
+and ~/.workingset/config.toml; `home` is always `<out>/home`, so the sessions'
+snapshots and artifacts stay with the results. ./.workingset/config.toml applies in full
+only when this directory is trusted (`workingset trust`, or `--trust-workspace`).
+Task repositories are never trusted, whatever the flags or the trust list say: their
+.workingset/config.toml is never read and their .workingset/plugins never scanned
+(`trusted_workspace` is cleared in every task's settings).
 
 A task's `model`, `strategy` and `budgets` (turns -> agent.max_turns, tokens ->
 subagents.tree_max_tokens, cost_usd -> subagents.tree_max_cost_usd) override the
@@ -19,12 +23,13 @@ batch's; `budgets.wall_s` is enforced by the runner around the agent's turn.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from agents.config import WorkingsetSettings, load_settings
+from agents.config import WorkingsetSettings, load_workspace_settings
 from agents.errors import ConfigError
 from cluster.eval.layout import OutDir
 from cluster.eval.tasks import Task, absolute_spec
@@ -58,7 +63,10 @@ def eval_settings(args: argparse.Namespace) -> WorkingsetSettings:
             flags[section] = given
     if args.local:
         flags["runtime"] = "local"
-    return load_settings(cwd, flags)
+    loaded = load_workspace_settings(cwd, flags, trusted=True if getattr(args, "trust_workspace", False) else None)
+    if loaded.notice:
+        print(f"workingset: notice: {loaded.notice}", file=sys.stderr)
+    return loaded.settings
 
 
 def preflight(settings: WorkingsetSettings, tasks: list[Task]) -> None:
@@ -75,8 +83,10 @@ def preflight(settings: WorkingsetSettings, tasks: list[Task]) -> None:
 
 
 def task_settings(base: WorkingsetSettings, task: Task) -> WorkingsetSettings:
-    """The batch's settings with the task's model, strategy and budgets."""
+    """The batch's settings with the task's model, strategy and budgets; the task's
+    repository is never a trusted workspace."""
     data = base.model_dump(mode="json")
+    data["trusted_workspace"] = None
     if task.model:
         data["model"] = task.model
     if task.strategy:

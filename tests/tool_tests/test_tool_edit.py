@@ -53,3 +53,17 @@ async def test_crlf_line_endings_survive(tmp_path):
     (tmp_path / "w.txt").write_bytes(b"one\r\ntwo\r\n")
     await edit(tmp_path, path="w.txt", old_string="two", new_string="2")
     assert (tmp_path / "w.txt").read_bytes() == b"one\r\n2\r\n"
+
+
+async def test_edit_keeps_the_file_mode(tmp_path):
+    (tmp_path / "run.sh").write_text("echo a\n")
+    (tmp_path / "run.sh").chmod(0o700)
+    await edit(tmp_path, path="run.sh", old_string="a", new_string="b")
+    assert (tmp_path / "run.sh").stat().st_mode & 0o777 == 0o700
+
+
+async def test_edit_through_a_symlink_inside_edits_its_target(tmp_path, beneath_mode):
+    (tmp_path / "real.py").write_text("x = 1\n")
+    (tmp_path / "alias.py").symlink_to("real.py")
+    assert await edit(tmp_path, path="alias.py", old_string="1", new_string="2") == "Edited alias.py: 1 replacement."
+    assert (tmp_path / "real.py").read_text() == "x = 2\n" and (tmp_path / "alias.py").is_symlink()

@@ -49,3 +49,13 @@ async def test_no_match_says_so(tree):
 async def test_absolute_pattern_is_refused(tree):
     with pytest.raises(ToolError, match="relative"):
         await glob(tree, pattern="/etc/*")
+
+
+async def test_a_file_symlink_inside_is_listed_under_its_own_name(tree, beneath_mode):
+    (tree / "src" / "alias.py").symlink_to("a.py")
+    assert "src/alias.py" in (await glob(tree, pattern="src/*.py")).splitlines()
+
+
+async def test_path_through_a_directory_link_inside_lists_the_real_paths(tree, beneath_mode):
+    (tree / "code").symlink_to("src")
+    assert (await glob(tree, pattern="*.md", path="code")).splitlines() == ["src/notes.md"]

@@ -78,3 +78,13 @@ async def test_symlink_to_outside_file_is_not_searched(tmp_path):
     (tmp_path / "secret.txt").write_text("password\n")
     (ws / "link.txt").symlink_to(tmp_path / "secret.txt")
     assert "No matches" in await grep(ws, pattern="password")
+
+
+async def test_missing_path_says_path_not_found(tree):
+    with pytest.raises(ToolError, match="Path not found: nope"):
+        await grep(tree, pattern="foo", path="nope")
+
+
+async def test_a_file_symlink_inside_is_searched_under_its_own_name(tree, beneath_mode):
+    (tree / "alias.txt").symlink_to("src/b.txt")
+    assert "alias.txt:1:foo bar" in (await grep(tree, pattern="foo bar")).splitlines()

@@ -90,3 +90,16 @@ async def test_directory_is_a_clear_error(tmp_path):
 async def test_empty_file_says_so(tmp_path):
     (tmp_path / "e.txt").write_text("")
     assert "empty" in await read(tmp_path, path="e.txt")
+
+
+async def test_a_symlink_inside_the_workspace_reads_its_target(tmp_path, beneath_mode):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text("hello\n")
+    (tmp_path / "GUIDE.md").symlink_to("docs/guide.md")
+    assert await read(tmp_path, path="GUIDE.md") == "     1\thello"
+
+
+async def test_a_path_through_a_file_is_a_clear_error(tmp_path):
+    (tmp_path / "a.txt").write_text("x")
+    with pytest.raises(ToolError, match="not a directory"):
+        await read(tmp_path, path="a.txt/b")

@@ -1,4 +1,4 @@
-"""Baselines that rewrite tool result bodies only: `truncate`, `mask`, `clear-tool-uses`.
+"""Strategies that rewrite tool result bodies only: `mask` and `clear-tool-uses`.
 
 None of them calls the summarizer or touches user or assistant text. Bodies they
 hide are put in the artifact store first, so `Recall` still returns them.
@@ -9,73 +9,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agents.compaction.baselines_common import (
-    check,
-    elided_placeholder,
-    is_elided,
-    rewrite_inputs,
-    rewrite_results,
+from agents.compaction.clearing import (
+    clear_old_tool_results,
+    clear_tool_inputs,
+    elide_old_results,
+    is_cleared,
 )
-from agents.compaction.baselines_steps import Steps
-from agents.compaction.clearing import clear_old_tool_results, is_cleared
-from agents.compaction.strategy import CompactionEnv, CompactionRequest, CompactionResult
+from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult, check
+from agents.compaction.run import CompactionRun
 from agents.messages import completed_tool_interactions
 
-__all__ = ["ClearToolUses", "ObservationMasking", "TruncateOnly", "mask_old_results"]
+__all__ = ["ClearToolUses", "ObservationMasking", "mask_old_results"]
 
 
-@dataclass(frozen=True)
-class TruncateOnly:
-    """`truncate`: the per-result budget only.
-
-    Rule: history is never compacted, on any trigger. The loop still clips every tool
-    result over `settings.result_max_tokens` when it enters the conversation (head +
-    marker + tail, full body kept for Recall); that clipping is the loop's, not a
-    strategy's, so it applies here as it does under every strategy.
-
-    Differs from `raw` only in what a benchmark does around it: for `raw` the benchmark
-    also sets result_max_tokens huge, so nothing at all is removed.
-
-    Triggers: auto → unchanged, no event. manual and prompt_too_long → unchanged, with a
-    failure saying this strategy never compacts (a second provider refusal is then the
-    loop's clear error).
-
-    Parameters: none.
-    """
-
-    name: ClassVar[str] = "truncate"
-
-    async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        if request.trigger == "auto":
-            return CompactionResult(list(request.messages))
-        reason = (
-            f"strategy '{self.name}' never compacts history (only the per-result budget applies)"
-        )
-        return CompactionResult(list(request.messages), failure=reason)
-
-
-def mask_old_results(steps: Steps, keep: int) -> int:
-    """Replace every tool_result body except the last `keep` (by position, counting each
-    block of a parallel batch) with a one-line placeholder naming its Recall id. Bodies
-    already elided or cleared, and bodies no longer than their placeholder, stay as they
-    are. Returns how many were elided; an applied change is one "clear" event."""
-    blocks = [b for m in steps.messages if m.role == "user" for b in m.tool_results_in]
-    older = blocks[: max(len(blocks) - keep, 0)]
-    to_elide = {}
-    for block in older:
-        if is_elided(block) or is_cleared(block):
-            continue
-        placeholder = elided_placeholder(block.tool_use_id, len(block.content))
-        if len(placeholder) < len(block.content):
-            to_elide[block.tool_use_id] = (block, placeholder)
-    if not to_elide:
+def mask_old_results(run: CompactionRun, keep: int) -> int:
+    """`mask`'s rule as one step (`elide_old_results`): every tool_result body but the
+    last `keep` becomes a placeholder naming its Recall id. Returns how many were
+    elided; an applied change is one "clear" event."""
+    outcome = elide_old_results(run.messages, keep=keep)
+    if not outcome.cleared:
         return 0
-    steps.store(block for block, _ in to_elide.values())
-    replacements = {use_id: placeholder for use_id, (_, placeholder) in to_elide.items()}
-    steps.apply(
-        "clear", rewrite_results(steps.messages, replacements), results_cleared=len(to_elide)
-    )
-    return len(to_elide)
+    run.store(item.block for item in outcome.cleared)
+    run.apply("clear", outcome.messages, results_cleared=len(outcome.cleared))
+    return len(outcome.cleared)
 
 
 @dataclass(frozen=True)
@@ -103,15 +59,15 @@ class ObservationMasking:
         check(self.keep >= 0, "keep must be >= 0")
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        steps = Steps(self.name, request, env)
-        masked = mask_old_results(steps, self.keep)
+        run = CompactionRun(self.name, request, env)
+        masked = mask_old_results(run, self.keep)
         if request.trigger == "prompt_too_long":
-            return steps.drop_to_fit(first=1)
+            return run.drop_to_fit(first=1)
         if request.trigger == "manual" and not masked:
-            return steps.fail(
+            return run.fail(
                 f"nothing to mask: at most {self.keep} tool results are not masked yet", "clear"
             )
-        return steps.done()
+        return run.done()
 
 
 @dataclass(frozen=True)
@@ -157,24 +113,24 @@ class ClearToolUses:
         object.__setattr__(self, "exclude_tools", tuple(self.exclude_tools))
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        steps = Steps(self.name, request, env)
+        run = CompactionRun(self.name, request, env)
         if request.trigger == "auto":
             threshold = request.budget_tokens if self.trigger is None else self.trigger
-            if steps.tokens() > threshold:
-                self._clear(steps)
-            return steps.done()
-        cleared = self._clear(steps)
+            if run.tokens() > threshold:
+                self._clear(run)
+            return run.done()
+        cleared = self._clear(run)
         if request.trigger == "prompt_too_long":
-            return steps.drop_to_fit(first=1)
+            return run.drop_to_fit(first=1)
         if not cleared:
-            return steps.fail(
+            return run.fail(
                 f"nothing to clear that frees at least {self.clear_at_least} tokens", "clear"
             )
-        return steps.done()
+        return run.done()
 
-    def _clear(self, steps: Steps) -> int:
+    def _clear(self, run: CompactionRun) -> int:
         outcome = clear_old_tool_results(
-            steps.messages,
+            run.messages,
             keep_recent_messages=0,
             keep_recent_tool_uses=self.keep,
             exclude_tools=self.exclude_tools,
@@ -188,12 +144,10 @@ class ClearToolUses:
                 for i in completed_tool_interactions(messages)
                 if is_cleared(i.result) and i.use.name not in self.exclude_tools
             }
-            messages = rewrite_inputs(messages, ids)
-        freed = steps.total(steps.messages) - steps.total(messages)
+            messages = clear_tool_inputs(messages, ids)
+        freed = run.total(run.messages) - run.total(messages)
         if freed <= 0 or freed < self.clear_at_least:
             return 0
-        if steps.env.artifacts is not None:
-            for item in outcome.cleared:
-                steps.env.artifacts.put(item.tool_use_id, item.original)
-        steps.apply("clear", messages, results_cleared=len(outcome.cleared))
+        run.store(item.block for item in outcome.cleared)
+        run.apply("clear", messages, results_cleared=len(outcome.cleared))
         return len(outcome.cleared)

@@ -1,4 +1,4 @@
-"""Baselines that drop whole messages: `window` and `amortized`.
+"""Strategies that drop whole messages: `window` and `amortized`.
 
 They never call the summarizer and never rewrite a message they keep: the kept head
 and tail are the original objects. The dropped middle is replaced by one trim note
@@ -13,14 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agents.compaction.baselines_common import (
-    check,
-    first_clean_at_or_after,
+from agents.compaction.boundaries import (
+    first_clean_split_at_or_after,
     head_end,
-    tail_start,
+    split_keeping_recent,
 )
-from agents.compaction.baselines_steps import Steps
-from agents.compaction.strategy import CompactionEnv, CompactionRequest, CompactionResult
+from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult, check
+from agents.compaction.run import CompactionRun
 
 __all__ = ["AmortizedForgetting", "SlidingWindow"]
 
@@ -51,18 +50,19 @@ class SlidingWindow:
         check(self.last >= 1, "last must be >= 1")
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        steps = Steps(self.name, request, env)
-        clean, n = steps.clean(), len(steps.messages)
-        head, tail = head_end(clean, n, self.first), tail_start(clean, n, self.last)
-        dropped = tail is not None and tail > head and steps.drop(head, tail)
+        run = CompactionRun(self.name, request, env)
+        clean = run.clean()
+        head = head_end(run.messages, self.first, clean)
+        tail = split_keeping_recent(run.messages, self.last, clean)
+        dropped = tail is not None and tail > head and run.drop(head, tail)
         if request.trigger == "prompt_too_long":
-            return steps.drop_to_fit(self.first)
+            return run.drop_to_fit(self.first)
         if request.trigger == "manual" and not dropped:
-            return steps.fail(
+            return run.fail(
                 f"nothing to drop outside the first {self.first} and last {self.last} messages",
                 "clear",
             )
-        return steps.done()
+        return run.done()
 
 
 @dataclass(frozen=True)
@@ -95,18 +95,18 @@ class AmortizedForgetting:
         )
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        steps = Steps(self.name, request, env)
+        run = CompactionRun(self.name, request, env)
         if request.trigger == "prompt_too_long":
-            return steps.drop_to_fit(self.first)
+            return run.drop_to_fit(self.first)
         limit = request.budget_tokens if self.max_tokens is None else self.max_tokens
-        if request.trigger == "auto" and steps.tokens() <= limit:
-            return steps.done()
-        if not self._halve(steps) and request.trigger == "manual":
-            return steps.fail("nothing older than the task message to drop", "clear")
-        return steps.done()
+        if request.trigger == "auto" and run.tokens() <= limit:
+            return run.done()
+        if not self._halve(run) and request.trigger == "manual":
+            return run.fail("nothing older than the task message to drop", "clear")
+        return run.done()
 
-    def _halve(self, steps: Steps) -> bool:
-        clean, n = steps.clean(), len(steps.messages)
-        head = head_end(clean, n, self.first)
-        cut = first_clean_at_or_after(clean, n, head + (n - head) // 2)
-        return cut is not None and cut > head and steps.drop(head, cut)
+    def _halve(self, run: CompactionRun) -> bool:
+        clean, n = run.clean(), len(run.messages)
+        head = head_end(run.messages, self.first, clean)
+        cut = first_clean_split_at_or_after(run.messages, head + (n - head) // 2, clean)
+        return cut is not None and cut > head and run.drop(head, cut)

@@ -1,40 +1,38 @@
-"""`Steps`: one compaction by a baseline strategy, step by step.
+"""`CompactionRun`: one compaction, step by step — the one ledger and failure path.
 
-Holds the conversation as the strategy's steps rewrite it and adds one priced ledger
-event per applied step (the cost model of clear-then-summarize: invalidation measured
-against `request.messages`, which the cache holds). Also the shared steps — drop a
-middle behind a trim note, summarize a middle — the failure policy, and the two
-prompt-too-long fallbacks: drop-to-fit and summarize-to-fit.
+Every strategy runs its steps through one of these. It holds the conversation as the
+steps rewrite it and adds one priced ledger event per applied step. Pricing is the
+same for every strategy: invalidation is measured against `request.messages`, which
+the cache holds, and `tokens_before` is what the step started from (after any
+earlier step). Failures too are reported one way: an event with `applied=False`
+plus `CompactionResult.failure`; auto keeps what earlier steps made, manual and
+prompt-too-long return the original history unchanged.
+
+Also the steps several strategies share — drop a span behind a trim note, summarize
+a span — and the two prompt-too-long fallbacks: drop-to-fit and summarize-to-fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
-from agents.compaction.baselines_common import (
-    bridge,
-    dropped_count,
-    head_end,
-    is_elided,
-    is_synthetic,
-    joined,
-    trim_note,
-    with_summary,
-)
-from agents.compaction.boundaries import clean_boundaries
-from agents.compaction.clearing import is_cleared
+from agents.compaction.boundaries import clean_boundaries, head_end, split_largest_fitting_suffix
+from agents.compaction.clearing import is_placeholder
 from agents.compaction.ledger import CompactionEvent, priced_event, unchanged_prefix_tokens
-from agents.compaction.strategy import CompactionEnv, CompactionRequest, CompactionResult
-from agents.compaction.summary import SummaryFailed, summarize_older
+from agents.compaction.notes import bridge, is_synthetic, trim_note
+from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult
+from agents.compaction.summary import SummaryFailed, summarize_older, with_summary
+from agents.compaction.trimming import drop_span
 from agents.messages import Message, ToolResultBlock
-from agents.tokens import estimate_messages_tokens
 
-__all__ = ["Steps"]
+__all__ = ["CompactionRun", "EventKind"]
+
+EventKind = Literal["clear", "summary", "prompt_too_long"]
 
 
-class Steps:
-    """The conversation as one compaction rewrites it. Each applied step adds one event;
-    invalidation is always measured against `request.messages`, which the cache holds."""
+class CompactionRun:
+    """The conversation as one compaction rewrites it, and the events of its steps."""
 
     def __init__(self, strategy: str, request: CompactionRequest, env: CompactionEnv):
         self.strategy = strategy
@@ -45,21 +43,21 @@ class Steps:
         self._tokens: int | None = None
 
     def total(self, messages: Sequence[Message]) -> int:
-        return self.request.overhead_tokens + estimate_messages_tokens(self.env.counter, messages)
+        return self.env.total(self.request.overhead_tokens, messages)
 
     def tokens(self) -> int:
+        """Tokens of the request as it stands now (the caller's estimate until a step applies)."""
         if self._tokens is None:
-            self._tokens = (
-                self.request.current_tokens(self.env)
-                if not self.events
-                else self.total(self.messages)
-            )
+            self._tokens = self.request.current_tokens(self.env) if not self.events else self.total(self.messages)
         return self._tokens
 
     def clean(self) -> list[bool]:
         return clean_boundaries(self.messages)
 
-    def apply(self, kind: str, messages: list[Message], **counts) -> None:
+    # -- the ledger and the failure path ----------------------------------------------------
+
+    def apply(self, kind: EventKind, messages: list[Message], **counts) -> None:
+        """Make `messages` the conversation and record the step as one priced event."""
         after = self.total(messages)
         self.events.append(
             priced_event(
@@ -84,13 +82,13 @@ class Steps:
         if self.env.artifacts is None:
             return
         for block in bodies:
-            if not is_elided(block) and not is_cleared(block):
+            if not is_placeholder(block.marker):
                 self.env.artifacts.put(block.tool_use_id, block.content)
 
     def done(self) -> CompactionResult:
         return CompactionResult(self.messages, self.events)
 
-    def fail(self, reason: str, kind: str, calls: int = 0) -> CompactionResult:
+    def fail(self, reason: str, kind: EventKind, calls: int = 0) -> CompactionResult:
         """Auto keeps what earlier steps made; manual and prompt-too-long return the
         original history unchanged. The failed step is an event with applied=False."""
         auto = self.request.trigger == "auto"
@@ -108,24 +106,19 @@ class Steps:
         )
         return CompactionResult(keep, [*(self.events if auto else []), failed], failure=reason)
 
-    # -- shared steps ---------------------------------------------------------------------
+    # -- shared steps -----------------------------------------------------------------------
 
-    def drop(self, start: int, end: int, kind: str = "clear") -> bool:
+    def drop(self, start: int, end: int, kind: EventKind = "clear") -> bool:
         """Drop messages[start:end] behind one trim note; False when it holds nothing real."""
         middle = self.messages[start:end]
-        if not any(not is_synthetic(m) for m in middle):
+        if all(is_synthetic(m) for m in middle):
             return False
         dropped = [b for m in middle for b in m.tool_results_in]
         self.store(dropped)
-        note = trim_note(dropped_count(middle), self.strategy)
-        self.apply(
-            kind,
-            joined(self.messages[:start], note, self.messages[end:]),
-            results_cleared=len(dropped),
-        )
+        self.apply(kind, drop_span(self.messages, start, end, self.strategy), results_cleared=len(dropped))
         return True
 
-    async def summarize(self, start: int, end: int, kind: str = "summary") -> str | None:
+    async def summarize(self, start: int, end: int, kind: EventKind = "summary") -> str | None:
         """Summarize messages[start:end] in place; the failure reason, or None when done."""
         env = self.env
         try:
@@ -143,24 +136,14 @@ class Steps:
         self.apply(kind, result, messages_summarized=count, summarizer_calls=outcome.calls)
         return None
 
-    def fit_start(self, head: int, reserve: int) -> int | None:
-        """Start of the largest clean suffix after `head` that fits next to the head and
-        `reserve` tokens inside the budget; None when none does."""
-        room = self.request.budget_tokens - self.total(self.messages[:head]) - reserve
-        clean, counter, best, size = self.clean(), self.env.counter, None, 0
-        for i in range(len(self.messages) - 1, head, -1):
-            size += counter.count_message(self.messages[i])
-            if size > room:
-                break
-            if clean[i]:
-                best = i
-        return best
+    # -- prompt too long ----------------------------------------------------------------------
 
     def _fit_split(self, first: int, reserve: int) -> tuple[int, int] | None:
         """(head end, tail start): keep the first messages if anything then fits, else none."""
-        clean, n = self.clean(), len(self.messages)
-        for head in dict.fromkeys((head_end(clean, n, first), 0)):
-            start = self.fit_start(head, reserve)
+        clean = self.clean()
+        for head in dict.fromkeys((head_end(self.messages, first, clean), 0)):
+            room = self.request.budget_tokens - self.total(self.messages[:head]) - reserve
+            start = split_largest_fitting_suffix(self.messages, room, self.env.counter, after=head, clean=clean)
             if start is not None:
                 return head, start
         return None
@@ -170,8 +153,7 @@ class Steps:
         if self.events:
             return self.done()
         return self.fail(
-            f"the conversation already fits the budget of {self.request.budget_tokens} tokens",
-            "prompt_too_long",
+            f"the conversation already fits the budget of {self.request.budget_tokens} tokens", "prompt_too_long"
         )
 
     def drop_to_fit(self, first: int) -> CompactionResult:
@@ -179,27 +161,21 @@ class Steps:
         clean suffix that fits; drop the rest behind a trim note."""
         if self.tokens() <= self.request.budget_tokens:
             return self._already_fits()
-        reserve = self.env.counter.count_message(Message.user(trim_note(10**9, self.strategy)))
+        reserve = self.env.counter.count_message(Message(role="user", content=(trim_note(10**9, self.strategy),)))
         reserve += self.env.counter.count_message(bridge())
         split = self._fit_split(first, reserve)
         if split is None or not self.drop(*split, kind="prompt_too_long"):
-            return self.fail(
-                "no recent part of the conversation fits in the budget", "prompt_too_long"
-            )
+            return self.fail("no recent part of the conversation fits in the budget", "prompt_too_long")
         return self.done()
 
-    async def summarize_to_fit(self, first: int) -> CompactionResult:
+    async def summarize_to_fit(self, first: int, reserve_tokens: int) -> CompactionResult:
         """prompt_too_long with a summarizer: keep the first messages and the largest clean
-        suffix that fits next to a summary (summary_reserve_tokens); the middle → summary."""
+        suffix that fits next to a summary of `reserve_tokens`; the middle → summary."""
         if self.tokens() <= self.request.budget_tokens:
             return self._already_fits()
-        reserve = self.env.settings.summary_reserve_tokens + 2 * self.env.counter.count_message(
-            bridge()
-        )
+        reserve = reserve_tokens + 2 * self.env.counter.count_message(bridge())
         split = self._fit_split(first, reserve)
         if split is None:
-            return self.fail(
-                "no recent part of the conversation fits in the budget", "prompt_too_long"
-            )
+            return self.fail("no recent part of the conversation fits in the budget", "prompt_too_long")
         failure = await self.summarize(*split, kind="prompt_too_long")
         return self.fail(failure, "prompt_too_long") if failure else self.done()

@@ -1,4 +1,4 @@
-"""Baselines that summarize through the Summarizer port: `summarize` and `hybrid`.
+"""Strategies that summarize through the Summarizer port: `summarize` and `hybrid`.
 
 The summarized part is always a clean middle: after the first messages (the task)
 and before the kept recent messages, which stay the original objects. The result is
@@ -12,39 +12,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agents.compaction.baselines_common import (
+from agents.compaction.boundaries import head_end, split_keeping_recent
+from agents.compaction.notes import is_summary_boundary, is_synthetic
+from agents.compaction.protocol import (
+    CompactionEnv,
+    CompactionRequest,
+    CompactionResult,
     check,
-    head_end,
-    is_synthetic,
-    tail_start,
-    turns_since_summary,
+    check_setting_parameters,
+    with_setting_parameters,
 )
-from agents.compaction.baselines_masking import mask_old_results
-from agents.compaction.baselines_steps import Steps
-from agents.compaction.strategy import CompactionEnv, CompactionRequest, CompactionResult
-from agents.compaction.summary import is_summary_boundary
+from agents.compaction.run import CompactionRun
+from agents.compaction.strategies.masking import mask_old_results
+from agents.compaction.summary import turns_since_summary
 
 __all__ = ["HybridMaskSummarize", "SummarizeOlder"]
 
+# Spec parameters that default to a compact setting (None: the setting).
+_SETTINGS = {"manual_keep": "manual_keep_messages", "summary_reserve": "summary_reserve_tokens"}
+
 
 async def _summarize_middle(
-    steps: Steps, first: int, last: int, *, quiet: bool = False
+    run: CompactionRun, first: int, last: int, *, quiet: bool = False
 ) -> CompactionResult:
     """Summarize everything between the first `first` and the last `last` messages.
     Nothing between them is a failure, or (quiet) no change."""
-    clean, n = steps.clean(), len(steps.messages)
-    head, tail = head_end(clean, n, first), tail_start(clean, n, last)
-    middle = steps.messages[head:tail] if tail is not None else []
+    clean = run.clean()
+    head = head_end(run.messages, first, clean)
+    tail = split_keeping_recent(run.messages, last, clean)
+    middle = run.messages[head:tail] if tail is not None else []
     if all(is_synthetic(m) or is_summary_boundary(m) for m in middle):
         # Nothing, or only an earlier summary: summarizing it again would gain nothing.
         if quiet:
-            return steps.done()
-        return steps.fail(
+            return run.done()
+        return run.fail(
             f"nothing new between the first {first} and the last {last} messages to summarize",
             "summary",
         )
-    failure = await steps.summarize(head, tail)
-    return steps.fail(failure, "summary") if failure else steps.done()
+    failure = await run.summarize(head, tail)
+    return run.fail(failure, "summary") if failure else run.done()
 
 
 @dataclass(frozen=True)
@@ -62,13 +68,15 @@ class SummarizeOlder:
     event.
 
     Triggers: auto → the rule. manual → summarize regardless of size, keeping the first
-    messages and the last `settings.manual_keep_messages`; failure leaves the history
+    messages and the last `manual_keep`; failure leaves the history
     unchanged and says why. prompt_too_long → summarize-to-fit: keep the first messages
-    and the largest clean suffix that fits next to `settings.summary_reserve_tokens`;
+    and the largest clean suffix that fits next to `summary_reserve` tokens;
     the middle → summary.
 
     Parameters: first: int = 1 (≥ 0), last: int = 10 (≥ 1),
-    max_events: int | None = None (≥ 1), max_tokens: int | None = None (≥ 1).
+    max_events: int | None = None (≥ 1), max_tokens: int | None = None (≥ 1),
+    manual_keep: int | None = None (compact.manual_keep_messages),
+    summary_reserve: int | None = None (compact.summary_reserve_tokens).
     """
 
     name: ClassVar[str] = "summarize"
@@ -76,8 +84,11 @@ class SummarizeOlder:
     last: int = 10
     max_events: int | None = None
     max_tokens: int | None = None
+    manual_keep: int | None = None
+    summary_reserve: int | None = None
 
     def __post_init__(self) -> None:
+        check_setting_parameters(self, _SETTINGS)
         check(self.first >= 0, "first must be >= 0")
         check(self.last >= 1, "last must be >= 1")
         check(self.max_events is None or self.max_events >= 1, "max_events must be >= 1 (or none)")
@@ -86,21 +97,22 @@ class SummarizeOlder:
             "max_tokens must be >= 1 (or none for the compact budget)",
         )
 
-    def over_size(self, steps: Steps) -> bool:
-        if self.max_events is not None and len(steps.messages) > self.max_events:
+    def over_size(self, run: CompactionRun) -> bool:
+        if self.max_events is not None and len(run.messages) > self.max_events:
             return True
-        limit = steps.request.budget_tokens if self.max_tokens is None else self.max_tokens
-        return steps.tokens() > limit
+        limit = run.request.budget_tokens if self.max_tokens is None else self.max_tokens
+        return run.tokens() > limit
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        steps = Steps(self.name, request, env)
+        env = with_setting_parameters(env, self, _SETTINGS)
+        run = CompactionRun(self.name, request, env)
         if request.trigger == "prompt_too_long":
-            return await steps.summarize_to_fit(self.first)
+            return await run.summarize_to_fit(self.first, env.settings.summary_reserve_tokens)
         if request.trigger == "manual":
-            return await _summarize_middle(steps, self.first, env.settings.manual_keep_messages)
-        if not self.over_size(steps):
-            return steps.done()
-        return await _summarize_middle(steps, self.first, self.last)
+            return await _summarize_middle(run, self.first, env.settings.manual_keep_messages)
+        if not self.over_size(run):
+            return run.done()
+        return await _summarize_middle(run, self.first, self.last)
 
 
 @dataclass(frozen=True)
@@ -117,11 +129,12 @@ class HybridMaskSummarize:
     with a failed event.
 
     Triggers: auto → the rule. manual → mask, then summarize keeping the first messages
-    and the last `settings.manual_keep_messages`; a failed summary leaves the history
+    and the last `manual_keep`; a failed summary leaves the history
     unchanged. prompt_too_long → mask, then summarize-to-fit if still over the budget.
 
     Parameters: keep: int = 5 (≥ 0), every: int = 10 (≥ 1), first: int = 1 (≥ 0),
-    last: int = 10 (≥ 1).
+    last: int = 10 (≥ 1), manual_keep: int | None = None (compact.manual_keep_messages),
+    summary_reserve: int | None = None (compact.summary_reserve_tokens).
     """
 
     name: ClassVar[str] = "hybrid"
@@ -129,20 +142,24 @@ class HybridMaskSummarize:
     every: int = 10
     first: int = 1
     last: int = 10
+    manual_keep: int | None = None
+    summary_reserve: int | None = None
 
     def __post_init__(self) -> None:
+        check_setting_parameters(self, _SETTINGS)
         check(self.keep >= 0, "keep must be >= 0")
         check(self.every >= 1, "every must be >= 1")
         check(self.first >= 0, "first must be >= 0")
         check(self.last >= 1, "last must be >= 1")
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        steps = Steps(self.name, request, env)
-        mask_old_results(steps, self.keep)
+        env = with_setting_parameters(env, self, _SETTINGS)
+        run = CompactionRun(self.name, request, env)
+        mask_old_results(run, self.keep)
         if request.trigger == "prompt_too_long":
-            return await steps.summarize_to_fit(self.first)
+            return await run.summarize_to_fit(self.first, env.settings.summary_reserve_tokens)
         if request.trigger == "manual":
-            return await _summarize_middle(steps, self.first, env.settings.manual_keep_messages)
-        if turns_since_summary(steps.messages, kept=self.last) < self.every:
-            return steps.done()
-        return await _summarize_middle(steps, self.first, self.last, quiet=True)
+            return await _summarize_middle(run, self.first, env.settings.manual_keep_messages)
+        if turns_since_summary(run.messages, kept=self.last) < self.every:
+            return run.done()
+        return await _summarize_middle(run, self.first, self.last, quiet=True)

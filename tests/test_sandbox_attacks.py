@@ -1,0 +1,307 @@
+"""Attacks on the Bash sandbox, one test per class, each asserting the attack fails.
+
+Real bwrap, real processes, run as root (the hard case: root ignores file modes, so
+only the unprivileged identity, the view, seccomp and the cgroup keep the host safe).
+Limits are small (tests.sandbox_support.SMALL) so that the whole file runs in seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import select
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox_support import (
+    SMALL,
+    alive_with,
+    exit_code,
+    marker,
+    plant_secrets,
+    runner,
+    sandboxed,
+    unique_sleep,
+)
+from tools.sandbox import DEFAULT_SANDBOX_ID
+
+PYTHON_CALL = "python -c 'import ctypes, os; c = ctypes.CDLL(None, use_errno=True); {}'"
+
+
+def errno_of(code: str) -> str:
+    """A shell command printing the errno of one libc call made from Python."""
+    return PYTHON_CALL.format(f"r = {code}; print(\"rc\", r, \"errno\", ctypes.get_errno())")
+
+
+def argv_of(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+
+
+async def wait_for_host_pid(argv: list[str], timeout_s: float = 10.0) -> int:
+    """The host pid of the process running exactly `argv`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for pid in alive_with(" ".join(argv)):
+            with contextlib.suppress(OSError):
+                if argv_of(pid) == argv:
+                    return pid
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no process {argv} appeared")
+
+
+def ids(status: str, name: str) -> list[str]:
+    return re.search(rf"^{name}:\s+(.*)$", status, re.M).group(1).split()
+
+
+async def test_uid_never_maps_to_host_root(ws):
+    duration = unique_sleep()
+    call = asyncio.create_task(sandboxed(ws, f"sleep {duration}", timeout_s=20))
+    try:
+        pid = await wait_for_host_pid(["sleep", duration])
+        expected = str(DEFAULT_SANDBOX_ID if os.geteuid() == 0 else os.getuid())
+        # The command and every process that carries it (bwrap, its init, bash).
+        for each in alive_with(f"sleep {duration}"):
+            status = Path(f"/proc/{each}/status").read_text()
+            assert set(ids(status, "Uid")) == {expected}, status  # real, effective, saved, fs
+            assert "0" not in ids(status, "Gid"), status
+        status = Path(f"/proc/{pid}/status").read_text()
+        assert re.search(r"^CapEff:\s+0+$", status, re.M), status
+        # Read from the host, the map's outside ids are host ids: root is never among them.
+        lines = Path(f"/proc/{pid}/uid_map").read_text().splitlines()
+        assert lines, "the command runs in a user namespace"
+        for line in lines:
+            _, outside, count = map(int, line.split())
+            assert not outside <= 0 < outside + count, line
+            assert count == 1 and str(outside) == expected, line
+    finally:
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+
+
+async def test_host_sysctl_cannot_be_changed(ws):
+    knob = Path("/proc/sys/vm/swappiness")
+    before = knob.read_text()
+    value = "13" if before.strip() != "13" else "14"
+    out = await sandboxed(ws, f"echo {value} > {knob} && echo WROTE; sysctl -w vm.swappiness={value} 2>&1; echo")
+    assert "WROTE" not in out.content
+    assert knob.read_text() == before
+
+
+async def test_sysrq_trigger_is_out_of_reach(ws):
+    out = await sandboxed(ws, "echo h > /proc/sysrq-trigger && echo WROTE")
+    assert "WROTE" not in out.content
+    # Covered read-only by bwrap; on a kernel without magic SysRq it does not exist at all.
+    expected = "No such file" if not Path("/proc/sysrq-trigger").exists() else "Read-only file system|Permission denied"
+    assert re.search(expected, out.content), out.content
+
+
+async def test_sys_is_absent(ws):
+    out = await sandboxed(ws, "test -e /sys || echo NO_SYS; echo 1 > /sys/kernel/mm/ksm/run && echo WROTE")
+    assert "NO_SYS" in out.content
+    assert "WROTE" not in out.content
+
+
+async def test_root_only_files_are_unreadable(ws, outside_tmp):
+    secret = outside_tmp / "tc" / "root-only.key"
+    secret.parent.mkdir()
+    secret.write_text("root-only-secret")
+    secret.chmod(0o600)
+    sandbox = runner(toolchains=(outside_tmp / "tc",))
+    out = await sandboxed(ws, f"cat {secret}; cat /etc/shadow | head -1", sandbox=sandbox)
+    assert "root-only-secret" not in out.content
+    assert out.content.count("Permission denied") == 2, out.content
+
+
+async def test_setuid_binary_gives_no_privilege(ws, outside_tmp):
+    suid = outside_tmp / "tc" / "bin" / "suid-id"
+    suid.parent.mkdir(parents=True)
+    shutil.copy("/usr/bin/id", suid)
+    os.chown(suid, 0, 0)
+    suid.chmod(0o4755)
+    sandbox = runner(toolchains=(outside_tmp / "tc",))
+    out = await sandboxed(ws, f"{suid} -u; {suid} -un 2>/dev/null; su -c id root </dev/null; echo", sandbox=sandbox)
+    euid = out.content.splitlines()[0]
+    assert euid != "0" and euid.isdigit(), out.content
+    assert "uid=0" not in out.content
+
+
+async def test_new_user_namespace_is_refused(ws):
+    out = await sandboxed(ws, f"unshare -U true; echo unshare=$?; {errno_of('c.unshare(0x10000000)')}")
+    assert "unshare=1" in out.content, out.content
+    assert "rc -1 errno 1" in out.content  # EPERM from the filter (and --disable-userns)
+
+
+async def test_mount_is_refused(ws):
+    fsopen = "c.syscall(430, b\"tmpfs\", 0)"
+    out = await sandboxed(ws, f"mkdir -p /tmp/m; mount -t tmpfs none /tmp/m; echo mount=$?; {errno_of(fsopen)}")
+    assert "mount=32" in out.content or "mount=1" in out.content, out.content
+    assert "rc -1 errno 1" in out.content, out.content  # the new mount API too
+    assert not any(" /tmp/m " in line for line in Path("/proc/mounts").read_text().splitlines())
+
+
+async def test_ptrace_of_another_process_is_refused(ws):
+    attach = "c.ptrace(16, int(os.environ[\"VICTIM\"]), 0, 0)"  # PTRACE_ATTACH
+    out = await sandboxed(ws, f"sleep 5 & VICTIM=$! {errno_of(attach)}; kill %1")
+    assert "rc -1 errno 1" in out.content, out.content
+
+
+async def test_kernel_keyring_is_refused(ws):
+    add_key = "c.syscall(248, b\"user\", b\"stolen\", b\"x\", 1, -3)"  # add_key into the session keyring
+    out = await sandboxed(ws, errno_of(add_key))
+    assert "rc -1 errno 1" in out.content, out.content
+
+
+async def test_host_unix_sockets_are_unreachable(ws):
+    name = marker()
+    paths = [Path("/tmp") / f"{name}.sock", Path("/run") / f"{name}.sock"]
+    servers = []
+    try:
+        for path in paths:
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(str(path))
+            server.listen(1)
+            servers.append(server)
+        abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        abstract.bind(f"\0{name}")
+        abstract.listen(1)
+        servers.append(abstract)
+        targets = [str(p) for p in paths] + [f"\\0{name}"]
+        probe = (
+            "python -c 'import socket, sys\nfor t in sys.argv[1:]:\n    s = socket.socket(socket.AF_UNIX)\n"
+            "    try:\n        s.connect(t.replace(\"\\\\0\", \"\\0\")); print(\"CONNECTED\", t)\n"
+            "    except OSError as e:\n        print(\"refused\", t, e.errno)' " + " ".join(targets)
+        )
+        out = await sandboxed(ws, probe)
+        assert "CONNECTED" not in out.content, out.content
+        assert out.content.count("refused") == 3
+        assert select.select(servers, [], [], 0)[0] == []  # nothing reached the host
+    finally:
+        for server in servers:
+            server.close()
+        for path in paths:
+            path.unlink(missing_ok=True)
+
+
+async def test_network_is_unreachable(ws):
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        out = await sandboxed(
+            ws, f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED; "
+            "timeout 2 bash -c 'exec 3<>/dev/tcp/1.1.1.1/53' && echo CONNECTED; getent hosts example.com; echo",
+        )
+        assert "CONNECTED" not in out.content
+        assert "Connection refused" in out.content and "Network is unreachable" in out.content, out.content
+        assert select.select([listener], [], [], 0)[0] == []
+
+
+async def test_home_secrets_are_unreadable(ws, host_home):
+    secrets = plant_secrets(host_home)
+    out = await sandboxed(ws, f"ls {host_home}; " + "; ".join(f"cat {p}" for p in secrets))
+    for text in secrets.values():
+        assert text.split()[-1] not in out.content
+    assert out.content.count("No such file or directory") == len(secrets) + 1, out.content
+
+
+async def test_host_api_keys_do_not_reach_the_command(ws, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-env-secret")
+    out = await sandboxed(ws, "env; cat /proc/1/environ | tr '\\0' '\\n'")
+    for needle in ("ANTHROPIC_API_KEY", "sk-ant-secret", "AWS_SECRET", "aws-env-secret"):
+        assert needle not in out.content
+
+
+async def test_fork_bomb_hits_the_process_limit(ws):
+    started = time.monotonic()
+    out = await sandboxed(ws, "bomb() { bomb | bomb & }; bomb; sleep 30", SMALL, timeout_s=30)
+    assert time.monotonic() - started < 10
+    assert out.is_error
+    assert f"process limit of {SMALL.processes} reached" in out.content, out.content
+
+
+async def test_memory_hog_hits_the_memory_limit(ws):
+    out = await sandboxed(ws, "python -c 'b = bytearray(1024**3); print(\"ALLOCATED\")'", SMALL, timeout_s=30)
+    assert out.is_error
+    assert "memory limit of 128 MB reached" in out.content, out.content
+    assert "ALLOCATED" not in out.content
+
+
+async def test_cpu_burner_spread_over_children_hits_the_tree_limit(ws):
+    started = time.monotonic()
+    burn = "for i in 1 2 3 4; do (while :; do :; done) & done; wait"
+    out = await sandboxed(ws, burn, SMALL, timeout_s=30)
+    assert time.monotonic() - started < 10  # far below the wall timeout
+    assert out.is_error
+    assert "CPU time limit of 1 s reached" in out.content, out.content
+
+
+async def test_filling_tmp_hits_its_size_limit(ws):
+    out = await sandboxed(ws, "head -c 64M /dev/zero > /tmp/fill; ls -l /tmp/fill", SMALL)
+    assert out.is_error
+    assert "/tmp size limit of 8 MB reached" in out.content, out.content
+    assert "No space left on device" in out.content
+
+
+@pytest.mark.parametrize("grow", [
+    "for i in $(seq 1 200); do head -c 1M /dev/zero > chunk$i; sleep 0.01; done",
+    # Empty files exhaust inodes, not bytes: each counts as a block.
+    "python -c 'import time\nfor i in range(200000):\n    open(f\"chunk{i}\", \"w\").close()\n    i % 1000 or time.sleep(0.01)'",
+], ids=["bytes", "empty-files"])
+async def test_growing_the_workspace_past_its_cap_is_stopped(ws, grow):
+    started = time.monotonic()
+    out = await sandboxed(ws, grow, replace(SMALL, cpu_seconds=30), timeout_s=30)
+    assert out.is_error
+    assert "workspace growth limit of 16 MB reached" in out.content, out.content
+    assert len(list(ws.glob("chunk*"))) < (100 if "head" in grow else 100_000)  # stopped while it ran
+    assert time.monotonic() - started < 15
+
+
+async def test_nothing_outlives_the_call(ws):
+    a, b = unique_sleep(), unique_sleep()
+    out = await sandboxed(ws, f"setsid nohup sleep {a} >/dev/null 2>&1 & (sleep {b} &) ; disown -a; echo started")
+    assert "started" in out.content and exit_code(out) == 0
+    deadline = time.monotonic() + 3
+    while (alive_with(f"sleep {a}") or alive_with(f"sleep {b}")) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert alive_with(f"sleep {a}") == [] and alive_with(f"sleep {b}") == []
+
+
+async def test_files_the_agent_creates_are_usable_by_the_host_user(outside_tmp):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to own a workspace as another user")
+    owner = 2345
+    workspace = outside_tmp / "users-ws"
+    workspace.mkdir(mode=0o700)
+    os.chown(workspace, owner, owner)
+    out = await sandboxed(workspace, "umask 077; echo data > made.txt; mkdir -p sub/deep; echo x > sub/deep/f; ls -ln")
+    assert exit_code(out) == 0, out.content
+    for path in (workspace / "made.txt", workspace / "sub", workspace / "sub" / "deep" / "f"):
+        st = path.stat()
+        assert (st.st_uid, st.st_gid) == (owner, owner), path
+    as_owner = {"user": owner, "group": owner, "extra_groups": []}
+    read = subprocess.run(["cat", str(workspace / "made.txt")], capture_output=True, text=True, **as_owner)
+    assert read.stdout == "data\n"
+    subprocess.run(["rm", "-r", str(workspace / "sub"), str(workspace / "made.txt")], check=True, **as_owner)
+    assert list(workspace.iterdir()) == []
+
+
+async def test_setuid_files_cannot_be_planted_in_the_workspace(ws):
+    """What the command creates lands on disk owned by the workspace's owner (root here):
+    a setuid bit would be a root shell for anyone who can reach the workspace."""
+    plant = (
+        "cp /usr/bin/id suid; chmod u+s suid; chmod 2755 suid; "
+        "python -c 'import os; os.close(os.open(\"created\", os.O_CREAT | os.O_WRONLY, 0o4755))'; "
+        "mkdir d; chmod g+s d; ls -l"
+    )
+    out = await sandboxed(ws, plant)
+    assert out.content.count("Operation not permitted") >= 4, out.content
+    for path in ws.rglob("*"):
+        assert not path.lstat().st_mode & 0o6000, (path, oct(path.lstat().st_mode))

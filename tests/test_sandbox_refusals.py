@@ -1,0 +1,112 @@
+"""A sandbox that cannot start with its protections refuses, in one line that names what
+is missing and the opt-out, and runs nothing. Each missing piece is simulated for real:
+an absent or fake bubblewrap, a cgroup that does not exist, a settings switch."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox_support import runner, sandboxed
+from tools import BashTool, ToolContext
+from tools.base import ToolError, ToolOutput
+from tools.bash import BashInput
+from tools.executor import LocalToolExecutor
+from tools.sandbox import BubblewrapRunner, SandboxUnavailable
+from tools.sandbox.seccomp import SeccompUnsupported, filter_program
+
+
+def fake_bwrap(directory: Path, version: str, fails_with: str | None = None, fails_when: str = "") -> str:
+    """A `bwrap` that reports `version` and, when its arguments contain `fails_when`,
+    exits 1 printing `fails_with` the way bubblewrap does; otherwise runs real bwrap."""
+    directory.mkdir(exist_ok=True)
+    path = directory / f"bwrap-{len(list(directory.iterdir()))}"
+    failure = f'case "$*" in *"{fails_when}"*) echo "bwrap: {fails_with}" >&2; exit 1;; esac' if fails_with else ""
+    path.write_text(
+        f'#!/bin/sh\nif [ "$1" = --version ]; then echo "bubblewrap {version}"; exit 0; fi\n{failure}\n'
+        'exec /usr/bin/bwrap "$@"\n'
+    )
+    path.chmod(0o755)
+    return str(path)
+
+
+async def refusal(workspace: Path, sandbox: BubblewrapRunner) -> str:
+    """The error result of one Bash call that must not run."""
+    out: ToolOutput = await LocalToolExecutor().execute(BashTool(), BashInput(command="touch ran"), ToolContext(workspace=workspace, runner=sandbox))
+    assert out.is_error, out.content
+    assert not (workspace / "ran").exists()  # nothing ran with less protection
+    assert "\n" not in out.content  # one line
+    assert "--no-sandbox" in out.content
+    return out.content
+
+
+async def test_missing_bubblewrap_refuses(ws, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    text = await refusal(ws, BubblewrapRunner())
+    assert "bubblewrap" in text and "not installed" in text
+    with pytest.raises(ToolError):  # a model-visible error, never a crash
+        await BashTool().run(BashInput(command="touch ran"), ToolContext(workspace=ws, runner=BubblewrapRunner()))
+    assert issubclass(SandboxUnavailable, ToolError)
+
+
+async def test_bogus_bubblewrap_path_refuses(ws):
+    text = await refusal(ws, BubblewrapRunner(bwrap="/nonexistent/bwrap"))
+    assert "/nonexistent/bwrap" in text and "not installed" in text
+
+
+async def test_too_old_bubblewrap_refuses(ws, outside_tmp):
+    text = await refusal(ws, runner(bwrap=fake_bwrap(outside_tmp / "bin", "0.4.1")))
+    assert "bubblewrap 0.4.1" in text and "too old" in text and "0.8.0" in text
+
+
+async def test_no_user_namespaces_refuses(ws, outside_tmp):
+    bwrap = fake_bwrap(
+        outside_tmp / "bin", "0.8.0", fails_when="--unshare-user",
+        fails_with="No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.",
+    )
+    text = await refusal(ws, runner(bwrap=bwrap))
+    assert "user namespaces are not available" in text and "unprivileged_userns_clone" in text
+
+
+async def test_seccomp_that_cannot_load_refuses(ws, outside_tmp):
+    bwrap = fake_bwrap(outside_tmp / "bin", "0.8.0", fails_when="--seccomp", fails_with="prctl(PR_SET_SECCOMP): Invalid argument")
+    text = await refusal(ws, runner(bwrap=bwrap))
+    assert "seccomp filter cannot be loaded" in text and "sandbox.seccomp = false" in text
+
+
+def test_an_architecture_without_a_filter_is_named():
+    with pytest.raises(SeccompUnsupported, match="riscv64"):
+        filter_program("riscv64")
+
+
+async def test_missing_cgroup_parent_refuses(ws):
+    text = await refusal(ws, runner(cgroup_parent="/workingset-does-not-exist"))
+    assert "/workingset-does-not-exist does not exist" in text and "sandbox.weak_limits = true" in text
+
+
+async def test_cgroup_v2_without_controllers_refuses(ws):
+    v2 = Path("/sys/fs/cgroup/unified/cgroup.controllers")
+    if not v2.exists() or "memory" in v2.read_text():
+        pytest.skip("this host's cgroup v2 has the controllers (the refusal is for hybrid hosts)")
+    text = await refusal(ws, runner(cgroup="v2"))
+    assert "cgroup v2" in text and "no memory or pids controller" in text
+
+
+async def test_weak_limits_run_where_no_cgroup_is_usable(ws):
+    out = await sandboxed(ws, "ulimit -t; ulimit -u; echo ran", sandbox=runner(cgroup_parent="/workingset-does-not-exist", weak_limits=True))
+    assert out.content.split()[:3] == ["300", "512", "ran"], out.content  # per-process CPU, per-uid processes
+
+
+@pytest.mark.parametrize("uid", [0, 65534])
+async def test_root_or_overflow_sandbox_uid_refuses(ws, uid):
+    if os.geteuid() != 0:
+        pytest.skip("the dedicated uid applies when the harness is root")
+    text = await refusal(ws, runner(uid=uid))
+    assert f"sandbox.uid {uid}" in text
+
+
+async def test_the_whole_host_as_workspace_refuses():
+    out = await LocalToolExecutor().execute(BashTool(), BashInput(command="true"), ToolContext(workspace=Path("/"), runner=runner()))
+    assert out.is_error and "cannot be /" in out.content and "--no-sandbox" in out.content

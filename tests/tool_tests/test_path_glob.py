@@ -1,0 +1,26 @@
+"""The path glob that permission rules and the file tools' deny list share."""
+
+import pytest
+
+from tools.path_glob import path_glob_match
+
+
+@pytest.mark.parametrize(
+    ("subject", "pattern", "matches"),
+    [
+        ("src/a.py", "src/*.py", True),
+        ("src/pkg/a.py", "src/*.py", False),
+        ("src/pkg/a.py", "src/**", True),
+        ("src", "src/**", False),
+        ("a.py", "?.py", True),
+        ("ab/c", "a?/c", True),
+        ("a/c", "a?c", False),
+        ("[x]", "[x]", True),
+    ],
+)
+def test_double_star_crosses_directories_and_single_characters_do_not(subject, pattern, matches):
+    assert path_glob_match(subject, pattern) is matches
+
+
+def test_double_star_covers_a_file_name_with_a_newline():
+    assert path_glob_match("secrets/a\nb.pem", "secrets/**")

@@ -1,0 +1,42 @@
+"""The Bash sandbox: bubblewrap, an unprivileged identity, seccomp, cgroups, an allow-list view.
+
+What a command run through `BubblewrapRunner` gets, and which module does it:
+
+    identity.py  never a uid that maps to host root; as root, a dedicated uid and an
+                 idmapped workspace (files land on disk owned by the workspace's owner)
+    seccomp.py   the syscall filter (new user namespaces, mounts, ptrace, keyring, bpf,
+                 kexec/modules, clock, swap, reboot, x32/foreign ABIs, ...)
+    cgroups.py   memory, processes and CPU time of the whole process tree (v1 and v2)
+    view.py      what it sees: system dirs and toolchains read-only, the workspace
+                 read-write except .git/.workingset, a private capped /tmp, no $HOME
+    watch.py     which limit a call hit (named in the result), killing the tree
+    probe.py     refusing, in one line naming the missing piece and the opt-out
+    runner.py    the CommandRunner tying them together
+
+Plus bwrap's own: new PID, network, IPC, UTS and cgroup namespaces, no capabilities,
+`--disable-userns`, a new session, death with its parent. The threat model is in the
+README ("Threat model").
+"""
+
+from tools.sandbox.probe import SandboxUnavailable, bubblewrap_path
+from tools.sandbox.runner import (
+    DEFAULT_SANDBOX_ID,
+    BubblewrapRunner,
+    SandboxLimits,
+    check_inside_workspace,
+    check_pass_env,
+)
+from tools.sandbox.view import SECRET_DIRS, SECRET_FILES, SYSTEM_PATHS
+
+__all__ = [
+    "DEFAULT_SANDBOX_ID",
+    "SECRET_DIRS",
+    "SECRET_FILES",
+    "SYSTEM_PATHS",
+    "BubblewrapRunner",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "bubblewrap_path",
+    "check_inside_workspace",
+    "check_pass_env",
+]

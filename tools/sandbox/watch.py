@@ -1,0 +1,243 @@
+"""Watching one sandboxed command: which limit it hit, killing its tree, cleaning up.
+
+Checked every `poll_s` while it runs and once after it exits:
+- memory: an OOM kill inside the call's cgroup (the kernel enforces the limit);
+- processes: the cgroup's pids limit refused a fork (a fork bomb never ends by itself);
+- CPU time: the cgroup's usage, all processes together, against the limit;
+- /tmp: the private tmpfs is full (the kernel caps it; this names it). bwrap waits on
+  its --block-fd after building the sandbox; the watch opens that tmpfs through
+  /proc/<pid>/root first, so it can still be read after the command exits;
+- workspace growth: the used space of the workspace's filesystem (one statvfs; each new
+  inode counted as a block, so empty files count too) grew by more than the cap since
+  the call began; then the entries changed during the call (ctime) are added up, so
+  another writer on the same filesystem is not blamed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.base import LimitReached
+from tools.sandbox.cgroups import CallCgroup
+
+__all__ = ["GrowthMeter", "SandboxWatch", "written_since"]
+
+MiB = 1024**2
+_CTIME_SLACK_S = 0.05  # file ctimes come from a coarse clock
+
+
+_HANDSHAKE_TIMEOUT_S = 10.0
+_HANDSHAKE_STEP_S = 0.0005
+
+
+async def _child_pid(info_fd: int) -> int | None:
+    """bwrap's child (the sandbox's pid 1) from its --info-fd JSON; None if bwrap died."""
+    os.set_blocking(info_fd, False)
+    data = b""
+    deadline = time.monotonic() + _HANDSHAKE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(info_fd, 4096)
+        except BlockingIOError:
+            await asyncio.sleep(_HANDSHAKE_STEP_S)
+            continue
+        if not chunk:
+            break
+        data += chunk
+        with contextlib.suppress(ValueError):
+            return int(json.loads(data)["child-pid"])
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+async def _sandbox_tmp(child: int, tmp_bytes: int) -> int | None:
+    """An fd of the sandbox's /tmp, once bwrap has mounted it: the tmpfs of our size."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    expected = -(-tmp_bytes // page) * page
+    deadline = time.monotonic() + _HANDSHAKE_TIMEOUT_S
+    while time.monotonic() < deadline and _alive(child):
+        with contextlib.suppress(OSError):
+            fd = os.open(f"/proc/{child}/root/tmp", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            st = os.fstatvfs(fd)
+            if st.f_blocks * st.f_frsize == expected:
+                return fd
+            os.close(fd)
+        await asyncio.sleep(_HANDSHAKE_STEP_S)
+    return None
+
+
+# Each new file or directory counts as one block, so that millions of empty files (which
+# exhaust the filesystem's inodes, not its bytes) count against the cap too.
+INODE_COST = 4096
+
+
+def _used_bytes(path: Path) -> int:
+    st = os.statvfs(path)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize + (st.f_files - st.f_ffree) * INODE_COST
+
+
+def written_since(root: Path, since: float, skip: tuple[Path, ...] = ()) -> int:
+    """Bytes on disk of entries under `root` created or changed after `since`, plus
+    INODE_COST each (one filesystem; `skip` subtrees left out, hard links counted once)."""
+    device = root.stat().st_dev
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_dev != device:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if Path(entry.path) in skip:
+                    continue
+                stack.append(Path(entry.path))
+            if st.st_ctime < since or (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512 + INODE_COST
+    return total
+
+
+@dataclass
+class GrowthMeter:
+    """How much the workspace grew during one call, cheaply."""
+
+    workspace: Path
+    cap_bytes: int
+    skip: tuple[Path, ...] = ()
+    started_at: float = field(default_factory=time.time)
+    used_at_start: int = 0
+    _next_confirm: int = 0
+
+    def __post_init__(self) -> None:
+        self.used_at_start = _used_bytes(self.workspace)
+        self._next_confirm = self.cap_bytes
+
+    async def check(self) -> LimitReached | None:
+        grown = _used_bytes(self.workspace) - self.used_at_start
+        if grown <= self._next_confirm:
+            return None
+        written = await asyncio.to_thread(
+            written_since, self.workspace, self.started_at - _CTIME_SLACK_S, self.skip
+        )
+        if written > self.cap_bytes:
+            return LimitReached(
+                "workspace_growth",
+                f"workspace growth limit of {self.cap_bytes // MiB} MB reached "
+                f"(about {written // MiB} MB written during the call)",
+            )
+        # Someone else is filling the filesystem: look again after another quarter cap.
+        self._next_confirm = grown + self.cap_bytes // 4
+        return None
+
+
+@dataclass
+class SandboxWatch:
+    """The CommandWatch of a BubblewrapRunner call."""
+
+    cgroup: CallCgroup | None
+    cpu_seconds: float
+    memory_bytes: int
+    processes: int
+    tmp_bytes: int
+    growth: GrowthMeter
+    child_fds: list[int] = field(default_factory=list)  # closed once the child has them
+    held_fds: list[int] = field(default_factory=list)  # closed at the end
+    on_close: list = field(default_factory=list)
+    handshake: tuple[int, int] | None = None  # bwrap's --info-fd (read end), --block-fd (write end)
+    poll_s: float = 0.1
+    pid: int | None = None
+    _tmp_fd: int | None = None
+
+    async def started(self, pid: int) -> None:
+        """bwrap has built the sandbox and waits on its block fd: take hold of its /tmp
+        (so it can be measured even after the command exits), then let it run."""
+        self.pid = pid
+        self._close_child_fds()
+        if self.handshake is None:
+            return
+        info_fd, block_fd = self.handshake
+        try:
+            child = await _child_pid(info_fd)
+            if child is not None:
+                self._tmp_fd = await _sandbox_tmp(child, self.tmp_bytes)
+        finally:
+            with contextlib.suppress(OSError):
+                os.write(block_fd, b"x")
+
+    def run_unwatched(self) -> None:
+        """For a caller that just waits for the process (no `started`): bwrap does not block."""
+        if self.handshake is not None:
+            os.write(self.handshake[1], b"x")
+            self.handshake = None
+
+    def _close_child_fds(self) -> None:
+        for fd in self.child_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.child_fds.clear()
+
+    async def check(self) -> LimitReached | None:
+        return self._cgroup_limit() or self._tmp_limit() or await self.growth.check()
+
+    async def finish(self) -> LimitReached | None:
+        return await self.check()
+
+    def _cgroup_limit(self) -> LimitReached | None:
+        cg = self.cgroup
+        if cg is None:
+            return None
+        if cg.oom_kills():
+            return LimitReached("memory", f"memory limit of {self.memory_bytes // MiB} MB reached")
+        if cg.process_limit_hits():
+            return LimitReached("processes", f"process limit of {self.processes} reached")
+        if cg.cpu_seconds() >= self.cpu_seconds:
+            return LimitReached("cpu_time", f"CPU time limit of {self.cpu_seconds:g} s reached")
+        return None
+
+    def _tmp_limit(self) -> LimitReached | None:
+        if self._tmp_fd is None:
+            return None
+        if os.fstatvfs(self._tmp_fd).f_bavail == 0:
+            return LimitReached("tmp_size", f"/tmp size limit of {self.tmp_bytes // MiB} MB reached")
+        return None
+
+    def kill(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
+
+    def close(self) -> None:
+        self._close_child_fds()
+        for fd in [*self.held_fds, *([self._tmp_fd] if self._tmp_fd is not None else [])]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.held_fds.clear()
+        self._tmp_fd = None
+        if self.cgroup is not None:
+            self.cgroup.kill()
+            self.cgroup.remove()
+        for callback in self.on_close:
+            callback()
+        self.on_close.clear()
