@@ -20,6 +20,7 @@ from agents.events import EventSink, Notice, discard_events
 from agents.hooks import HookRunner
 from agents.loop import Session, SessionPorts, new_session_id
 from agents.memory import MemoryStore, memory_section, memory_tools
+from agents.models import model_info
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
 from agents.plugins import LoadedPlugins, apply_bundle, discover_plugins, load_enabled
@@ -36,7 +37,7 @@ from agents.system_prompt import (
     read_project_instructions,
     tool_catalog_section,
 )
-from agents.tokens import CharRatioEstimator
+from agents.tokens import CalibratedCounter
 from agents.tool_batch import Approver
 from agents.trace import TraceWriter
 from tools.artifacts import ArtifactStore
@@ -69,6 +70,18 @@ class RuntimePorts:
     judge: ModelClient | None = None
     snapshots: SnapshotStore | None = None
     spawner_factory: Callable[[SessionBlueprint, str, Budget], SubagentSpawner] | None = None
+
+
+def _check_cost_budgets(settings: WorkingsetSettings, model: ModelClient) -> None:
+    """A cost budget needs prices: refuse at start what could not be measured."""
+    limits = settings.subagents
+    if limits.max_cost_usd is None and limits.tree_max_cost_usd is None:
+        return
+    if model_info(model, settings.models).prices is None:
+        raise ConfigError(
+            f"a cost budget is set but the price of {model.name} is unknown; give its prices in the "
+            "`models` setting (input_usd_per_mtok, output_usd_per_mtok) or use a token budget"
+        )
 
 
 def resolve_workspace(cwd: str | Path) -> Path:
@@ -228,7 +241,7 @@ def build_session(
     )
 
     def model_for(spec: str | None, role: str) -> ModelClient:
-        return load_model_client(spec or settings.model, role=role)
+        return load_model_client(spec or settings.model, role=role, settings=settings.providers)
 
     permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
@@ -241,7 +254,7 @@ def build_session(
     )
     executor = runtime.executor or LocalToolExecutor()
     summarizer = runtime.summarizer or load_summarizer(settings.summarizer)
-    counter = CharRatioEstimator()
+    counter = CalibratedCounter()
     tree = Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd)
     blueprint = SessionBlueprint(
         model_for=model_for,
@@ -260,10 +273,12 @@ def build_session(
         spawner_factory=runtime.spawner_factory,
         hooks=hooks,
     )
+    root_model = model_for(None, "root")
+    _check_cost_budgets(settings, root_model)
     agent = AgentTool(blueprint.spawner(session_id, tree), depth=0, max_depth=settings.subagents.max_depth)
     registry = ToolRegistry([*base_tools, agent] if keeps_agent else base_tools)
     ports = SessionPorts(
-        model=model_for(None, "root"),
+        model=root_model,
         executor=executor,
         registry=registry,
         tool_context=context,
@@ -273,7 +288,7 @@ def build_session(
         emit=emit,
         trace=TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None,
         permissions=permissions,
-        judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge"),
+        judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge", settings=settings.providers),
         budget=tree,
         snapshots=runtime.snapshots or snapshot_store(settings),
         hooks=hooks,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -38,6 +38,7 @@ from pydantic_settings import (
 
 from agents.errors import ConfigError
 from agents.hooks import HookSpec
+from agents.models import ModelEntry
 from agents.settings_keys import UnknownKey, file_keys_problem, unknown_keys, unknown_variables
 from agents.trust import TrustList
 from agents.workspace_config import WorkspaceConfig, screen, untrusted_notice, workspace_plugins
@@ -47,11 +48,14 @@ from tools.sandbox import SandboxLimits, SandboxOptions
 
 __all__ = [
     "AgentSettings",
+    "AnthropicSettings",
     "ClusterSettings",
     "CompactSettings",
     "LoadedSettings",
+    "OpenAISettings",
     "PermissionSettings",
     "PluginSettings",
+    "ProviderSettings",
     "SubagentSettings",
     "SandboxSettings",
     "SessionSettings",
@@ -83,8 +87,8 @@ class CompactSettings(Section):
         0.8, gt=0, le=1, description="Budget = (context window - max output) x ratio."
     )
     context_window: int | None = Field(
-        None, ge=1_000, description="Override the model's context window (tokens); unset: the model table's "
-        "(200,000 for Claude)."
+        None, ge=1_000, description="Override the model's context window (tokens); unset: the model table's, "
+        "required for a model it does not know."
     )
     preserve_recent_messages: int = Field(12, ge=1, description="Last N messages never cleared; auto summary keeps them.")
     preserve_recent_tool_uses: int = Field(3, ge=0, description="Last K completed tool interactions never cleared.")
@@ -113,6 +117,59 @@ class AgentSettings(Section):
     max_turns: int = Field(50, ge=1, description="Model calls allowed in one outer turn.")
     max_output_tokens: int = Field(8192, ge=1, description="max_tokens sent with each model call.")
     max_goal_auto_turns: int = Field(10, ge=0, description="Continuations the goal judge may start on its own.")
+    max_truncated_replies: int = Field(
+        2, ge=0, description="Replies cut off at max_tokens that are continued in a row; one more ends the turn 'truncated'."
+    )
+
+
+class AnthropicSettings(Section):
+    """The `anthropic:` provider."""
+
+    base_url: str | None = Field(None, description="API base URL (default: ANTHROPIC_BASE_URL, then the SDK's).")
+    thinking: Literal["off", "enabled", "adaptive"] = Field(
+        "off", description="Extended thinking: enabled (with a budget; Claude 4.5 and earlier) or adaptive (newer models)."
+    )
+    thinking_budget_tokens: int = Field(
+        8_000, ge=1_024, description="Reasoning tokens a reply may use when thinking is enabled (below max output tokens)."
+    )
+    interleaved_thinking: bool = Field(
+        True, description="With thinking enabled and tools, let the model think between tool calls (beta header)."
+    )
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(
+        None, description="output_config.effort, for models that take it (adaptive thinking)."
+    )
+    count_tokens: bool = Field(
+        True, description="Ask the count_tokens endpoint before compacting and before a retry after a refusal."
+    )
+
+
+class OpenAISettings(Section):
+    """The `openai:` provider: OpenAI or any OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama)."""
+
+    base_url: str | None = Field(None, description="API base URL (default: OPENAI_BASE_URL, then api.openai.com/v1).")
+    max_tokens_param: Literal["auto", "max_completion_tokens", "max_tokens"] = Field(
+        "auto", description="How the output limit is sent: auto = max_completion_tokens for OpenAI, max_tokens elsewhere."
+    )
+    stream_usage: bool = Field(
+        True, description="Send stream_options.include_usage (off for a server that refuses the option)."
+    )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        None, description="reasoning_effort for reasoning models (unset: the server's default)."
+    )
+
+
+class ProviderSettings(Section):
+    """How model providers are called: timeouts, retries, and each provider's options."""
+
+    connect_timeout_s: float = Field(10.0, gt=0, description="Opening the connection to the API, seconds.")
+    idle_timeout_s: float = Field(
+        120.0, gt=0, description="Longest silence between two events of a streamed reply; longer is a stalled stream."
+    )
+    total_timeout_s: float = Field(1_800.0, gt=0, description="One model call, every retry included, seconds.")
+    max_retries: int = Field(4, ge=0, description="HTTP retries by the SDK: 408/409/429/5xx and connection errors.")
+    stream_retries: int = Field(2, ge=0, description="Whole-call retries after a stream stalled or broke mid-reply.")
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
 
 
 class SubagentSettings(Section):
@@ -185,6 +242,7 @@ class SessionSettings(BaseModel):
     compact: CompactSettings = Field(default_factory=CompactSettings)
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
     result_max_tokens: int = Field(8_000, ge=16)
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
 
 
 class WorkingsetSettings(BaseSettings):
@@ -194,7 +252,13 @@ class WorkingsetSettings(BaseSettings):
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
     )
 
-    model: str = Field("anthropic:claude-sonnet-4-5", description="Model spec: anthropic:<model> or scripted:<file>.")
+    model: str = Field(
+        "anthropic:claude-sonnet-4-5", description="Model spec: anthropic:<model>, openai:<model> or scripted:<file>."
+    )
+    providers: ProviderSettings = Field(default_factory=ProviderSettings, description="Model providers.")
+    models: dict[str, ModelEntry] = Field(
+        default_factory=dict, description="Context windows and prices of models the built-in table does not know."
+    )
     agent: AgentSettings = Field(default_factory=AgentSettings, description="Loop limits.")
     tools: ToolSettings = Field(default_factory=ToolSettings, description="Tool caps.")
     compact: CompactSettings = Field(default_factory=CompactSettings, description="Compaction.")
@@ -221,12 +285,23 @@ class WorkingsetSettings(BaseSettings):
         "from the trust list or --trust-workspace; never taken from a file or the environment.",
     )
 
+    @model_validator(mode="after")
+    def _thinking_fits_the_reply(self) -> WorkingsetSettings:
+        anthropic = self.providers.anthropic
+        if anthropic.thinking == "enabled" and anthropic.thinking_budget_tokens >= self.agent.max_output_tokens:
+            raise ValueError(
+                f"providers.anthropic.thinking_budget_tokens ({anthropic.thinking_budget_tokens}) must be below "
+                f"agent.max_output_tokens ({self.agent.max_output_tokens})"
+            )
+        return self
+
     def session(self) -> SessionSettings:
         return SessionSettings(
             agent=self.agent,
             compact=self.compact,
             summarizer=self.summarizer,
             result_max_tokens=self.tools.result_max_tokens,
+            models=self.models,
         )
 
 
@@ -257,6 +332,8 @@ def _check_environment() -> None:
 
 
 def _describe(error: dict[str, Any]) -> str:
+    if not error["loc"]:  # a check across settings names them itself
+        return str(error["msg"]).removeprefix("Value error, ")
     loc = ".".join(str(p) for p in error["loc"])
     env = ENV_PREFIX + "__".join(str(p).upper() for p in error["loc"])
     if error["type"] == "extra_forbidden" and all(isinstance(p, str) for p in error["loc"]):

@@ -7,7 +7,8 @@ Workingset's own tree (agents/, cluster/):
     ├── ModelError                  a model call failed
     │   ├── AuthError               bad or missing credentials (never retried)
     │   ├── PromptTooLong           the provider refused the input size
-    │   ├── Overloaded              429/529/5xx still failing after retries
+    │   ├── Overloaded              429/529/5xx, or a stalled stream, still failing after retries
+    │   ├── ModelTimeout            no complete reply within the call's total timeout
     │   └── ModelResponseError      anything else the provider said no to
     ├── LoopEnded                   carries why a run stopped early
     │   ├── TurnLimitReached        agent.max_turns model calls in one outer turn
@@ -21,9 +22,12 @@ Workingset's own tree (agents/, cluster/):
     │   └── MemoryNotFound
     ├── FrontMatterError            a memory or skill file's front-matter is broken (also ValueError)
     ├── ClusterError                the Ray runtime cannot start or be joined (cluster.runtime)
-    ├── TaskEnded                   an eval task ends with an error row (cluster.eval.task_flow)
-    ├── Retry                       lost infrastructure: the eval task may run once more
-    ├── WorkspaceError              an eval workspace cannot be made or read (cluster.eval.workspaces)
+    ├── TaskEnded                   an eval task ends with an error row (cluster.eval.errors)
+    ├── Retry                       lost infrastructure: the eval task may run once more (cluster.eval.task_flow)
+    ├── WorkspaceError              an eval workspace, base or grading copy cannot be made or read
+    │   ├── GitError                host-side git failed (cluster.eval.trusted_git)
+    │   │   └── GitOutputTooLarge   git printed more than the caller's cap; stopped
+    │   └── PatchNotGradable        the agent's patch is too large or does not apply (a failed row)
     ├── GradingError                an eval test command cannot run (cluster.eval.grading)
     └── RowError                    a task-file row that cannot become a task (cluster.eval.tasks)
 
@@ -37,12 +41,15 @@ The tools' tree (tools/ cannot import agents/, so it has its own root):
         ├── IdentityError           no unprivileged identity to run the command as
         └── SeccompUnsupported      no syscall filter for this machine's architecture
 
-Private signals, caught in the module that raises them and never seen outside it:
+Signals that never reach a caller: each is caught where it is raised (the providers'
+stream errors by their retry loop, which turns the last one into Overloaded):
 
+    StreamBroken                    a streamed reply broke after it started (agents.providers.streaming)
+    └── StreamStalled               no event within providers.idle_timeout_s
     _Problem                        why one plugin is skipped (agents.plugins)
     _ActorLost                      a SessionActor died under a call (cluster.remote_session)
 
-Foreign exceptions (anthropic, yaml, Ray, OS) are converted where they enter, with
+Foreign exceptions (anthropic, openai, yaml, Ray, OS) are converted where they enter, with
 `raise ... from exc`, so callers handle one tree. tests/test_exception_tree.py fails when
 a class is defined and not drawn here, or drawn under another parent than its own.
 """
@@ -55,6 +62,7 @@ __all__ = [
     "LoopEnded",
     "ModelError",
     "ModelResponseError",
+    "ModelTimeout",
     "Overloaded",
     "PromptTooLong",
     "TurnLimitReached",
@@ -94,6 +102,10 @@ class Overloaded(ModelError):
         super().__init__(message)
         self.status_code = status_code
         self.attempts = attempts
+
+
+class ModelTimeout(ModelError):
+    """The call, retries included, passed its total timeout."""
 
 
 class ModelResponseError(ModelError):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.messages import Message, TextBlock, ToolUseBlock
+from agents.messages import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ModelClient",
     "ModelRequest",
+    "ReplyBlock",
     "ModelResponse",
     "SnapshotStore",
     "SubagentRequest",
@@ -27,6 +28,7 @@ __all__ = [
     "SubagentSpawner",
     "Summarizer",
     "ToolExecutor",
+    "TokenCountingClient",
     "ToolSchema",
     "Usage",
 ]
@@ -52,10 +54,20 @@ class ModelRequest(BaseModel):
 
 
 class Usage(BaseModel):
+    """Tokens of one call (or a sum). `input_tokens` excludes cached input, which is
+    `cache_read_input_tokens`; `reasoning_tokens` is the part of `output_tokens` spent
+    reasoning, when the provider says (informational: output already counts it)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Everything the request held, cached or not."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -64,17 +76,26 @@ class Usage(BaseModel):
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             cache_creation_input_tokens=self.cache_creation_input_tokens
             + other.cache_creation_input_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]
+"""Why a reply ended. `end_turn` and `stop_sequence` are natural ends; `tool_use` asks
+for tool results; `max_tokens` is a reply cut off (the output limit or the context
+window); `pause_turn` a turn the provider paused, to be continued as it is; `refusal`
+a reply the provider's safety system stopped (see agents.stop_reasons)."""
+
+ReplyBlock = TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock
 
 
 class ModelResponse(BaseModel):
-    content: tuple[TextBlock | ToolUseBlock, ...]
+    content: tuple[ReplyBlock, ...]
     stop_reason: StopReason = "end_turn"
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
+    stop_details: str | None = Field(None, description="What the provider said about the stop (e.g. a refusal's category).")
+    usage_reported: bool = Field(True, description="False when the provider sent no usage and it was estimated.")
 
     def as_message(self) -> Message:
         return Message(role="assistant", content=self.content)
@@ -82,11 +103,29 @@ class ModelResponse(BaseModel):
 
 @runtime_checkable
 class ModelClient(Protocol):
-    """One model call: working set in, content blocks and usage out."""
+    """One model call: working set in, content blocks and usage out.
+
+    `name` is the spec it answers to ("anthropic:claude-sonnet-4-5"). Errors are raised
+    from the `agents.errors` tree: PromptTooLong (the loop recompiles once), AuthError,
+    Overloaded / ModelTimeout (transient, already retried), ModelResponseError.
+
+    Optional, found by attribute: `model_info` (an `agents.models.ModelInfo` the
+    model table would not know), `count_tokens(request)` (see TokenCountingClient),
+    `aclose()` (release connections), `fork(role)` and `seek(calls)` (scripted replay).
+    """
 
     name: str
 
     async def create(self, request: ModelRequest) -> ModelResponse: ...
+
+
+@runtime_checkable
+class TokenCountingClient(Protocol):
+    """A client whose provider counts a request's input tokens exactly, without a reply."""
+
+    name: str
+
+    async def count_tokens(self, request: ModelRequest) -> int: ...
 
 
 @runtime_checkable
@@ -130,6 +169,7 @@ class SubagentResult(BaseModel):
     reason: str = "end_turn"
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
+    unpriced_calls: int = Field(0, description="Calls whose price is unknown (not in cost_usd).")
     model_calls: int = 0
     session_id: str = ""
 

@@ -121,7 +121,7 @@ class SettingFlag:
 
 
 SETTING_FLAGS: tuple[SettingFlag, ...] = (
-    SettingFlag("--model", "model", "model spec: anthropic:<model> or scripted:<file>", metavar="SPEC",
+    SettingFlag("--model", "model", "model spec: anthropic:<model>, openai:<model> or scripted:<file>", metavar="SPEC",
                 resolve=_spec),
     SettingFlag("--summarizer", "summarizer.spec", "summarizer spec: extractive (default) or a model spec",
                 metavar="SPEC", resolve=_spec),

@@ -5,7 +5,7 @@
                     [--keep-workspaces] [--repos DIR] [--max-turns N] [--max-tokens N]
                     [--max-cost USD] [--wall-s S] [--actors N] [--grade-concurrency N]
                     [--allow RULE] [--deny RULE] [--no-sandbox] [--trust-workspace]
-                    [--swebench-runner CMD]
+                    [--swebench-runner CMD] [--reject-test-changes]
 
 Headless permissions and settings: see settings.py.
 
@@ -65,7 +65,11 @@ class EvalCommand:
         p.add_argument("--json", action="store_true", help="stream per-task events as JSON lines instead of progress")
         p.add_argument("--strict", action="store_true", help="refuse to start when any task line is invalid")
         p.add_argument("--retry-failed", action="store_true", help="run again the tasks whose last result is not passed")
-        p.add_argument("--keep-workspaces", action="store_true", help="keep each task's workspace under OUT/workspaces")
+        p.add_argument("--keep-workspaces", action="store_true",
+                       help="keep each task's workspace under OUT/workspaces and its grading copy under OUT/grading")
+        p.add_argument("--reject-test-changes", action="store_true",
+                       help="fail a patch that changes test infrastructure (conftest.py, tests, pytest configuration) "
+                       "instead of grading it, unless the task sets grading.reject_test_changes")
         p.add_argument("--repos", type=Path, help="SWE-bench rows: directory holding owner__name or name clones")
         p.add_argument("--swebench-runner", default=DEFAULT_RUNNER, help=f"SWE-bench rows: test runner (default: {DEFAULT_RUNNER})")
         p.add_argument("--wall-s", type=positive_float, help="agent wall clock per task, unless the task sets budgets.wall_s")
@@ -92,7 +96,7 @@ class EvalCommand:
             host = RayHost(actors=args.actors or default_actors(args.concurrency))
         options = EvalOptions(out=Path(args.out), concurrency=args.concurrency, keep_workspaces=args.keep_workspaces,
                               retry_failed=args.retry_failed, wall_s=args.wall_s, invalid=invalid,
-                              command_slots=args.grade_concurrency)
+                              command_slots=args.grade_concurrency, reject_test_changes=args.reject_test_changes)
         runner = EvalRunner(settings, loaded.tasks, options, host=host, reporter=reporter)
         try:
             summary = asyncio.run(_stoppable(runner.run()))

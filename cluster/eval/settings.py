@@ -60,7 +60,7 @@ def preflight(settings: WorkingsetSettings, tasks: list[Task]) -> None:
     from agents.providers import load_model_client
 
     if any(t.model is None for t in tasks):
-        load_model_client(settings.model)
+        load_model_client(settings.model, settings=settings.providers)
     load_summarizer(settings.summarizer)
     make_strategy(settings.compact.strategy)
 
