@@ -32,44 +32,45 @@ def ws(tmp_path: Path) -> Path:
     return tmp_path / "ws"
 
 
+def _refusal_of_user_file(ws: Path, text: str) -> str:
+    """The one line that loading refuses the user's config.toml holding `text` with."""
+    _write(Path.home() / ".workingset/config.toml", text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(ws)
+    return str(caught.value)
+
+
 @pytest.mark.parametrize("section", SECTIONS)
 def test_a_misspelt_key_in_each_section_of_the_user_file_is_refused_with_the_nearest(ws, section):
     key = next(iter(WorkingsetSettings.model_fields[section].annotation.model_fields))
-    _write(Path.home() / ".workingset/config.toml", f"[{section}]\n{key}x = 1\n")
-    expected = f"setting '{section}.{key}x' in ~/.workingset/config.toml is unknown; did you mean '{section}.{key}'?"
-    with pytest.raises(ConfigError) as caught:
-        load_settings(ws)
-    assert str(caught.value) == expected
+    assert _refusal_of_user_file(ws, f"[{section}]\n{key}x = 1\n") == (
+        f"setting '{section}.{key}x' in ~/.workingset/config.toml is unknown; did you mean '{section}.{key}'?"
+    )
 
 
 def test_the_example_typo_max_turn_is_refused(ws):
-    _write(Path.home() / ".workingset/config.toml", "[agent]\nmax_turn = 80\n")
-    with pytest.raises(ConfigError, match=r"'agent\.max_turn' .* did you mean 'agent\.max_turns'\?"):
-        load_settings(ws)
+    refusal = _refusal_of_user_file(ws, "[agent]\nmax_turn = 80\n")
+    assert refusal.endswith("'agent.max_turn' in ~/.workingset/config.toml is unknown; did you mean 'agent.max_turns'?")
 
 
 def test_a_misspelt_section_is_refused_with_the_nearest(ws):
-    _write(Path.home() / ".workingset/config.toml", "[agnet]\nmax_turns = 80\n")
-    with pytest.raises(ConfigError, match=r"setting 'agnet' .* did you mean 'agent'\?"):
-        load_settings(ws)
+    assert _refusal_of_user_file(ws, "[agnet]\nmax_turns = 80\n").endswith("'agnet' in ~/.workingset/config.toml "
+                                                                           "is unknown; did you mean 'agent'?")
 
 
 def test_a_key_outside_its_section_is_pointed_to_its_section(ws):
-    _write(Path.home() / ".workingset/config.toml", "max_turns = 80\n")
-    with pytest.raises(ConfigError, match=r"setting 'max_turns' .* did you mean 'agent\.max_turns'\?"):
-        load_settings(ws)
+    assert _refusal_of_user_file(ws, "max_turns = 80\n").endswith("did you mean 'agent.max_turns'?")
 
 
 def test_a_misspelt_key_in_an_array_of_tables_is_refused(ws):
-    _write(Path.home() / ".workingset/config.toml", '[[hooks]]\nevnt = "Stop"\ncommand = "true"\n')
-    with pytest.raises(ConfigError, match=r"'hooks\[0\]\.evnt' .* did you mean 'hooks\[0\]\.event'\?"):
-        load_settings(ws)
+    refusal = _refusal_of_user_file(ws, '[[hooks]]\nevnt = "Stop"\ncommand = "true"\n')
+    assert refusal.startswith("setting 'hooks[0].evnt' in") and refusal.endswith("did you mean 'hooks[0].event'?")
 
 
 def test_a_key_far_from_any_lists_the_keys_of_its_section(ws):
-    _write(Path.home() / ".workingset/config.toml", "[snapshots]\nzzz = 1\n")
-    with pytest.raises(ConfigError, match=r"'snapshots\.zzz' .* the settings in snapshots are: max_history, max_age_days"):
-        load_settings(ws)
+    assert _refusal_of_user_file(ws, "[snapshots]\nzzz = 1\n").endswith(
+        "'snapshots.zzz' in ~/.workingset/config.toml is unknown; the settings in snapshots are: max_history, max_age_days"
+    )
 
 
 def test_a_misspelt_key_in_a_trusted_workspace_file_is_refused_naming_that_file(ws):
