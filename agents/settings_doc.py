@@ -8,7 +8,6 @@ its default and its field's description, so the table cannot say other than the 
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +28,6 @@ def _shown(value: Any) -> str:
         return "unset"
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
-    if isinstance(value, Enum):
-        value = value.value
     if isinstance(value, Path):
         home = str(Path.home())
         return f"`{str(value).replace(home, '~', 1)}`"
@@ -46,8 +43,7 @@ def _shown(value: Any) -> str:
 
 
 def _default(field: FieldInfo) -> str:
-    value = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
-    return _shown(value)
+    return _shown(field.get_default(call_default_factory=True, validated_data={}))
 
 
 def _rows(model: type[BaseModel], key: str = "", env: str = ENV_PREFIX) -> list[str]:

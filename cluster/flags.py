@@ -4,23 +4,9 @@ Each row names the flag, the setting it sets (a dotted path into WorkingsetSetti
 its help text, how its text becomes the value, and the commands that take it. Both
 parsers add their flags from here and build the overrides they hand to the loader from
 here, so a flag the two commands share has one name, one help text and one conversion.
-
-    flag               setting                        run  eval
-    --model            model                           x    x
-    --summarizer       summarizer.spec                 x    x
-    --strategy         compact.strategy                x    x
-    --max-turns        agent.max_turns                 x    x
-    --allow / --deny   permissions.allow / .deny       x    x
-    --no-sandbox       sandbox.enabled = false         x    x
-    --local            runtime = local                 x    x
-    --address          cluster.address                 x    x
-    --judge            judge                           x
-    --trace-dir        trace_dir                       x
-    --permission-mode  permissions.mode                x
-    --ask              permissions.ask                 x
-    --headless         permissions.headless            x
-    --max-tokens       subagents.tree_max_tokens            x
-    --max-cost         subagents.tree_max_cost_usd          x
+A setting with a fixed set of values (a Literal) gives its flag exactly those choices;
+model specs given as `scripted:<relative file>` are made absolute against the working
+directory, since sessions on Ray run in other processes.
 
 `--trust-workspace`, also shared, is no setting: it tells the loader to trust the
 workspace's own config for this command (see agents.trust).
@@ -40,7 +26,10 @@ from pydantic.fields import FieldInfo
 from agents.config import WorkingsetSettings
 from cluster.eval.tasks import absolute_spec
 
-__all__ = ["SETTING_FLAGS", "SettingFlag", "add_setting_flags", "add_trust_flag", "setting_overrides"]
+__all__ = [
+    "SETTING_FLAGS", "SettingFlag", "add_setting_flags", "add_trust_flag", "positive_float", "positive_int",
+    "setting_overrides",
+]
 
 RUN, EVAL = "run", "eval"
 BOTH = frozenset({RUN, EVAL})
@@ -58,11 +47,6 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {value:g}")
     return value
-
-
-def _spec(spec: str, cwd: Path) -> str | None:
-    # Sessions on Ray run in other processes with another working directory.
-    return absolute_spec(spec, cwd)
 
 
 @dataclass(frozen=True)
@@ -122,9 +106,9 @@ class SettingFlag:
 
 SETTING_FLAGS: tuple[SettingFlag, ...] = (
     SettingFlag("--model", "model", "model spec: anthropic:<model>, openai:<model> or scripted:<file>", metavar="SPEC",
-                resolve=_spec),
+                resolve=absolute_spec),
     SettingFlag("--summarizer", "summarizer.spec", "summarizer spec: extractive (default) or a model spec",
-                metavar="SPEC", resolve=_spec),
+                metavar="SPEC", resolve=absolute_spec),
     SettingFlag("--strategy", "compact.strategy", "compaction strategy spec (default: clear-then-summarize)",
                 metavar="SPEC"),
     SettingFlag("--max-turns", "agent.max_turns", "model calls allowed for one prompt (eval: per task, unless "
@@ -138,7 +122,7 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
     SettingFlag("--address", "cluster.address", "join this Ray cluster instead of starting an embedded one",
                 metavar="ADDR"),
     SettingFlag("--judge", "judge", "model spec of the goal judge (default: the main model)", frozenset({RUN}),
-                metavar="SPEC", resolve=_spec),
+                metavar="SPEC", resolve=absolute_spec),
     SettingFlag("--trace-dir", "trace_dir", "write every compiled working set to this directory", frozenset({RUN}),
                 metavar="DIR"),
     SettingFlag("--permission-mode", "permissions.mode", "how unruled calls are decided", frozenset({RUN})),
