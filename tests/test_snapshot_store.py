@@ -445,16 +445,19 @@ def _flip_last_byte(raw: bytes) -> bytes:
     return raw[:-1] + bytes([raw[-1] ^ 0xFF])
 
 
-def _schema_99(raw: bytes) -> bytes:
-    envelope = unpack(raw)
-    envelope["schema"] = 99
-    return pack(envelope)
+def _schema(number: int):
+    def rewrite(raw: bytes) -> bytes:
+        envelope = unpack(raw)
+        envelope["schema"] = number
+        return pack(envelope)
+
+    return rewrite
 
 
 ENVELOPE_DAMAGE = {
     "flipped byte": (_flip_last_byte, "fails its checksum"),
     "truncated": (lambda raw: raw[: len(raw) // 2], "cannot be decoded"),
-    "unknown schema": (_schema_99, "has schema 99; this Workingset reads schemas 1 to 2"),
+    "no known schema": (_schema(0), "has no known schema (0)"),
     "garbage": (lambda raw: b"\xc1\xff garbage, not msgpack \x00\x01", "cannot be decoded"),
     "wrong type": (lambda raw: pack([1, 2, 3]), "cannot be decoded"),
 }
@@ -538,10 +541,10 @@ def test_no_intact_version_is_a_clear_error_and_nothing_is_changed(tmp_path):
     root = tmp_path / "snapshots"
     v1, v2, _ = _two_versions(root)
     for v in (v1, v2):
-        _edit(root, "v:" + v, _schema_99(_dump(root)["v:" + v]))
+        _edit(root, "v:" + v, _schema(0)(_dump(root)["v:" + v]))
     before = _dump(root)
     store = DiskSnapshotStore(root)
-    with pytest.raises(SnapshotCorrupt, match=f"{v2} has schema 99.*no intact older version exists"):
+    with pytest.raises(SnapshotCorrupt, match=f"{v2} has no known schema.*no intact older version exists"):
         store.load(SID)
     store.close()
     assert _dump(root) == before

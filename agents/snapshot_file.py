@@ -1,0 +1,296 @@
+"""One session's store file (`<root>/<session_id>/cache.db`): read-only reads, diskcache writes.
+
+Reading never creates or changes anything. A missing `cache.db` is "no snapshot"; an
+existing one is opened read-only by SQLite (which may add its `-wal`/`-shm` working
+files beside it) and its rows are decoded the way diskcache wrote them. Opening through
+diskcache would not do: its constructor writes its settings (and its tables, into any
+SQLite file it is pointed at) on every open, so a read would need a writable disk and
+could change a file that is not a store at all.
+
+Writing goes through diskcache with every value kept inside SQLite: values in separate
+files are outside the transaction (diskcache deletes a replaced file before the
+enclosing transaction commits), which is how a killed save used to lose every version.
+Nothing is evicted (a cache may drop entries; a store must not) and nothing is mapped
+into memory (a file truncated under a mapping faults the process instead of failing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import pickle
+import shutil
+import sqlite3
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import diskcache
+from pydantic import BaseModel, ValidationError
+
+from agents.codec import CodecError, unpack
+from agents.snapshot_errors import (
+    SnapshotError,
+    SnapshotNotFound,
+    SnapshotTooNew,
+    StoreDamaged,
+    StoreDiskFull,
+)
+
+__all__ = [
+    "STORE_FORMAT",
+    "QUARANTINE",
+    "SessionRecord",
+    "StoreReader",
+    "decode_record",
+    "disk_full_message",
+    "open_for_write",
+    "quarantine",
+    "store_error",
+]
+
+# 2: the session record is msgpack and every value lives in SQLite. 1: a pickled
+# record, values over 32 KiB in files beside the database (still read).
+STORE_FORMAT = 2
+QUARANTINE = ".quarantine"
+
+_WRITE_SETTINGS = {
+    "disk_min_file_size": 2**62,
+    "eviction_policy": "none",
+    "cull_limit": 0,
+    "size_limit": 2**62,
+    "sqlite_mmap_size": 0,
+}
+_RAW, _BINARY, _TEXT, _PICKLE = 1, 2, 3, 4  # diskcache's value modes
+_BATCH = 500  # keys per SELECT (SQLite allows 999 parameters by default)
+
+
+class SessionRecord(BaseModel):
+    """The `session` key: which versions exist and what `sessions list` shows."""
+
+    format: int = STORE_FORMAT
+    current: str | None = None
+    history: list[str] = []  # oldest first
+    retired: list[str] = []  # out of the history, data not yet collected
+    cwd: str = ""
+    model: str = ""
+    saved_at: float = 0.0
+    messages: int = 0
+    last_text: str = ""
+    moved_aside: str = ""  # where a damaged earlier store of this session was moved
+
+    def holds(self, version: str) -> bool:
+        """True while every message and chunk `version` refers to is still stored."""
+        return version == self.current or version in self.history or version in self.retired
+
+
+class _NoObjects(pickle.Unpickler):
+    """Format-1 records are pickled plain dicts; nothing else is ever unpickled."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"a store record may not refer to {module}.{name}")
+
+
+def decode_record(raw: Any, session_id: str, where: Path) -> SessionRecord | None:
+    if raw is None:
+        return None
+    try:
+        if isinstance(raw, bytes):
+            fields = unpack(raw)
+            found = fields.get("format") if isinstance(fields, dict) else None
+            if isinstance(found, int) and found > STORE_FORMAT:
+                raise SnapshotTooNew(
+                    f"the store of session {session_id} ({where}) has format {found}; this Workingset reads "
+                    f"formats 1 to {STORE_FORMAT}; resume it with the newer Workingset that wrote it",
+                    found=found,
+                )
+        else:
+            fields = {**raw, "format": 1}
+        return SessionRecord.model_validate(fields)
+    except (CodecError, ValidationError, TypeError) as exc:
+        raise damaged(session_id, where, f"its session record is not a Workingset record ({_first_line(exc)})") from exc
+
+
+def damaged(session_id: str, where: Path, why: str) -> StoreDamaged:
+    return StoreDamaged(
+        f"the snapshot store of session {session_id} ({where}) is damaged: {why}; "
+        "`workingset sessions doctor` moves it aside and keeps what can still be read",
+        session_id=session_id,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+class StoreReader:
+    """A read-only view of one session's store file; use as a context manager."""
+
+    def __init__(self, session_id: str, directory: Path):
+        self.session_id, self.directory = session_id, directory
+        path = directory / "cache.db"
+        if not path.is_file():
+            raise SnapshotNotFound(f"no snapshot of session {session_id} in {directory.parent}")
+        try:
+            self._con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise store_error(exc, session_id, directory, "read") from exc
+
+    def __enter__(self) -> StoreReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._con.close()
+
+    def check(self) -> str:
+        """SQLite's own page-level check of the whole file: "ok" or what is wrong."""
+        rows = self._query("PRAGMA quick_check(5)", ())
+        return "; ".join(str(r[0]) for r in rows)
+
+    def record(self) -> SessionRecord | None:
+        tables = {r[0] for r in self._query("SELECT name FROM sqlite_master WHERE type = 'table'", ())}
+        if "Cache" not in tables:
+            if tables <= {"Settings"}:
+                return None  # created, but the first save never finished
+            listed = ", ".join(sorted(tables))
+            raise damaged(self.session_id, self.directory, f"it is another program's database (tables {listed})")
+        return decode_record(self.value("session"), self.session_id, self.directory)
+
+    def value(self, key: str) -> Any:
+        return self.values([key]).get(key)
+
+    def values(self, keys: list[str]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for i in range(0, len(keys), _BATCH):
+            batch = keys[i : i + _BATCH]
+            marks = ",".join("?" * len(batch))
+            query = f"SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"  # noqa: S608
+            for key, mode, filename, value in self._query(query, batch):
+                decoded = self._decode(mode, filename, value)
+                if decoded is not None:
+                    found[key] = decoded
+        return found
+
+    def _query(self, sql: str, params) -> list:
+        try:
+            return self._con.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.session_id, self.directory, "read") from exc
+
+    def _decode(self, mode: int, filename: str | None, value: Any) -> Any:
+        if mode == _RAW:
+            return value
+        if filename is not None:  # a format-1 value kept in a file beside the database
+            value = self._file(filename)
+            if value is None:
+                return None
+        if mode == _BINARY:
+            return value
+        if mode == _PICKLE and isinstance(value, bytes):
+            try:
+                return _NoObjects(io.BytesIO(value)).load()
+            except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+                return None
+        return None  # text values, or anything this store never writes
+
+    def _file(self, filename: str) -> bytes | None:
+        relative = PurePosixPath(filename)
+        if relative.is_absolute() or ".." in relative.parts:
+            return None
+        try:
+            return (self.directory / relative).read_bytes()
+        except OSError:
+            return None  # a lost value file: the version that needs it is reported corrupt
+
+
+def open_for_write(session_id: str, directory: Path) -> diskcache.Cache:
+    try:
+        return diskcache.Cache(str(directory), timeout=60, **_WRITE_SETTINGS)
+    except (OSError, sqlite3.Error) as exc:
+        raise store_error(exc, session_id, directory, "write") from exc
+
+
+def store_error(exc: BaseException, session_id: str, directory: Path, doing: str) -> SnapshotError:
+    """The one SnapshotError a foreign failure under `directory` becomes."""
+    name = getattr(exc, "sqlite_errorname", "")
+    no_space = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if name == "SQLITE_FULL" or no_space or "database or disk is full" in str(exc):
+        return StoreDiskFull(f"could not save session {session_id}: {disk_full_message(directory)}")
+    if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
+        return damaged(session_id, directory, _first_line(exc))
+    if isinstance(exc, diskcache.Timeout) or name == "SQLITE_BUSY":
+        return SnapshotError(f"could not {doing} snapshot of session {session_id} in {directory}: "
+                             "another process held the store for 60 s; try again when it has finished")
+    return SnapshotError(f"could not {doing} snapshot of session {session_id} in {directory}: {_first_line(exc)}")
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _mount_point(path: Path) -> Path:
+    path = _existing(path).resolve()
+    device = path.stat().st_dev
+    while path != path.parent and path.parent.stat().st_dev == device:
+        path = path.parent
+    return path
+
+
+def _filesystem(mount: Path) -> str:
+    """E.g. "ext4 /dev/sda1" or "tmpfs", from the last mount at `mount`."""
+    found = "filesystem"
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 3 and fields[1] == str(mount):
+            source, kind = fields[0], fields[2]
+            found = kind if source == kind else f"{kind} {source}"
+    return found
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def disk_full_message(directory: Path) -> str:
+    """Names the disk: its mount point, filesystem and free space."""
+    try:
+        mount = _mount_point(directory)
+        usage = shutil.disk_usage(mount)
+        where = f"{_filesystem(mount)} mounted at {mount}, {_size(usage.free)} free of {_size(usage.total)}"
+    except OSError:
+        where = "its filesystem could not be inspected"
+    return (f"no space left on the disk holding {directory} ({where}); the previous snapshot is intact; "
+            "free space there, or set `home` (WORKINGSET_HOME) to a directory on another disk")
+
+
+def quarantine(root: Path, session_id: str, why: str) -> Path:
+    """Move a session's store aside, whole, to `<root>/.quarantine/<id>-<time>/`."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = root / QUARANTINE / f"{session_id}-{stamp}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = root / QUARANTINE / f"{session_id}-{stamp}-{n}"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(root / session_id, target)
+    except OSError as exc:
+        raise SnapshotError(f"could not move the damaged store of session {session_id} aside to {target}: {exc}") from exc
+    with contextlib.suppress(OSError):  # the move is what matters; the note is a courtesy
+        (target / "WHY.txt").write_text(why + "\n")
+    return target
