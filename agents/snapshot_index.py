@@ -118,12 +118,12 @@ def plan(conversation: Sequence[Message], stored: StoredIndex | None) -> Delta:
     head = stored.digests[first * CHUNK : keep] if stored is not None else []
     rebuilt_digests = head + tail_digests
     tail_chunks, new_chunks = [], {}
-    old_chunks = set(stored.chunks) if stored is not None else set()
-    for i in range(0, len(rebuilt_digests), CHUNK):
+    unchanged = stored.chunks[first:] if stored is not None else []
+    for n, i in enumerate(range(0, len(rebuilt_digests), CHUNK)):
         chunk = b"".join(bytes.fromhex(d) for d in rebuilt_digests[i : i + CHUNK])
         key = hashlib.sha256(chunk).hexdigest()
         tail_chunks.append(key)
-        if key not in old_chunks:
+        if n >= len(unchanged) or unchanged[n] != key:  # any other duplicate is skipped by the store
             new_chunks[key] = chunk
     chunks = (stored.chunks[:first] if stored is not None else []) + tail_chunks
     last = _last_text(tail)

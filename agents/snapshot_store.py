@@ -141,6 +141,15 @@ def _open_envelope(raw: object, version: str) -> dict:
         raise SnapshotCorrupt(f"snapshot version {version} cannot be decoded ({exc})", version=version) from exc
 
 
+def _newest_first(chunk_lists: list[list[str]]):
+    """Chunk keys by position from the end: every list's last, then every second-to-last, ..."""
+    longest = max((len(keys) for keys in chunk_lists), default=0)
+    for offset in range(1, longest + 1):
+        for keys in chunk_lists:
+            if offset <= len(keys):
+                yield keys[-offset]
+
+
 class DiskSnapshotStore:
     def __init__(self, root: Path, *, max_history: int = 50, max_age_days: float = 30.0):
         self.root = Path(root)
@@ -153,10 +162,11 @@ class DiskSnapshotStore:
 
     # -- writing ------------------------------------------------------------------------
 
-    def save(self, state: SessionState) -> str:
-        """Store `state` as the session's new current version; return its id."""
+    def save(self, state: SessionState, *, version: str | None = None) -> str:
+        """Store `state` as the session's new current version; return its id. `version`
+        names it (the doctor keeps salvaged versions' ids); it must sort after the current."""
         with self._lock:
-            version, collect = self._write(state)
+            version, collect = self._write(state, version=version)
             if collect:
                 self._collect_quietly(state.session_id)
             return version
@@ -206,6 +216,8 @@ class DiskSnapshotStore:
                     cache.add("m:" + digest, data)
                 for key, chunk in delta.new_chunks.items():
                     cache.add("c:" + key, chunk)
+                if version is not None and record.current and version <= record.current:
+                    raise SnapshotError(f"version {version} of session {sid} would not be newer than {record.current}")
                 version = version or self._next_version(record)
                 cache.set("v:" + version, self._envelope(header, delta))
                 collect = self._rotate(cache, record, state, delta, version)
@@ -252,8 +264,7 @@ class DiskSnapshotStore:
             try:
                 with cache.transact():
                     record = self._record(cache, sid)
-                    if record.retired:
-                        self._collect(cache, record)
+                    if record.retired and self._collect(cache, record):
                         cache.set("session", pack(record.model_copy(update={"retired": []}).model_dump()))
             except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
                 raise store_error(exc, sid, self.root / sid, "collect garbage in") from exc
@@ -263,30 +274,40 @@ class DiskSnapshotStore:
             self.collect_garbage(session_id)
 
     @staticmethod
-    def _collect(cache: diskcache.Cache, record: SessionRecord) -> None:
-        def chunks_of(version: str) -> list[str] | None:
+    def _collect(cache: diskcache.Cache, record: SessionRecord) -> bool:
+        """Delete what only retired versions refer to; False (nothing deleted) while a live
+        version was written by a newer Workingset, whose references this one cannot read."""
+        def chunks_of(version: str) -> list[str]:
             try:
                 return list(_open_envelope(cache.get("v:" + version), version)["chunks"])
-            except (SnapshotCorrupt, SnapshotTooNew, KeyError, TypeError):
-                return None  # what it refers to is unknown: keep it all
+            except (SnapshotCorrupt, KeyError, TypeError):
+                return []  # unreadable already; it keeps nothing alive
 
-        live_chunks: set[str] = set()
-        for v in [record.current, *record.history]:
-            live_chunks.update(chunks_of(v) or [])
-        dead_chunks: set[str] = set()
-        for v in record.retired:
-            dead_chunks.update(set(chunks_of(v) or []) - live_chunks)
-        dead_messages: set[str] = set()
-        if dead_chunks:
-            live_messages = {d for key in live_chunks for d in chunk_digests(cache.get("c:" + key) or b"")}
-            for key in dead_chunks:
-                dead_messages.update(set(chunk_digests(cache.get("c:" + key) or b"")) - live_messages)
+        try:
+            live = [chunks_of(v) for v in [record.current, *record.history]]
+        except SnapshotTooNew:
+            return False
+        live_chunks = {key for keys in live for key in keys}
+        dead_chunks = {key for v in record.retired for key in chunks_of(v)} - live_chunks
+        # A message in a dead chunk is dead unless a live chunk holds it too. Live chunks are
+        # searched from the end of each version (what a retired version had that changed
+        # since is near its end) and the search stops once every candidate is found, so a
+        # collection after appends reads a few chunks, not the whole history.
+        candidates = {d for key in dead_chunks for d in chunk_digests(cache.get("c:" + key) or b"")}
+        seen: set[str] = set()
+        for key in _newest_first(live):
+            if not candidates:
+                break
+            if key not in seen:
+                seen.add(key)
+                candidates.difference_update(chunk_digests(cache.get("c:" + key) or b""))
         for v in record.retired:
             cache.delete("v:" + v)
         for key in dead_chunks:
             cache.delete("c:" + key)
-        for digest in dead_messages:
+        for digest in candidates:
             cache.delete("m:" + digest)
+        return True
 
     def _writable(self, sid: str) -> diskcache.Cache:
         cache = self._caches.get(sid)
@@ -415,7 +436,7 @@ class DiskSnapshotStore:
         """Every stored session (optionally only one workspace's), and every store that
         cannot be read — a damaged file names its session and leaves the others listed."""
         found, problems = [], []
-        for directory in self._session_dirs():
+        for directory in self.session_dirs():
             try:
                 with StoreReader(directory.name, directory) as reader:
                     record = reader.record()
@@ -436,7 +457,8 @@ class DiskSnapshotStore:
         """Every readable stored session (optionally only one workspace's), newest first."""
         return self.scan(cwd).sessions
 
-    def _session_dirs(self) -> list[Path]:
+    def session_dirs(self) -> list[Path]:
+        """The directories that may hold a session's store (not `.quarantine/` and the like)."""
         if not self.root.is_dir():
             return []
         return sorted(d for d in self.root.iterdir() if d.is_dir() and not d.name.startswith("."))
