@@ -65,6 +65,7 @@ _WRITE_SETTINGS = {
 }
 _RAW, _BINARY, _TEXT, _PICKLE = 1, 2, 3, 4  # diskcache's value modes
 _BATCH = 500  # keys per SELECT (SQLite allows 999 parameters by default)
+_NEARLY_FULL = 1 << 20  # bytes free below which an I/O error is taken for a full disk
 
 
 class SessionRecord(BaseModel):
@@ -130,13 +131,31 @@ class StoreReader:
 
     def __init__(self, session_id: str, directory: Path):
         self.session_id, self.directory = session_id, directory
-        path = directory / "cache.db"
-        if not path.is_file():
+        self._path = directory / "cache.db"
+        if not self._path.is_file():
             raise SnapshotNotFound(f"no snapshot of session {session_id} in {directory.parent}")
+        self._con = self._connect("?mode=ro")
+        self._immutable = False
+
+    def _connect(self, options: str) -> sqlite3.Connection:
         try:
-            self._con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=30, check_same_thread=False)
+            return sqlite3.connect(self._path.resolve().as_uri() + options, uri=True, timeout=30, check_same_thread=False)
         except sqlite3.Error as exc:
-            raise store_error(exc, session_id, directory, "read") from exc
+            raise store_error(exc, self.session_id, self.directory, "read") from exc
+
+    def _without_working_files(self, exc: sqlite3.Error) -> bool:
+        """A read-only connection still needs SQLite's shared-memory file, which cannot be
+        made on a full disk or a read-only directory. When no write-ahead log holds changes
+        not yet in the database file, the file alone is the whole store: read it as is."""
+        if self._immutable or not getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")):
+            return False
+        wal = self._path.with_name("cache.db-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            return False
+        self._con.close()
+        self._con = self._connect("?mode=ro&immutable=1")
+        self._immutable = True
+        return True
 
     def __enter__(self) -> StoreReader:
         return self
@@ -180,6 +199,8 @@ class StoreReader:
         try:
             return self._con.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
+            if self._without_working_files(exc):
+                return self._query(sql, params)
             raise store_error(exc, self.session_id, self.directory, "read") from exc
 
     def _decode(self, mode: int, filename: str | None, value: Any) -> Any:
@@ -215,12 +236,24 @@ def open_for_write(session_id: str, directory: Path) -> diskcache.Cache:
         raise store_error(exc, session_id, directory, "write") from exc
 
 
+def _out_of_space(exc: BaseException, directory: Path) -> bool:
+    name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_FULL" or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+        return True
+    # SQLite reports a working file it could not grow as an I/O error: look at the disk.
+    if name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")) or isinstance(exc, OSError):
+        try:
+            return shutil.disk_usage(_existing(directory)).free < _NEARLY_FULL
+        except OSError:
+            return False
+    return False
+
+
 def store_error(exc: BaseException, session_id: str, directory: Path, doing: str) -> SnapshotError:
     """The one SnapshotError a foreign failure under `directory` becomes."""
     name = getattr(exc, "sqlite_errorname", "")
-    no_space = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    if name == "SQLITE_FULL" or no_space or "database or disk is full" in str(exc):
-        return StoreDiskFull(f"could not save session {session_id}: {disk_full_message(directory)}")
+    if _out_of_space(exc, directory):
+        return StoreDiskFull(f"could not {doing} snapshot of session {session_id}: {disk_full_message(directory)}")
     if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
         return damaged(session_id, directory, _first_line(exc))
     if isinstance(exc, diskcache.Timeout) or name == "SQLITE_BUSY":
