@@ -28,7 +28,7 @@ from agents.snapshot_errors import (
     SnapshotTooNew,
     StoreDamaged,
 )
-from agents.snapshot_file import QUARANTINE, StoreReader, quarantine
+from agents.snapshot_file import QUARANTINE, SalvagedRows, SessionRecord, StoreReader, quarantine
 from agents.snapshot_store import DiskSnapshotStore
 
 __all__ = ["SessionCheck", "StoreCheck", "check_store"]
@@ -69,8 +69,17 @@ class _Reading:
     current: str | None = None
 
 
-def _read_versions(reader: StoreReader, reading: _Reading) -> None:
-    record = reader.record()
+def _read_versions(source: StoreReader | SalvagedRows, reading: _Reading) -> None:
+    try:
+        record = source.record()
+    except StoreDamaged:
+        if not isinstance(source, SalvagedRows):
+            raise
+        record = None
+    if (record is None or not record.current) and isinstance(source, SalvagedRows):
+        # The record itself was lost: the versions that survived still name themselves.
+        found = sorted(key[2:] for key in source.rows if key.startswith("v:"))
+        record = SessionRecord(current=found[-1], history=found[:-1]) if found else None
     if record is None or not record.current:
         return
     reading.current = record.current
@@ -78,13 +87,13 @@ def _read_versions(reader: StoreReader, reading: _Reading) -> None:
     memo: dict[str, Message] = {}
     for version in reading.versions:
         try:
-            state, _ = DiskSnapshotStore.read_version(reader, version, memo)
+            state, _ = DiskSnapshotStore.read_version(source, version, memo)
             reading.intact.append((version, state))
         except (SnapshotCorrupt, StoreDamaged) as exc:
             reading.corrupt.append(version)
             reading.first_problem = reading.first_problem or str(exc)
             if isinstance(exc, StoreDamaged):
-                reading.damage = reading.damage or str(exc)
+                reading.damage = reading.damage or exc.why
 
 
 def _read(session_id: str, directory: Path) -> _Reading:
@@ -94,11 +103,14 @@ def _read(session_id: str, directory: Path) -> _Reading:
             verdict = reader.check()
             if verdict != "ok":
                 reading.damage = f"SQLite's check of the file reports: {verdict}"
-            _read_versions(reader, reading)
+        except StoreDamaged as exc:
+            reading.damage = exc.why
+        try:
+            _read_versions(reader.salvage() if reading.damage else reader, reading)
         except SnapshotTooNew as exc:
             reading.newer = str(exc)
         except StoreDamaged as exc:
-            reading.damage = reading.damage or str(exc)
+            reading.damage = reading.damage or exc.why
     return reading
 
 
@@ -150,7 +162,9 @@ def check_store(store: DiskSnapshotStore, *, repair: bool = True) -> StoreCheck:
             reading = _read(sid, directory)
         except SnapshotNotFound:
             continue  # a directory without a store file holds nothing to check
-        except SnapshotError as exc:  # the file would not even open
+        except StoreDamaged as exc:  # the file would not even open
+            reading = _Reading(damage=exc.why)
+        except SnapshotError as exc:
             reading = _Reading(damage=str(exc))
         check = _verdict(sid, reading)
         if check.status == "damaged" and repair:

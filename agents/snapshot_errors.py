@@ -46,9 +46,9 @@ class SnapshotTooNew(SnapshotError):
 
 
 class StoreDamaged(SnapshotError):
-    def __init__(self, message: str, *, session_id: str):
+    def __init__(self, message: str, *, session_id: str, why: str):
         super().__init__(message)
-        self.session_id = session_id
+        self.session_id, self.why = session_id, why
 
 
 class StoreDiskFull(SnapshotError):

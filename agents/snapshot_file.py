@@ -42,6 +42,7 @@ from agents.snapshot_errors import (
 __all__ = [
     "STORE_FORMAT",
     "QUARANTINE",
+    "SalvagedRows",
     "SessionRecord",
     "StoreReader",
     "decode_record",
@@ -65,6 +66,7 @@ _WRITE_SETTINGS = {
 }
 _RAW, _BINARY, _TEXT, _PICKLE = 1, 2, 3, 4  # diskcache's value modes
 _BATCH = 500  # keys per SELECT (SQLite allows 999 parameters by default)
+_SALVAGE_MISSES = 10_000  # unreadable rowids in a row after which salvage stops
 _NEARLY_FULL = 1 << 20  # bytes free below which an I/O error is taken for a full disk
 
 
@@ -119,6 +121,7 @@ def damaged(session_id: str, where: Path, why: str) -> StoreDamaged:
         f"the snapshot store of session {session_id} ({where}) is damaged: {why}; "
         "`workingset sessions doctor` moves it aside and keeps what can still be read",
         session_id=session_id,
+        why=why,
     )
 
 
@@ -183,6 +186,29 @@ class StoreReader:
     def value(self, key: str) -> Any:
         return self.values([key]).get(key)
 
+    def salvage(self) -> SalvagedRows:
+        """Every row that can still be read, found by walking the table in rowid order
+        (not through its key index, which damage may have broken) and stepping over rows
+        that cannot be read."""
+        rows: dict[str, Any] = {}
+        last, misses = 0, 0
+        query = "SELECT rowid, key, mode, filename, value FROM Cache NOT INDEXED WHERE rowid > ? AND raw = 1 ORDER BY rowid LIMIT 256"
+        while misses < _SALVAGE_MISSES:
+            try:
+                batch = self._con.execute(query, (last,)).fetchall()
+            except sqlite3.DatabaseError:
+                last, misses = last + 1, misses + 1
+                continue
+            if not batch:
+                break
+            misses = 0
+            for rowid, key, mode, filename, value in batch:
+                decoded = self._decode(mode, filename, value)
+                if isinstance(key, str) and decoded is not None:
+                    rows[key] = decoded
+                last = rowid
+        return SalvagedRows(self.session_id, self.directory, rows)
+
     def values(self, keys: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
         for i in range(0, len(keys), _BATCH):
@@ -227,6 +253,22 @@ class StoreReader:
             return (self.directory / relative).read_bytes()
         except OSError:
             return None  # a lost value file: the version that needs it is reported corrupt
+
+
+class SalvagedRows:
+    """What `StoreReader.salvage` found, read like a store (`value`, `values`, `record`)."""
+
+    def __init__(self, session_id: str, directory: Path, rows: dict[str, Any]):
+        self.session_id, self.directory, self.rows = session_id, directory, rows
+
+    def value(self, key: str) -> Any:
+        return self.rows.get(key)
+
+    def values(self, keys: list[str]) -> dict[str, Any]:
+        return {k: self.rows[k] for k in keys if k in self.rows}
+
+    def record(self) -> SessionRecord | None:
+        return decode_record(self.rows.get("session"), self.session_id, self.directory)
 
 
 def open_for_write(session_id: str, directory: Path) -> diskcache.Cache:

@@ -51,6 +51,7 @@ from agents.snapshot_errors import (
     StoreDiskFull,
 )
 from agents.snapshot_file import (
+    SalvagedRows,
     SessionRecord,
     StoreReader,
     decode_record,
@@ -377,7 +378,7 @@ class DiskSnapshotStore:
         raise SnapshotCorrupt(f"{exc}; no intact older version exists", version=wanted) from exc
 
     @staticmethod
-    def read_version(reader: StoreReader, version: str, memo: dict[str, Message] | None = None) -> tuple[SessionState, StoredIndex]:
+    def read_version(reader: StoreReader | SalvagedRows, version: str, memo: dict[str, Message] | None = None) -> tuple[SessionState, StoredIndex]:
         """One version, every digest verified; `memo` shares decoded messages across calls."""
         body = _open_envelope(reader.value("v:" + version), version)
         memo = {} if memo is None else memo
