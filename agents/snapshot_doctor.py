@@ -97,21 +97,29 @@ def _read_versions(source: StoreReader | SalvagedRows, reading: _Reading) -> Non
 
 
 def _read(session_id: str, directory: Path) -> _Reading:
-    reading = _Reading()
     with StoreReader(session_id, directory) as reader:
+        damage = ""
         try:
             verdict = reader.check()
-            if verdict != "ok":
-                reading.damage = f"SQLite's check of the file reports: {verdict}"
+            damage = "" if verdict == "ok" else f"SQLite's check of the file reports: {verdict}"
         except StoreDamaged as exc:
-            reading.damage = exc.why
+            damage = exc.why
+        if not damage:
+            reading = _Reading()
+            try:
+                _read_versions(reader, reading)
+                return reading
+            except SnapshotTooNew as exc:
+                return _Reading(newer=str(exc))
+            except StoreDamaged as exc:
+                damage = exc.why
+        # Damaged: read what can still be read, row by row.
+        reading = _Reading(damage=damage)
         try:
-            _read_versions(reader.salvage() if reading.damage else reader, reading)
+            _read_versions(reader.salvage(), reading)
         except SnapshotTooNew as exc:
             reading.newer = str(exc)
-        except StoreDamaged as exc:
-            reading.damage = reading.damage or exc.why
-    return reading
+        return reading
 
 
 def _repair(store: DiskSnapshotStore, session_id: str, reading: _Reading) -> str:
