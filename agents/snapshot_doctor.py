@@ -30,6 +30,7 @@ from agents.snapshot_errors import (
 )
 from agents.snapshot_file import QUARANTINE, SalvagedRows, SessionRecord, StoreReader, quarantine
 from agents.snapshot_store import DiskSnapshotStore
+from agents.snapshot_version import read_version
 
 __all__ = ["SessionCheck", "StoreCheck", "check_store"]
 
@@ -87,7 +88,7 @@ def _read_versions(source: StoreReader | SalvagedRows, reading: _Reading) -> Non
     memo: dict[str, Message] = {}
     for version in reading.versions:
         try:
-            state, _ = DiskSnapshotStore.read_version(source, version, memo)
+            state, _ = read_version(source, version, memo)
             reading.intact.append((version, state))
         except (SnapshotCorrupt, StoreDamaged) as exc:
             reading.corrupt.append(version)

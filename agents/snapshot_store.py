@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import shutil
 import sqlite3
 import threading
@@ -39,9 +38,8 @@ from pathlib import Path
 import diskcache
 from pydantic import BaseModel
 
-from agents.codec import CodecError, decode_message, pack, unpack
-from agents.messages import Message
-from agents.session_state import READABLE_SCHEMAS, SCHEMA_VERSION, SessionState
+from agents.codec import CodecError, pack
+from agents.session_state import SessionState
 from agents.snapshot_errors import (
     SnapshotCorrupt,
     SnapshotError,
@@ -51,7 +49,6 @@ from agents.snapshot_errors import (
     StoreDiskFull,
 )
 from agents.snapshot_file import (
-    SalvagedRows,
     SessionRecord,
     StoreReader,
     decode_record,
@@ -59,7 +56,9 @@ from agents.snapshot_file import (
     quarantine,
     store_error,
 )
-from agents.snapshot_index import Delta, StoredIndex, chunk_digests, last_text, plan
+from agents.snapshot_gc import collect
+from agents.snapshot_index import Delta, StoredIndex, plan
+from agents.snapshot_version import make_envelope, open_envelope, read_version
 
 __all__ = [
     "DiskSnapshotStore",
@@ -120,37 +119,6 @@ def _check_id(session_id: str) -> str:
     return session_id
 
 
-def _open_envelope(raw: object, version: str) -> dict:
-    if raw is None:
-        raise SnapshotCorrupt(f"snapshot version {version} is missing", version=version)
-    try:
-        envelope = unpack(raw)
-        schema = envelope.get("schema")
-        if isinstance(schema, int) and schema > SCHEMA_VERSION:
-            raise SnapshotTooNew(
-                f"snapshot version {version} has schema {schema}; this Workingset reads schemas "
-                f"{READABLE_SCHEMAS[0]} to {SCHEMA_VERSION}; resume it with the newer Workingset that wrote it",
-                found=schema,
-            )
-        if schema not in READABLE_SCHEMAS:
-            raise SnapshotCorrupt(f"snapshot version {version} has no known schema ({schema!r})", version=version)
-        body = envelope["body"]
-        if hashlib.sha256(body).hexdigest() != envelope["sum"]:
-            raise SnapshotCorrupt(f"snapshot version {version} fails its checksum", version=version)
-        return unpack(body)
-    except (CodecError, KeyError, TypeError, AttributeError) as exc:
-        raise SnapshotCorrupt(f"snapshot version {version} cannot be decoded ({exc})", version=version) from exc
-
-
-def _newest_first(chunk_lists: list[list[str]]):
-    """Chunk keys by position from the end: every list's last, then every second-to-last, ..."""
-    longest = max((len(keys) for keys in chunk_lists), default=0)
-    for offset in range(1, longest + 1):
-        for keys in chunk_lists:
-            if offset <= len(keys):
-                yield keys[-offset]
-
-
 class DiskSnapshotStore:
     def __init__(self, root: Path, *, max_history: int = 50, max_age_days: float = 30.0):
         self.root = Path(root)
@@ -183,16 +151,16 @@ class DiskSnapshotStore:
         stored = self._indexes.get(sid)
         try:
             delta = plan(state.conversation, stored)
-            header = state.header()
+            envelope = make_envelope(state.header(), delta)  # the same whatever `delta` was planned against
         except CodecError as exc:
             raise SnapshotError(f"session {sid} cannot be saved: {exc}; the previous snapshot is unchanged") from exc
         try:
-            written = self._commit(sid, state, header, delta, stored, version)
+            written = self._commit(sid, state, envelope, delta, stored, version)
         except StoreDamaged as exc:
-            # The file broke under a running session: keep it aside, whole, and go on in a
-            # fresh store that starts with this state (the record says where the old one went).
+            # Keep the damaged file aside, whole, and go on in a fresh store that starts
+            # with this state (its record says where the old one went).
             self._set_aside(sid, str(exc))
-            written = self._commit(sid, state, header, plan(state.conversation, None), None, version)
+            written = self._commit(sid, state, envelope, plan(state.conversation, None), None, version)
         version, collect, delta, stored = written
         if stored is None:
             self._indexes[sid] = delta.fresh_index(version)
@@ -200,7 +168,7 @@ class DiskSnapshotStore:
             stored.advance(delta, version)
         return version, collect
 
-    def _commit(self, sid: str, state: SessionState, header: dict, delta: Delta, stored: StoredIndex | None,
+    def _commit(self, sid: str, state: SessionState, envelope: bytes, delta: Delta, stored: StoredIndex | None,
                 version: str | None) -> tuple[str, bool, Delta, StoredIndex | None]:
         """The save's one transaction."""
         try:
@@ -220,16 +188,11 @@ class DiskSnapshotStore:
                 if version is not None and record.current and version <= record.current:
                     raise SnapshotError(f"version {version} of session {sid} would not be newer than {record.current}")
                 version = version or self._next_version(record)
-                cache.set("v:" + version, self._envelope(header, delta))
+                cache.set("v:" + version, envelope)
                 collect = self._rotate(cache, record, state, delta, version)
         except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
             raise store_error(exc, sid, self.root / sid, "write") from exc
         return version, collect, delta, stored
-
-    @staticmethod
-    def _envelope(header: dict, delta: Delta) -> bytes:
-        body = pack({"header": header, "chunks": delta.chunks, "count": delta.count})
-        return pack({"schema": SCHEMA_VERSION, "sum": hashlib.sha256(body).hexdigest(), "body": body})
 
     @staticmethod
     def _next_version(record: SessionRecord) -> str:
@@ -265,7 +228,7 @@ class DiskSnapshotStore:
             try:
                 with cache.transact():
                     record = self._record(cache, sid)
-                    if record.retired and self._collect(cache, record):
+                    if record.retired and collect(cache, record):
                         cache.set("session", pack(record.model_copy(update={"retired": []}).model_dump()))
             except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
                 raise store_error(exc, sid, self.root / sid, "collect garbage in") from exc
@@ -273,42 +236,6 @@ class DiskSnapshotStore:
     def _collect_quietly(self, session_id: str) -> None:
         with contextlib.suppress(SnapshotError):  # nothing is lost: the retired versions wait for the next one
             self.collect_garbage(session_id)
-
-    @staticmethod
-    def _collect(cache: diskcache.Cache, record: SessionRecord) -> bool:
-        """Delete what only retired versions refer to; False (nothing deleted) while a live
-        version was written by a newer Workingset, whose references this one cannot read."""
-        def chunks_of(version: str) -> list[str]:
-            try:
-                return list(_open_envelope(cache.get("v:" + version), version)["chunks"])
-            except (SnapshotCorrupt, KeyError, TypeError):
-                return []  # unreadable already; it keeps nothing alive
-
-        try:
-            live = [chunks_of(v) for v in [record.current, *record.history]]
-        except SnapshotTooNew:
-            return False
-        live_chunks = {key for keys in live for key in keys}
-        dead_chunks = {key for v in record.retired for key in chunks_of(v)} - live_chunks
-        # A message in a dead chunk is dead unless a live chunk holds it too. Live chunks are
-        # searched from the end of each version (what a retired version had that changed
-        # since is near its end) and the search stops once every candidate is found, so a
-        # collection after appends reads a few chunks, not the whole history.
-        candidates = {d for key in dead_chunks for d in chunk_digests(cache.get("c:" + key) or b"")}
-        seen: set[str] = set()
-        for key in _newest_first(live):
-            if not candidates:
-                break
-            if key not in seen:
-                seen.add(key)
-                candidates.difference_update(chunk_digests(cache.get("c:" + key) or b""))
-        for v in record.retired:
-            cache.delete("v:" + v)
-        for key in dead_chunks:
-            cache.delete("c:" + key)
-        for digest in candidates:
-            cache.delete("m:" + digest)
-        return True
 
     def _writable(self, sid: str) -> diskcache.Cache:
         cache = self._caches.get(sid)
@@ -357,7 +284,7 @@ class DiskSnapshotStore:
                     f"{sid}` lists the versions there are"
                 )
             try:
-                state, index = self.read_version(reader, wanted)
+                state, index = read_version(reader, wanted)
                 loaded = LoadedSnapshot(state=state, version=wanted)
             except SnapshotCorrupt as exc:
                 if not fall_back:
@@ -372,43 +299,10 @@ class DiskSnapshotStore:
     def _fall_back(self, reader: StoreReader, record: SessionRecord, wanted: str, exc: SnapshotCorrupt):
         for older in reversed([v for v in record.history if v < wanted]):
             try:
-                return self.read_version(reader, older)
+                return read_version(reader, older)
             except SnapshotCorrupt:
                 continue
         raise SnapshotCorrupt(f"{exc}; no intact older version exists", version=wanted) from exc
-
-    @staticmethod
-    def read_version(reader: StoreReader | SalvagedRows, version: str, memo: dict[str, Message] | None = None) -> tuple[SessionState, StoredIndex]:
-        """One version, every digest verified; `memo` shares decoded messages across calls."""
-        body = _open_envelope(reader.value("v:" + version), version)
-        memo = {} if memo is None else memo
-        try:
-            chunk_keys = list(body["chunks"])
-            chunks = reader.values(["c:" + k for k in chunk_keys])
-            digests: list[str] = []
-            for key in chunk_keys:
-                chunk = chunks.get("c:" + key)
-                if not isinstance(chunk, bytes) or hashlib.sha256(chunk).hexdigest() != key:
-                    raise SnapshotCorrupt(f"snapshot version {version}: index chunk {key[:12]} is missing or damaged", version=version)
-                digests += chunk_digests(chunk)
-            wanted = list({d: None for d in digests if d not in memo})
-            found = reader.values(["m:" + d for d in wanted])
-            for digest in wanted:
-                data = found.get("m:" + digest)
-                if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != digest:
-                    raise SnapshotCorrupt(f"snapshot version {version}: message {digest[:12]} is missing or damaged", version=version)
-                message = decode_message(data)
-                message.__pydantic_private__["_encoded"] = (digest, data)  # never encoded again
-                memo[digest] = message
-            messages = [memo[d] for d in digests]
-            state = SessionState.model_validate({**body["header"], "conversation": messages})
-        except (CodecError, ValueError, KeyError, TypeError) as exc:
-            if isinstance(exc, SnapshotCorrupt):
-                raise
-            raise SnapshotCorrupt(f"snapshot version {version} does not hold a valid session ({exc})", version=version) from exc
-        # The index holds the messages as stored: a schema-1 upgrade makes new objects of
-        # the ones it types, so a save after it writes those and keeps the rest.
-        return state, StoredIndex(version, messages, digests, chunk_keys, last_text(state.conversation))
 
     def history(self, session_id: str) -> list[VersionInfo]:
         """Newest first; the current version is marked."""
@@ -421,7 +315,7 @@ class DiskSnapshotStore:
             for version in [record.current, *reversed(record.history)]:
                 current = version == record.current
                 try:
-                    body = _open_envelope(reader.value("v:" + version), version)
+                    body = open_envelope(reader.value("v:" + version), version)
                     header = body["header"]
                     infos.append(VersionInfo(version=version, saved_at=header["saved_at"], reason=header.get("reason", ""),
                                              messages=body["count"], current=current))
