@@ -22,6 +22,7 @@ from agents.compaction import ExtractiveSummarizer
 from agents.compaction.summary import SummaryFailed
 from agents.config import SummarizerSettings, WorkingsetSettings
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.snapshot_store import SnapshotNotFound
 from agents.tool_batch import PermissionAnswer
 from cluster.cli import main
 from cluster.compactor_pool import start_compactor_pool
@@ -30,6 +31,7 @@ from cluster.remote_session import RemoteSession
 from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
 from cluster.snapshot_actor import start_snapshot_actor
 from cluster.tool_tasks import RayToolExecutor
+from tests.fakes import session_state, tool_interaction
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -340,6 +342,19 @@ async def test_session_saved_on_the_head_node_resumes_on_the_other_node_through_
     assert where == ray_cluster.other_node_id
     assert [m.text for m in state.conversation if m.role == "user"] == ["remember a word", "which word?"]
     assert not (settings.home / "snapshots").exists()  # everything went through the actor's store
+
+
+async def test_the_snapshot_actor_serves_the_async_store_api_and_its_errors(ray_cluster, tmp_path):
+    store = start_snapshot_actor(tmp_path / "store", max_history=5, max_age_days=1.0, node_id=ray_cluster.head_node_id)
+    conversation = [Message.user("go"), *tool_interaction(0, 300_000)]
+    versions = await asyncio.gather(*(store.asave(session_state(conversation[: n + 1])) for n in range(3)))
+    loaded = await store.aload("sess01")
+    assert loaded.version == versions[-1] and loaded.state.conversation == conversation
+    assert [v.version for v in await store.ahistory("sess01")] == list(reversed(versions))
+    assert [s.session_id for s in (await store.ascan()).sessions] == ["sess01"]
+    with pytest.raises(SnapshotNotFound, match="no snapshot of session nope"):
+        await store.aload("nope")
+    assert not (tmp_path / "store" / "nope").exists()
 
 
 # -- Ray unavailable ---------------------------------------------------------------------
