@@ -28,6 +28,18 @@ __all__ = [
 class SnapshotError(WorkingsetError):
     """A snapshot could not be written or read."""
 
+    def __reduce__(self):
+        # Keep the fields when crossing a process boundary (Ray): by default an exception
+        # pickles as cls(*args), which loses keyword-only fields, or fails for lack of them.
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild(cls: type[SnapshotError], args: tuple, fields: dict) -> SnapshotError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(fields)
+    return error
+
 
 class SnapshotNotFound(SnapshotError):
     pass
