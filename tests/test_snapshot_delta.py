@@ -5,10 +5,13 @@ can write that msgpack cannot hold natively are saved, and one that cannot be en
 leaves the previous snapshot; asave/aload keep the event loop running and keep order."""
 
 import asyncio
+import json
 import random
 
 import pytest
 
+from agents.assembly import build_session
+from agents.config import load_settings
 from agents.messages import ClearedBody, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.snapshot_store import DiskSnapshotStore, SnapshotError
 from tests.fakes import session_state, tool_interaction
@@ -171,3 +174,22 @@ def test_a_result_block_keeps_its_marker_through_a_rewrite_in_place(tmp_path):
     store.close()
     loaded = DiskSnapshotStore(tmp_path / "snapshots").load(SID).state.conversation
     assert loaded == conversation and loaded[2].content[0].marker == ClearedBody(original_chars=5002)
+
+
+async def test_a_session_whose_model_writes_a_huge_integer_into_a_tool_input_keeps_saving(tmp_path):
+    """The integer enters where a model's tool call does; every turn's snapshot is saved."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = tmp_path / "script.json"
+    huge = {"path": "notes.txt", "offset": 2**80}
+    script.write_text(json.dumps({"turns": [{"tool_calls": [{"name": "Read", "input": huge}]}, {"text": "done"}]}))
+    settings = load_settings(ws, {"model": f"scripted:{script}", "home": str(tmp_path / "home"),
+                                  "permissions": {"mode": "bypass"}})
+    events: list = []
+    session = build_session(settings, ws, emit=events.append)
+    await session.run_turn("read it")
+    await session.run_turn("again")
+    assert [(e.saved, e.error) for e in events if e.type == "snapshot"] == [(True, None), (True, None)]
+    saved = session.ports.snapshots.load(session.session_id).state.conversation
+    assert saved[1].tool_uses[0].input["offset"] == 2**80
+    session.ports.snapshots.close()
