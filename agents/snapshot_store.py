@@ -249,6 +249,7 @@ class DiskSnapshotStore:
                     reader.record()  # refuses a newer store format before anything is written
             except StoreDamaged as exc:
                 self._set_aside(sid, str(exc))
+                return self._caches[sid]
         cache = open_for_write(sid, directory)
         self._caches[sid] = cache
         while len(self._caches) > _OPEN_LIMIT:

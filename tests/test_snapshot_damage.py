@@ -81,12 +81,18 @@ def _files(root: Path) -> set[str]:
 # -- one damaged file, one session -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", list(DAMAGE))
-def test_a_damaged_store_file_names_its_session_and_leaves_the_others_listed(tmp_path, damage):
+def _one_damaged(tmp_path: Path, damage: str) -> tuple[Path, str]:
+    """Sessions alpha, broken and gamma, broken's store file spoiled; (root, what the error says)."""
     root = tmp_path / "snapshots"
     _three_sessions(root)
     spoil, why = DAMAGE[damage]
     spoil(root / "broken" / "cache.db")
+    return root, why
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_store_file_names_its_session_and_leaves_the_others_listed(tmp_path, damage):
+    root, why = _one_damaged(tmp_path, damage)
     scan = DiskSnapshotStore(root).scan()
     assert [s.session_id for s in scan.sessions] == ["gamma", "alpha"]
     [problem] = scan.problems
@@ -96,10 +102,7 @@ def test_a_damaged_store_file_names_its_session_and_leaves_the_others_listed(tmp
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_loading_a_damaged_store_is_one_clear_error_and_the_others_load(tmp_path, damage):
-    root = tmp_path / "snapshots"
-    _three_sessions(root)
-    spoil, why = DAMAGE[damage]
-    spoil(root / "broken" / "cache.db")
+    root, why = _one_damaged(tmp_path, damage)
     store = DiskSnapshotStore(root)
     with pytest.raises(StoreDamaged, match="session broken") as caught:
         store.load("broken")
