@@ -99,7 +99,10 @@ class CharRatioEstimator:
     def count_message(self, message: Message) -> int:
         # Read the private dict directly: pydantic's attribute fallback costs ~3 µs a call,
         # which adds up when a turn walks a thousand messages.
-        cache = message.__pydantic_private__["_token_cache"]
+        private = message.__pydantic_private__
+        cache = private["_token_cache"]
+        if cache is None:
+            cache = private["_token_cache"] = {}
         cached = cache.get(self.key)
         if cached is None:
             cached = MESSAGE_OVERHEAD_TOKENS + sum(self._count_block(b) for b in message.content)

@@ -89,10 +89,12 @@ def _resumed_id(args: argparse.Namespace, settings, workspace) -> str | None:
     if args.resume:
         return args.resume
     if args.continue_latest:
-        latest = snapshot_store(settings).sessions(workspace)
-        if not latest:
+        scan = snapshot_store(settings).scan(workspace)
+        for unreadable in scan.problems:  # it might have been the latest: say so rather than skip it silently
+            print(f"workingset: notice: {unreadable.problem}", file=sys.stderr)
+        if not scan.sessions:
             raise ConfigError(f"no saved session for {workspace}; start one without --continue")
-        return latest[0].session_id
+        return scan.sessions[0].session_id
     return None
 
 

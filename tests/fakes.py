@@ -1,6 +1,6 @@
 """Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
-trusting a workspace the way `workingset trust` does, and an eval host whose agent is a
-Python function."""
+session states for the snapshot store, trusting a workspace the way `workingset trust` does,
+and an eval host whose agent is a Python function."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from agents.loop import TurnOutcome
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.models import ModelInfo
 from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.session_state import SessionState
 from agents.trust import TrustList
 from cluster.eval.hosts import LocalHost
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
@@ -84,6 +85,19 @@ def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Mess
             messages.append(Message.user("go on " * rng.randint(1, 30)))
     assert protocol_problems(messages, allow_trailing_uses=False) == []
     return messages
+
+
+def tool_interaction(i: int, body_chars: int = 200) -> list[Message]:
+    """One tool interaction: assistant text + a Read tool_use, then its tool_result."""
+    return [
+        Message.assistant(TextBlock(text=f"step {i}: reading"), ToolUseBlock(id=f"toolu_{i}", name="Read", input={"path": f"f{i}.py"})),
+        Message.tool_results([ToolResultBlock(tool_use_id=f"toolu_{i}", content=f"{i}:" + "x" * body_chars)]),
+    ]
+
+
+def session_state(conversation: list[Message], session_id: str = "sess01", **fields) -> SessionState:
+    """A session of workspace /work/ws holding `conversation`."""
+    return SessionState(session_id=session_id, cwd="/work/ws", model="scripted:s.yaml", conversation=list(conversation), **fields)
 
 
 def trust_workspace(workspace: Path, home: Path | None = None) -> Path:
