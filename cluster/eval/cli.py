@@ -84,7 +84,7 @@ class EvalCommand:
         p.add_argument("--filter", action="append", default=[], metavar="PATTERN",
                        help="run only the tasks whose id matches this glob (repeatable: any may match)")
         p.add_argument("--slice", type=parse_slice, metavar="START:END",
-                       help="run only this Python slice of the task file's tasks (after --filter), e.g. 0:10")
+                       help="run only this Python slice of the task file's tasks (after --filter), e.g. 0:10 or --slice=-5:")
         p.add_argument("--redo", action="store_true",
                        help="start over: move the --out directory's earlier rows and reports to OUT/previous/<time>/")
         add_setting_flags(p, "eval")

@@ -86,6 +86,11 @@ class OutDir:
             path.rename(dest / path.name)
         return dest
 
+    def sweep_temps(self) -> None:
+        """Temporary files of replacements a kill cut short (durable.write_atomic)."""
+        for tmp in self.root.glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
+
     def lock(self) -> None:
         """Hold the directory for this batch; a second batch on it is refused (the lock
         goes with the process, also when it is killed)."""

@@ -126,6 +126,7 @@ class EvalRunner:
 
     def _prepare(self) -> Plan:
         """Repair, --redo, the settings check and the plan; nothing has run yet."""
+        self.out.sweep_temps()
         notice = self.results.repair()
         if notice:
             self.reporter.event("notice", text=notice)
