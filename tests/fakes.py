@@ -1,6 +1,7 @@
 """Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
-trusting a workspace the way `workingset trust` does, and an eval host whose agent is a
-Python function."""
+what a compaction strategy is run with (a recording summarizer, its env and request, a
+conversation of tool calls), trusting a workspace the way `workingset trust` does, and an
+eval host whose agent is a Python function."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from agents.compaction import CompactionEnv, CompactionRequest
+from agents.config import CompactSettings, SummarizerSettings
 from agents.loop import TurnOutcome
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.models import ModelInfo
 from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.tokens import CharRatioEstimator
 from agents.trust import TrustList
 from cluster.eval.hosts import LocalHost
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
@@ -83,6 +87,67 @@ def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Mess
         else:
             messages.append(Message.user("go on " * rng.randint(1, 30)))
     assert protocol_problems(messages, allow_trailing_uses=False) == []
+    return messages
+
+
+# -- compaction strategies ------------------------------------------------------------------
+
+COMPACTION_COUNTER = CharRatioEstimator()
+COMPACTION_MODEL = "claude-sonnet-4-5"
+COMPACTION_OVERHEAD = 300
+NO_BUDGET = 10**9
+
+
+class FakeSummarizer:
+    """Records what it was given; answers `text` or raises `error`."""
+
+    def __init__(self, text: str = "## Objective\nfix the parser", error: Exception | None = None):
+        self.text = text
+        self.error = error
+        self.calls: list[list[Message]] = []
+
+    async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
+        self.calls.append(list(messages))
+        if len(self.calls) > 50:
+            raise RuntimeError("runaway summarizer loop")
+        if self.error is not None:
+            raise self.error
+        return self.text
+
+
+def compaction_env(summarizer=None, artifacts=None, **overrides) -> CompactionEnv:
+    settings = {"min_gain_tokens": 0, "manual_keep_messages": 2, "summary_reserve_tokens": 100}
+    return CompactionEnv(
+        counter=COMPACTION_COUNTER,
+        summarizer=summarizer or FakeSummarizer(),
+        artifacts=artifacts,
+        settings=CompactSettings(**(settings | overrides)),
+        summarizer_settings=SummarizerSettings(),
+        model_name=COMPACTION_MODEL,
+    )
+
+
+def compaction_request(messages, budget=NO_BUDGET, trigger="auto", **kw) -> CompactionRequest:
+    return CompactionRequest(
+        messages=messages, overhead_tokens=COMPACTION_OVERHEAD, budget_tokens=budget, trigger=trigger, **kw
+    )
+
+
+def tool_pair(k: int, body_chars: int = 2_000, name: str = "Bash") -> list[Message]:
+    """One step: assistant text + a tool_use `toolu_<k>`, then its tool_result."""
+    use = ToolUseBlock(id=f"toolu_{k:02d}", name=name, input={"command": f"run {k}"})
+    body = f"{k}:" + "x" * body_chars
+    return [
+        Message.assistant(TextBlock(text=f"Step {k}."), use),
+        Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)]),
+    ]
+
+
+def tool_conversation(pairs: int = 12, body_chars: int = 2_000, tools=("Bash",)) -> list[Message]:
+    """The task, then `pairs` of (assistant text + tool_use, tool_result): 1 + 2*pairs."""
+    messages = [Message.user("Make the parser accept empty input.")]
+    for k in range(pairs):
+        messages.extend(tool_pair(k, body_chars, tools[k % len(tools)]))
     return messages
 
 

@@ -15,11 +15,12 @@ from agents.compaction.clearing import (
     clear_tool_inputs,
     elide_old_results,
     is_cleared,
+    restore_placeholders,
 )
 from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult, check
 from agents.compaction.run import CompactionRun
 from agents.compaction.units import check_unit, results_in_last_events
-from agents.messages import Message, completed_tool_interactions
+from agents.messages import ClearedBody, Message, completed_tool_interactions
 
 __all__ = ["ClearToolUses", "MaskUnit", "ObservationMasking", "mask_old_results"]
 
@@ -107,6 +108,19 @@ class ObservationMasking:
         return run.done()
 
 
+def uncleared_tokens(run: CompactionRun) -> int:
+    """The request's tokens with every cleared result body counted as it was."""
+    restored = restore_placeholders(run.messages, run.stored_body, ClearedBody)
+    tokens = run.total(restored)
+    counter = run.env.counter
+    for block in (b for m in restored if m.role == "user" for b in m.tool_results_in if is_cleared(b)):
+        body = run.stored_body(block.tool_use_id)
+        if body:  # clipped before it was cleared: the clipped view's share of the whole
+            shown = counter.count_text(body) * block.marker.original_chars / len(body)
+            tokens += round(shown) - counter.count_text(block.content)
+    return tokens
+
+
 @dataclass(frozen=True)
 class ClearToolUses:
     """`clear-tool-uses`: an emulation of the Messages API context-management edit
@@ -121,6 +135,15 @@ class ClearToolUses:
     fewer than `clear_at_least` tokens, or none, nothing is changed. Under the trigger,
     nothing is changed.
 
+    Counting what was cleared: the API edits each request server-side while the client
+    keeps its full history, so its trigger sees the history as if nothing had been
+    cleared, and once past it every request keeps only the last `keep` results. Ours
+    rewrites the conversation itself; with count_cleared the trigger counts each cleared
+    body as it was (from the artifact store; a body clipped before it was cleared counts
+    its clipped share), which reproduces the API's rule. Without it (the default) the
+    trigger counts the conversation as sent, so after a clear it waits until the cleared
+    conversation passes the trigger again. Cleared inputs are not counted back.
+
     Triggers: auto → the rule. manual → the rule without the `trigger` threshold;
     nothing cleared is a failure with the history unchanged. prompt_too_long → the rule
     without the threshold, then drop-to-fit if still over the budget.
@@ -131,6 +154,7 @@ class ClearToolUses:
       clear_at_least: int = 0      minimum tokens an edit must free, else no edit
       exclude_tools: tuple[str, ...] = ()   tool names never cleared ("Read|Grep")
       clear_tool_inputs: bool = False       also clear the inputs of cleared uses
+      count_cleared: bool = False           the trigger counts cleared bodies as they were
     """
 
     name: ClassVar[str] = "clear-tool-uses"
@@ -139,6 +163,7 @@ class ClearToolUses:
     clear_at_least: int = 0
     exclude_tools: tuple[str, ...] = ()
     clear_tool_inputs: bool = False
+    count_cleared: bool = False
 
     def __post_init__(self) -> None:
         check(
@@ -153,7 +178,7 @@ class ClearToolUses:
         run = CompactionRun(self.name, request, env)
         if request.trigger == "auto":
             threshold = request.budget_tokens if self.trigger is None else self.trigger
-            if run.tokens() > threshold:
+            if (uncleared_tokens(run) if self.count_cleared else run.tokens()) > threshold:
                 self._clear(run)
             return run.done()
         cleared = self._clear(run)

@@ -40,7 +40,7 @@ _SETTINGS = {"manual_keep": "manual_keep_messages", "summary_reserve": "summary_
 
 
 async def _summarize_middle(
-    run: CompactionRun, first: int, last: int, *, unit: Unit = "messages", quiet: bool = False
+    run: CompactionRun, first: int, last: int, *, unit: Unit = "messages", quiet: bool = False, unmasked: bool = False
 ) -> CompactionResult:
     """Summarize everything between the first `first` and the last `last` units.
     Nothing between them is a failure, or (quiet) no change."""
@@ -56,7 +56,7 @@ async def _summarize_middle(
             f"nothing new between the first {first} and the last {last} {unit} to summarize",
             "summary",
         )
-    failure = await run.summarize(head, tail)
+    failure = await run.summarize(head, tail, unmasked=unmasked)
     return run.fail(failure, "summary") if failure else run.done()
 
 
@@ -156,10 +156,16 @@ class HybridMaskSummarize:
     (the default) the kept turns are not counted and a summary comes `every` turns
     after the kept ones.
 
+    Summarizing unmasked: with summarize_unmasked, the summarizer reads each elided
+    body as it was (from the artifact store; a body clipped before it was elided stays
+    a placeholder, as the clipped view is not kept) — as in the Complexity Trap, whose
+    summary runs on the unmasked history and masking after it. The conversation sent
+    to the model is the same either way.
+
     Parameters: keep: int = 5 (≥ 0), every: int = 10 (≥ 1), first: int = 1 (≥ 0),
     last: int = 10 (≥ 1), manual_keep: int | None = None (compact.manual_keep_messages),
     summary_reserve: int | None = None (compact.summary_reserve_tokens),
-    count_kept: bool = False.
+    count_kept: bool = False, summarize_unmasked: bool = False.
     """
 
     name: ClassVar[str] = "hybrid"
@@ -170,6 +176,7 @@ class HybridMaskSummarize:
     manual_keep: int | None = None
     summary_reserve: int | None = None
     count_kept: bool = False
+    summarize_unmasked: bool = False
 
     def __post_init__(self) -> None:
         check_setting_parameters(self, _SETTINGS)
@@ -183,9 +190,13 @@ class HybridMaskSummarize:
         run = CompactionRun(self.name, request, env)
         mask_old_results(run, self.keep)
         if request.trigger == "prompt_too_long":
-            return await run.summarize_to_fit(self.first, env.settings.summary_reserve_tokens)
+            return await run.summarize_to_fit(
+                self.first, env.settings.summary_reserve_tokens, unmasked=self.summarize_unmasked
+            )
         if request.trigger == "manual":
-            return await _summarize_middle(run, self.first, env.settings.manual_keep_messages)
+            return await _summarize_middle(
+                run, self.first, env.settings.manual_keep_messages, unmasked=self.summarize_unmasked
+            )
         if turns_since_summary(run.messages, kept=0 if self.count_kept else self.last) < self.every:
             return run.done()
-        return await _summarize_middle(run, self.first, self.last, quiet=True)
+        return await _summarize_middle(run, self.first, self.last, quiet=True, unmasked=self.summarize_unmasked)
