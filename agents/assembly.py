@@ -46,7 +46,7 @@ from tools.executor import LocalToolExecutor
 from tools.mcp import McpManager, McpServerConfig
 from tools.recall import RecallTool
 from tools.registry import ToolRegistry, default_workspace_tools
-from tools.sandbox import BubblewrapRunner, SandboxLimits
+from tools.sandbox import BubblewrapRunner
 
 __all__ = [
     "RuntimePorts",
@@ -109,26 +109,7 @@ def command_runner(settings: WorkingsetSettings, *, writable: tuple[str, ...] = 
     sandbox = settings.sandbox
     if not sandbox.enabled:
         return PlainCommandRunner()
-    return BubblewrapRunner(
-        SandboxLimits(
-            cpu_seconds=sandbox.cpu_seconds,
-            memory_bytes=sandbox.memory_mb * 1024**2,
-            processes=sandbox.processes,
-            file_size_bytes=sandbox.file_size_mb * 1024**2,
-            tmp_bytes=sandbox.tmp_size_mb * 1024**2,
-            workspace_growth_bytes=sandbox.workspace_growth_mb * 1024**2,
-        ),
-        bwrap=sandbox.bwrap,
-        uid=sandbox.uid,
-        gid=sandbox.gid,
-        toolchains=tuple(p.expanduser().resolve() for p in sandbox.toolchains) if sandbox.toolchains is not None else None,
-        protected=tuple(p for p in sandbox.protected if p not in writable),
-        pass_env=tuple(sandbox.pass_env),
-        seccomp=sandbox.seccomp,
-        weak_limits=sandbox.weak_limits,
-        cgroup=sandbox.cgroup,
-        cgroup_parent=sandbox.cgroup_parent,
-    )
+    return BubblewrapRunner.configured(sandbox).allowing_writes(*writable)
 
 
 def permissions_from(settings: WorkingsetSettings, audit_path: Path | None) -> PermissionRuntime:
@@ -266,7 +247,7 @@ def build_session(
     artifacts = ArtifactStore(state / "artifacts")
     context = ToolContext(
         workspace=workspace,
-        limits=settings.tools.limits(),
+        limits=settings.tools,
         runner=command_runner(settings),
         artifacts=artifacts,
         denied_path_globs=denied_path_globs(permissions),

@@ -233,8 +233,10 @@ class Message(BaseModel):
     content: tuple[ContentBlock, ...]
 
     # Per-counter token estimates, cached on the (immutable) message so that a turn's
-    # estimate only pays for messages it has not seen before.
-    _token_cache: dict[str, int] = PrivateAttr(default_factory=dict)
+    # estimate only pays for messages it has not seen before. Made on first use: a
+    # default_factory costs pydantic a signature inspection per message built (~25 µs,
+    # most of what loading a snapshot's messages costs).
+    _token_cache: dict[str, int] | None = PrivateAttr(default=None)
     # Encoded form and its digest, cached for the same reason: a snapshot only pays
     # for messages it has not stored before.
     _encoded: tuple[str, bytes] | None = PrivateAttr(default=None)
@@ -262,7 +264,7 @@ class Message(BaseModel):
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Message:
         copy = super().model_copy(update=update, deep=deep)
-        copy._token_cache = {}  # an edited copy must be re-estimated and re-encoded
+        copy._token_cache = None  # an edited copy must be re-estimated and re-encoded
         copy._encoded = None
         return copy
 

@@ -144,11 +144,17 @@ class Summarizer(Protocol):
 
 @runtime_checkable
 class SnapshotStore(Protocol):
-    """Save and load versioned session state (see agents.snapshot_store)."""
+    """Save and load versioned session state (see agents.snapshot_store). In an event loop
+    use `asave`/`aload`: the disk work runs on the store's writer thread (or in the store
+    actor), never on the loop; `save`/`load` are the same operations for sync callers."""
 
     def save(self, state: SessionState) -> str: ...
 
     def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
+
+    async def asave(self, state: SessionState) -> str: ...
+
+    async def aload(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
 
 
 class SubagentRequest(BaseModel):

@@ -40,6 +40,7 @@ __all__ = [
     "estimate_messages_tokens",
     "estimate_request_tokens",
     "estimate_prefix_tokens",
+    "message_token_cache",
 ]
 
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -58,6 +59,18 @@ class TokenCounter(Protocol):
     def count_json(self, value: Any) -> int: ...
 
     def count_message(self, message: Message) -> int: ...
+
+
+def message_token_cache(message: Message) -> dict[str, int]:
+    """The per-counter estimates cached on a (immutable) message, made on first use.
+
+    Read from the private dict directly: pydantic's attribute fallback costs ~3 µs a call,
+    which adds up when a turn walks a thousand messages."""
+    private = message.__pydantic_private__
+    cache = private["_token_cache"]
+    if cache is None:
+        cache = private["_token_cache"] = {}
+    return cache
 
 
 class CharRatioEstimator:
@@ -97,9 +110,7 @@ class CharRatioEstimator:
         return body + BLOCK_OVERHEAD_TOKENS
 
     def count_message(self, message: Message) -> int:
-        # Read the private dict directly: pydantic's attribute fallback costs ~3 µs a call,
-        # which adds up when a turn walks a thousand messages.
-        cache = message.__pydantic_private__["_token_cache"]
+        cache = message_token_cache(message)
         cached = cache.get(self.key)
         if cached is None:
             cached = MESSAGE_OVERHEAD_TOKENS + sum(self._count_block(b) for b in message.content)
@@ -135,7 +146,7 @@ class CalibratedCounter:
     def count_message(self, message: Message) -> int:
         if self.scale == 1.0:
             return self.base.count_message(message)
-        cache = message.__pydantic_private__["_token_cache"]
+        cache = message_token_cache(message)
         cached = cache.get(self.key)
         if cached is None:
             cached = self._scaled(self.base.count_message(message))

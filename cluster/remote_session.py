@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 
 from agents.compaction.ledger import CompactionEvent
+from agents.errors import WorkingsetError
 from agents.events import EventSink, Notice, SessionEnded, SessionStarted
 from agents.goal import GoalState
 from agents.loop import TurnOutcome
@@ -63,7 +64,12 @@ class RemoteSession:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def open(self) -> list[str]:
-        opened = await self.actor.open.remote(self.spec)
+        try:
+            opened = await self.actor.open.remote(self.spec)
+        except RayTaskError as exc:
+            if isinstance(exc.cause, WorkingsetError):  # a user-facing error inside the actor: the same line here
+                raise exc.cause from None
+            raise
         self.session_id = opened["session_id"]
         self.spec = self.spec.model_copy(update={"session_id": self.session_id})
         self._apply(opened)

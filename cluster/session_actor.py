@@ -23,10 +23,11 @@ from pydantic import BaseModel
 
 from agents.assembly import RuntimePorts, open_session, resolve_workspace
 from agents.config import WorkingsetSettings
+from agents.errors import ConfigError
 from agents.events import PermissionRequested
 from agents.loop import Session, TurnOutcome
 from agents.modes import Mode
-from agents.snapshot_store import SnapshotNotFound
+from agents.snapshot_store import SnapshotError, SnapshotNotFound
 from agents.tool_batch import PermissionAnswer
 from cluster.subagent_actor import SubagentPool, ray_spawner_factory
 from cluster.tool_tasks import RayToolExecutor
@@ -136,11 +137,13 @@ class SessionActor:
         if spec.resume:
             try:
                 loaded = session.ports.snapshots.load(session.session_id)
-            except SnapshotNotFound:
+            except SnapshotNotFound as exc:
                 if not spec.seek_model:
-                    raise
+                    raise ConfigError(f"cannot resume {session.session_id}: {exc}") from exc
                 # Lost during its first turn: nothing was saved yet, so it starts again.
                 notices.append("no snapshot was saved before the failure; the session starts again from its first turn")
+            except SnapshotError as exc:  # damaged, too new: one line for the caller, as in-process
+                raise ConfigError(f"cannot resume {session.session_id}: {exc}") from exc
         if loaded is not None:
             if loaded.problem:
                 notices.append(loaded.problem)

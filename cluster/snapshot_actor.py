@@ -3,6 +3,9 @@
 Pinned to the node where the runtime started (the head), so a session resumed on
 any node reads the same store. On a single node each process opens the diskcache
 directly instead (it is safe across processes), which avoids a hop per turn.
+
+The actor is asynchronous: its event loop hands every call to the store's writer
+thread, so one session's save never holds up another session's call.
 """
 
 from __future__ import annotations
@@ -13,7 +16,13 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from agents.session_state import SessionState
-from agents.snapshot_store import DiskSnapshotStore, LoadedSnapshot, SessionInfo
+from agents.snapshot_store import (
+    DiskSnapshotStore,
+    LoadedSnapshot,
+    SessionInfo,
+    StoreScan,
+    VersionInfo,
+)
 
 __all__ = ["RaySnapshotStore", "SnapshotStoreActor", "start_snapshot_actor"]
 
@@ -23,22 +32,37 @@ class SnapshotStoreActor:
     def __init__(self, root: str, max_history: int, max_age_days: float):
         self.store = DiskSnapshotStore(Path(root), max_history=max_history, max_age_days=max_age_days)
 
-    def save(self, state: SessionState) -> str:
-        return self.store.save(state)
+    async def save(self, state: SessionState) -> str:
+        return await self.store.asave(state)
 
-    def load(self, session_id: str, version: str | None) -> LoadedSnapshot:
-        return self.store.load(session_id, version)
+    async def load(self, session_id: str, version: str | None) -> LoadedSnapshot:
+        return await self.store.aload(session_id, version)
 
-    def sessions(self, cwd: str | None) -> list[SessionInfo]:
-        return self.store.sessions(Path(cwd) if cwd else None)
+    async def history(self, session_id: str) -> list[VersionInfo]:
+        return await self.store.ahistory(session_id)
+
+    async def scan(self, cwd: str | None) -> StoreScan:
+        return await self.store.ascan(Path(cwd) if cwd else None)
 
 
 class RaySnapshotStore:
-    """The SnapshotStore port through the actor. Calls block briefly (one local hop);
-    snapshots are written once per outer turn."""
+    """The SnapshotStore port through the actor. In an event loop use the `a…` methods
+    (they await the actor); the plain ones block on `ray.get` and are for sync callers."""
 
     def __init__(self, actor):
         self.actor = actor
+
+    async def asave(self, state: SessionState) -> str:
+        return await self.actor.save.remote(state)
+
+    async def aload(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
+        return await self.actor.load.remote(session_id, version)
+
+    async def ahistory(self, session_id: str) -> list[VersionInfo]:
+        return await self.actor.history.remote(session_id)
+
+    async def ascan(self, cwd: Path | None = None) -> StoreScan:
+        return await self.actor.scan.remote(str(cwd) if cwd else None)
 
     def save(self, state: SessionState) -> str:
         return ray.get(self.actor.save.remote(state))
@@ -46,8 +70,14 @@ class RaySnapshotStore:
     def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
         return ray.get(self.actor.load.remote(session_id, version))
 
+    def history(self, session_id: str) -> list[VersionInfo]:
+        return ray.get(self.actor.history.remote(session_id))
+
+    def scan(self, cwd: Path | None = None) -> StoreScan:
+        return ray.get(self.actor.scan.remote(str(cwd) if cwd else None))
+
     def sessions(self, cwd: Path | None = None) -> list[SessionInfo]:
-        return ray.get(self.actor.sessions.remote(str(cwd) if cwd else None))
+        return self.scan(cwd).sessions
 
 
 def start_snapshot_actor(root: Path, *, max_history: int, max_age_days: float, node_id: str) -> RaySnapshotStore:

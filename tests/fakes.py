@@ -1,7 +1,7 @@
 """Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
-what a compaction strategy is run with (a recording summarizer, its env and request, a
-conversation of tool calls), trusting a workspace the way `workingset trust` does, and an
-eval host whose agent is a Python function."""
+session states for the snapshot store, what a compaction strategy is run with (a recording
+summarizer, its env and request, a conversation of tool calls), trusting a workspace the way
+`workingset trust` does, and an eval host whose agent is a Python function."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from agents.loop import TurnOutcome
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.models import ModelInfo
 from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.session_state import SessionState
 from agents.tokens import CharRatioEstimator
 from agents.trust import TrustList
 from cluster.eval.hosts import LocalHost
@@ -90,6 +91,19 @@ def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Mess
     return messages
 
 
+def tool_interaction(i: int, body_chars: int = 200) -> list[Message]:
+    """One tool interaction: assistant text + a Read tool_use, then its tool_result."""
+    return [
+        Message.assistant(TextBlock(text=f"step {i}: reading"), ToolUseBlock(id=f"toolu_{i}", name="Read", input={"path": f"f{i}.py"})),
+        Message.tool_results([ToolResultBlock(tool_use_id=f"toolu_{i}", content=f"{i}:" + "x" * body_chars)]),
+    ]
+
+
+def session_state(conversation: list[Message], session_id: str = "sess01", **fields) -> SessionState:
+    """A session of workspace /work/ws holding `conversation`."""
+    return SessionState(session_id=session_id, cwd="/work/ws", model="scripted:s.yaml", conversation=list(conversation), **fields)
+
+
 # -- compaction strategies ------------------------------------------------------------------
 
 COMPACTION_COUNTER = CharRatioEstimator()
@@ -133,21 +147,14 @@ def compaction_request(messages, budget=NO_BUDGET, trigger="auto", **kw) -> Comp
     )
 
 
-def tool_pair(k: int, body_chars: int = 2_000, name: str = "Bash") -> list[Message]:
-    """One step: assistant text + a tool_use `toolu_<k>`, then its tool_result."""
-    use = ToolUseBlock(id=f"toolu_{k:02d}", name=name, input={"command": f"run {k}"})
-    body = f"{k}:" + "x" * body_chars
-    return [
-        Message.assistant(TextBlock(text=f"Step {k}."), use),
-        Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)]),
-    ]
-
-
 def tool_conversation(pairs: int = 12, body_chars: int = 2_000, tools=("Bash",)) -> list[Message]:
     """The task, then `pairs` of (assistant text + tool_use, tool_result): 1 + 2*pairs."""
     messages = [Message.user("Make the parser accept empty input.")]
     for k in range(pairs):
-        messages.extend(tool_pair(k, body_chars, tools[k % len(tools)]))
+        use = ToolUseBlock(id=f"toolu_{k:02d}", name=tools[k % len(tools)], input={"command": f"run {k}"})
+        messages.append(Message.assistant(TextBlock(text=f"Step {k}."), use))
+        body = f"{k}:" + "x" * body_chars
+        messages.append(Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)]))
     return messages
 
 

@@ -25,7 +25,7 @@ from tests.fakes import (
     FakeSummarizer,
     compaction_env,
     compaction_request,
-    tool_pair,
+    tool_interaction,
 )
 from tools.artifacts import ArtifactStore
 
@@ -54,18 +54,18 @@ def _swe_agent_omitted(results: int, n: int, polling: int = 1) -> list[int]:
 @pytest.mark.parametrize(("preset", "n"), [("swe-agent-last5", 5), ("complexity-trap-masking", 10)])
 @pytest.mark.parametrize("steps", [1, 5, 6, 10, 11, 17, 30])
 async def test_swe_agent_style_masking_elides_what_last_n_observations_elides(preset, n, steps):
-    conversation = [Message.user(TASK)] + [m for k in range(steps) for m in tool_pair(k, body_chars=300)]
+    conversation = [Message.user(TASK)] + [m for k in range(steps) for m in tool_interaction(k, body_chars=300)]
     result = await _strategy(preset).compact(compaction_request(conversation), compaction_env())
-    assert _elided_ids(result.messages) == [f"toolu_{i - 1:02d}" for i in _swe_agent_omitted(steps, n)]
+    assert _elided_ids(result.messages) == [f"toolu_{i - 1}" for i in _swe_agent_omitted(steps, n)]
 
 
 @pytest.mark.parametrize("polling", [2, 3, 5])
 @pytest.mark.parametrize("steps", range(1, 25))
 async def test_swe_agent_polling_elides_what_last_n_observations_elides(polling, steps):
-    conversation = [Message.user(TASK)] + [m for k in range(steps) for m in tool_pair(k, body_chars=300)]
+    conversation = [Message.user(TASK)] + [m for k in range(steps) for m in tool_interaction(k, body_chars=300)]
     spec = f"{PRESETS['swe-agent-last5'].spec},polling={polling}"
     result = await make_strategy(spec).compact(compaction_request(conversation), compaction_env())
-    assert _elided_ids(result.messages) == [f"toolu_{i - 1:02d}" for i in _swe_agent_omitted(steps, 5, polling)]
+    assert _elided_ids(result.messages) == [f"toolu_{i - 1}" for i in _swe_agent_omitted(steps, 5, polling)]
 
 
 # -- the Complexity Trap's summaries ---------------------------------------------------------
@@ -94,7 +94,7 @@ async def test_complexity_trap_presets_summarize_when_the_paper_does(preset, tmp
     strategy = _strategy(preset)
     conversation = [Message.user(TASK)]
     for k in range(80):
-        conversation = [*conversation, *tool_pair(k, body_chars=300)]
+        conversation = [*conversation, *tool_interaction(k, body_chars=300)]
         conversation = (await strategy.compact(compaction_request(conversation), env)).messages
         kept, summaries = _complexity_trap_kept(k + 1)
         assert _real_steps(conversation) == kept and len(summarizer.calls) == summaries, k
@@ -107,7 +107,7 @@ async def test_complexity_trap_hybrid_masks_all_but_ten_and_summarizes_unmasked_
     strategy = _strategy("complexity-trap-hybrid")
     conversation = [Message.user(TASK)]
     for k in range(31):
-        conversation = [*conversation, *tool_pair(k, body_chars=300)]
+        conversation = [*conversation, *tool_interaction(k, body_chars=300)]
         conversation = (await strategy.compact(compaction_request(conversation), env)).messages
     [read] = summarizer.calls
     assert _real_steps(read) == list(range(21)) and not any(is_elided(b) for m in read for b in m.tool_results_in)
@@ -123,7 +123,7 @@ def _single_call_conversation(rng: random.Random, steps: int) -> list[list[Messa
     out = []
     for k in range(steps):
         if rng.random() < 0.8:
-            out.append(tool_pair(k, body_chars=rng.randint(100, 400)))
+            out.append(tool_interaction(k, body_chars=rng.randint(100, 400)))
         else:
             out.append([Message.assistant(TextBlock(text=f"Thinking {k}.")), Message.user(f"Go on {k}.")])
     return out

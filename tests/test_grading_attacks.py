@@ -177,6 +177,16 @@ def batch(tmp_path_factory) -> dict:
         script = root / f"{name}.json"
         script.write_text(json.dumps({"turns": [{"text": "Working.", "tool_calls": calls}], "final_text": "Fixed."}))
         rows.append({"id": name, "model": f"scripted:{script}"})
+    out = root / "out"
+    snoop = root / "snoop.json"  # the agent looks for what the batch keeps beside it
+    looks = " ; ".join(f"ls {p} >/dev/null 2>&1 && echo VISIBLE {p} || echo HIDDEN {p}"
+                       for p in (root / "tasks.jsonl", out / "state", out / "results.jsonl", out / "patches", repo,
+                                 root / "home"))
+    # only the path down to the agent's own workspace: no other task's
+    looks += f" ; echo OUT HOLDS $(ls -A {out}) ; echo WORKSPACES HOLD $(ls -A {out / 'workspaces'})"
+    snoop.write_text(json.dumps({"turns": [{"text": "Looking around.", "tool_calls": [_bash(looks), FIX]}],
+                                 "final_text": "Fixed."}))
+    rows.append({"id": "snoop", "model": f"scripted:{snoop}"})
     rows.append({"id": "honest_strict", "model": f"scripted:{root / 'honest.json'}", "grading": {"reject_test_changes": True}})
     rows.append({"id": "infrastructure_rejected", "model": f"scripted:{root / 'infrastructure.json'}",
                  "grading": {"reject_test_changes": True}})
@@ -187,7 +197,6 @@ def batch(tmp_path_factory) -> dict:
     tasks.write_text("".join(json.dumps({"repo": str(repo), "instruction": "add() is wrong; fix it.",
                                          "setup_command": SETUP, "test_command": TESTS, "test_patch": test_patch,
                                          "timeouts": {"test_s": 60}, **row}) + "\n" for row in rows))
-    out = root / "out"
     settings = WorkingsetSettings(home=root / "ignored", model=f"scripted:{root / 'honest.json'}",
                                   permissions={"mode": "accept-edits", "allow": ["Bash"], "headless": "deny-asks"})
     runner = EvalRunner(settings, load_tasks(tasks).tasks, EvalOptions(out=out, concurrency=4, keep_workspaces=True),
@@ -218,6 +227,16 @@ async def _passes_in_place(batch: dict, task: str) -> bool:
     have where the grade ran there: the attack is real."""
     shell = SandboxedShell(WorkingsetSettings(home=batch["out"] / "home"))
     return (await shell.run(TESTS, batch["out"] / "workspaces" / task, 60)).ok
+
+
+def test_the_task_file_results_state_and_source_are_invisible_to_the_agent(batch):
+    row = batch["rows"]["snoop"]
+    events = (batch["out"] / row["events_path"]).read_text()
+    results = [json.loads(line) for line in events.splitlines() if '"tool_result"' in line]
+    seen = next(r["content"] for r in results if r["name"] == "Bash")
+    assert "VISIBLE" not in seen and seen.count("HIDDEN") == 6, seen
+    assert "OUT HOLDS workspaces\nWORKSPACES HOLD snoop\n" in seen, seen
+    assert row["status"] == "passed", row  # looking around cost it nothing else
 
 
 def test_the_honest_fix_passes_even_where_test_changes_are_rejected(batch):

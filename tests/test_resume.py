@@ -14,7 +14,7 @@ from pydantic import BaseModel
 import cluster.console
 import cluster.repl
 from agents.assembly import RuntimePorts, build_session
-from agents.codec import encode_messages
+from agents.codec import encode_messages, unpack
 from agents.config import load_settings
 from agents.errors import ConfigError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -138,7 +138,7 @@ def _feed_lines(monkeypatch, lines: list[str]) -> list[str]:
 
 def _corrupt_current(tmp_path: Path, session_id: str) -> tuple[str, bytes]:
     with diskcache.Cache(str(tmp_path / "home" / "snapshots" / session_id)) as cache:
-        current = cache.get("session")["current"]
+        current = unpack(cache.get("session"))["current"]
         damaged = cache.get("v:" + current)[:-10]  # truncated
         cache.set("v:" + current, damaged)
     return current, damaged

@@ -25,7 +25,7 @@ from tests.fakes import (
     compaction_env,
     compaction_request,
     tool_conversation,
-    tool_pair,
+    tool_interaction,
 )
 from tools.artifacts import ArtifactStore
 
@@ -211,7 +211,7 @@ async def _hybrid_summaries(spec: str, steps: int) -> list[int]:
     strategy = make_strategy(spec)
     conversation, at = [Message.user("task")], []
     for k in range(steps):
-        conversation = [*conversation, *tool_pair(k, body_chars=100)]
+        conversation = [*conversation, *tool_interaction(k, body_chars=100)]
         result = await strategy.compact(compaction_request(conversation), env)
         if any(e.kind == "summary" and e.applied for e in result.events):
             at.append(k + 1)
@@ -261,7 +261,7 @@ async def _cleared_per_call(spec: str, tmp_path) -> list[int]:
     strategy = make_strategy(spec)
     conversation, cleared = [Message.user("task")], []
     for k in range(12):
-        conversation = [*conversation, *tool_pair(k, body_chars=2_000)]
+        conversation = [*conversation, *tool_interaction(k, body_chars=2_000)]
         result = await strategy.compact(compaction_request(conversation), env)
         conversation = result.messages
         cleared.append(sum(is_cleared(b) for b in _bodies(conversation)))

@@ -74,6 +74,15 @@ def test_calibration_scales_estimates_to_what_the_provider_counted():
     assert counter.scale == 1.5  # a confirmed scale stays
 
 
+def test_a_scaled_counter_counts_a_message_it_has_never_seen():
+    from agents.tokens import CalibratedCounter
+
+    counter = CalibratedCounter()
+    counter.observe(1_000, 2_000)
+    fresh = Message.user("z" * 4_000)  # no estimate cached on it yet
+    assert counter.count_message(fresh) == pytest.approx(CharRatioEstimator().count_message(fresh) * 2.0, rel=0.01)
+
+
 def test_calibration_moves_halfway_in_steps_and_stays_in_bounds():
     from agents.tokens import CalibratedCounter
 

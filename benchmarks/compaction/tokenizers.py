@@ -36,6 +36,7 @@ from agents.tokens import (
     CharRatioEstimator,
     TokenCounter,
     estimate_messages_tokens,
+    message_token_cache,
 )
 from benchmarks.traces import Trace, model_calls
 
@@ -79,7 +80,7 @@ class _Framed:
         return self.count_text(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
 
     def count_message(self, message: Message) -> int:
-        cache_ = message.__pydantic_private__["_token_cache"]
+        cache_ = message_token_cache(message)
         cached = cache_.get(self.key)
         if cached is None:
             cached = MESSAGE_OVERHEAD_TOKENS + sum(block_tokens(self, b) for b in message.content)

@@ -1,4 +1,5 @@
-"""The batch's exceptions for workspaces, patches and grading copies.
+"""The batch's exceptions for workspaces, patches and grading copies. They are kinds of
+WorkingsetError; the whole tree is drawn in agents/errors.py.
 
     TaskEnded              the task ends here with an error row (task_flow.py)
     WorkspaceError         a workspace, base or grading copy could not be made or read
@@ -9,14 +10,16 @@
 
 from __future__ import annotations
 
+from agents.errors import WorkingsetError
+
 __all__ = ["GitError", "PatchNotGradable", "TaskEnded", "WorkspaceError"]
 
 
-class TaskEnded(Exception):
+class TaskEnded(WorkingsetError):
     """The task ends here with an error row."""
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(WorkingsetError):
     """The workspace could not be made or read; the message names the repository and why."""
 
 

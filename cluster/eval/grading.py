@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agents.assembly import command_runner
 from agents.config import WorkingsetSettings
+from agents.errors import WorkingsetError
 from tools.base import ToolContext, ToolError, ToolLimits
 from tools.bash import BashInput, BashTool
 
@@ -89,5 +90,5 @@ class SandboxedShell:
         return GradeResult(result.exit_code == 0, result.exit_code, log_path)
 
 
-class GradingError(Exception):
+class GradingError(WorkingsetError):
     """The grader gave no verdict."""

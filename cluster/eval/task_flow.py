@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from agents.config import WorkingsetSettings
-from agents.errors import ConfigError
+from agents.errors import ConfigError, WorkingsetError
 from agents.ports import Usage
 from cluster.eval.errors import PatchNotGradable, TaskEnded
 from cluster.eval.grade_stage import GradeStage
@@ -43,7 +43,7 @@ _BUDGET_REASONS = ("turn_limit", "budget")
 _STATUS_OF_REASON = {"truncated": "truncated", "refusal": "refused"}
 
 
-class Retry(Exception):
+class Retry(WorkingsetError):
     """Lost infrastructure: the task may run once more. Carries what the lost attempt
     spent, so the row counts it."""
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agents.errors import ConfigError
+from agents.errors import ConfigError, WorkingsetError
 
 __all__ = ["Budgets", "GradingRules", "LoadedTasks", "Task", "TaskProblem", "Timeouts", "absolute_spec", "is_url",
            "load_tasks"]
@@ -107,7 +107,7 @@ class LoadedTasks:
         return [p.describe(self.path) for p in self.problems]
 
 
-class RowError(Exception):
+class RowError(WorkingsetError):
     """A row that cannot become a task: which field, and why."""
 
     def __init__(self, field: str | None, message: str):
