@@ -17,7 +17,10 @@ where OpenHands' history begins with a system-message event, that event is alway
 by Workingset and is not counted.
 
 Within a user message the tool results come first (the Messages API requires it), so
-its other content is its last event.
+its other content is its last event. A parallel batch is its uses, then its results, as
+the OpenHands V1 SDK records one; V0 runs the calls one at a time and interleaves them
+(use, result, use, result). A batch is 2m events either way; the order matters only to
+which of its results a masking window that ends inside the batch keeps.
 
 Splits stay at clean boundaries (`agents.compaction.boundaries`): no tool_use is ever
 separated from its tool_result. Counted in events, a cut that would fall inside an
