@@ -155,14 +155,20 @@ async def test_window_by_events_leaves_a_conversation_within_first_plus_last():
     assert result.messages == messages and result.events == []
 
 
-# -- summarize ----------------------------------------------------------------------------
+# -- summarize and amortized ---------------------------------------------------------------
 
 
-async def test_summarize_by_events_waits_until_over_max_events():
-    spec = "summarize:first=0,last=4,max_events=11,max_tokens=1000000000,unit=events"
+@pytest.mark.parametrize(
+    ("spec", "kind"),
+    [
+        ("summarize:first=0,last=4,max_events=11,max_tokens=1000000000,unit=events", "summary"),
+        ("amortized:max_events=11,max_tokens=1000000000,unit=events", "clear"),
+    ],
+)
+async def test_max_events_in_events_triggers_only_over_that_many_events(spec, kind):
     under = await make_strategy(spec).compact(compaction_request(tool_conversation(pairs=5)), compaction_env())
     over = await make_strategy(spec).compact(compaction_request(tool_conversation(pairs=6)), compaction_env())
-    assert under.events == [] and [e.kind for e in over.events] == ["summary"]
+    assert under.events == [] and [e.kind for e in over.events] == [kind]  # 11 events, then 13
 
 
 async def test_summarize_by_events_keeps_the_last_events_after_one_summary_event():
@@ -184,13 +190,6 @@ async def test_amortized_keep_last_keeps_the_last_units_instead_of_halving():
     )
     assert result.messages[0] is messages[0] and result.messages[-4:] == messages[-4:]
     assert len(result.messages) == 1 + 2 + 4  # task, bridge and trim note, the last 4
-
-
-async def test_amortized_max_events_triggers_on_events_not_tokens():
-    spec = "amortized:max_events=11,max_tokens=1000000000,unit=events"
-    under = await make_strategy(spec).compact(compaction_request(tool_conversation(pairs=5)), compaction_env())
-    over = await make_strategy(spec).compact(compaction_request(tool_conversation(pairs=6)), compaction_env())
-    assert under.events == [] and [e.kind for e in over.events] == ["clear"]
 
 
 async def test_amortized_halves_what_follows_the_head_counted_in_events():
