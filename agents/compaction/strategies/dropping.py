@@ -92,7 +92,7 @@ class AmortizedForgetting:
     part of what follows the first `first` units (the task message by default): with
     `keep_last` unset, the oldest half (the cut is the first clean boundary at or after
     the midpoint of what follows the head); with `keep_last`, everything but the last
-    `keep_last` units (extended back to a clean boundary). One cut per call: if the
+    `keep_last` units (at a clean boundary, as `window` cuts). One cut per call: if the
     conversation is still over, the next call cuts again. No summary. Under the limit
     nothing changes, so the cached prefix survives between cuts (the cost of
     forgetting is amortized).
