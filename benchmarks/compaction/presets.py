@@ -83,8 +83,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         source=f"{OPENHANDS_CONFIG}: ObservationMaskingCondenserConfig attention_window default 100 (the class "
                "itself defaults to 5); an observation is masked when it is not among the last attention_window "
                "events",
-        exact=True,
-        gap="Only the placeholder differs: OpenHands writes '<MASKED>', ours names the Recall id.",
+        exact=False,
+        gap="The placeholder differs (OpenHands writes '<MASKED>', ours names the Recall id), and where the "
+            "100-event window ends inside a parallel batch: OpenHands V0 runs a batch's calls one at a time "
+            "(use, result, use, result), ours counts the batch's uses, then its results, so which of that "
+            "batch's results stay verbatim can differ. Exact where steps make one call.",
     ),
     Preset(
         name="openhands-recent", spec="window:first=0,last=99,unit=events",
