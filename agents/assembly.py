@@ -18,13 +18,14 @@ from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
 from agents.events import EventSink, Notice, discard_events
 from agents.hooks import HookRunner
-from agents.loop import Session, SessionPorts, new_session_id
+from agents.loop import Session, new_session_id
 from agents.memory import MemoryStore, memory_section, memory_tools
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
 from agents.plugins import LoadedPlugins, apply_bundle, discover_plugins, load_enabled
 from agents.ports import ModelClient, SnapshotStore, SubagentSpawner, Summarizer, ToolExecutor
 from agents.providers import load_model_client
+from agents.session_kit import Approver, SessionKit, SessionPorts
 from agents.skills import LoadSkillTool, discover_skills, skill_catalog_section
 from agents.snapshot_store import DiskSnapshotStore
 from agents.subagents import AgentTool, SessionBlueprint
@@ -37,7 +38,6 @@ from agents.system_prompt import (
     tool_catalog_section,
 )
 from agents.tokens import CharRatioEstimator
-from agents.tool_batch import Approver
 from agents.trace import TraceWriter
 from tools.artifacts import ArtifactStore
 from tools.base import CommandRunner, PlainCommandRunner, Tool, ToolContext
@@ -279,14 +279,19 @@ def build_session(
         spawner_factory=runtime.spawner_factory,
         hooks=hooks,
     )
-    agent = AgentTool(blueprint.spawner(session_id, tree), depth=0, max_depth=settings.subagents.max_depth)
+    spawner = blueprint.spawner(session_id, tree)
+    agent = AgentTool(spawner, depth=0, max_depth=settings.subagents.max_depth)
     registry = ToolRegistry([*base_tools, agent] if keeps_agent else base_tools)
     ports = SessionPorts(
         model=model_for(None, "root"),
         executor=executor,
+        summarizer=summarizer,
+        snapshots=runtime.snapshots or snapshot_store(settings),
+        spawner=spawner,
+    )
+    kit = SessionKit(
         registry=registry,
         tool_context=context,
-        summarizer=summarizer,
         artifacts=artifacts,
         counter=counter,
         emit=emit,
@@ -294,9 +299,8 @@ def build_session(
         permissions=permissions,
         judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge"),
         budget=tree,
-        snapshots=runtime.snapshots or snapshot_store(settings),
         hooks=hooks,
     )
     return Session(
-        ports, system_prompt=parts.prompt_for(registry), settings=settings.session(), session_id=session_id, mode=mode
+        ports, kit, system_prompt=parts.prompt_for(registry), settings=settings.session(), session_id=session_id, mode=mode
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.messages import Message, TextBlock, ToolUseBlock
+from agents.usage import Usage
 from tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
@@ -49,22 +50,6 @@ class ModelRequest(BaseModel):
     tools: tuple[ToolSchema, ...] = ()
     messages: tuple[Message, ...]
     max_tokens: int = 4096
-
-
-class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens
-            + other.cache_creation_input_tokens,
-        )
 
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from agents.codec import CodecError, decode_message, encode_message, pack, unpack
 from agents.errors import WorkingsetError
-from agents.session_state import READABLE_SCHEMAS, SCHEMA_VERSION, SessionState
+from agents.session_state import READABLE_SCHEMAS, SCHEMA_VERSION, LoadedSnapshot, SessionState
 
 __all__ = [
     "DiskSnapshotStore",
@@ -73,12 +73,6 @@ class SessionInfo(BaseModel):
     saved_at: float
     messages: int
     last_text: str = ""
-
-
-class LoadedSnapshot(BaseModel):
-    state: SessionState
-    version: str
-    problem: str | None = None  # set when the requested version was corrupt and an older one was used
 
 
 class DiskSnapshotStore:

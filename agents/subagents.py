@@ -31,9 +31,9 @@ from agents.ports import (
     Summarizer,
     ToolExecutor,
 )
+from agents.session_kit import Approver, SessionKit, SessionPorts
 from agents.system_prompt import SystemPrompt
 from agents.tokens import TokenCounter
-from agents.tool_batch import Approver
 from tools.artifacts import ArtifactStore
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.registry import ToolRegistry
@@ -167,7 +167,7 @@ class InProcessSpawner:
 
 def build_child_session(bp: SessionBlueprint, request: SubagentRequest, *, child_id: str, budget: Budget):
     """The child Session, derived from the blueprint (see the module docstring)."""
-    from agents.loop import Session, SessionPorts  # the loop imports this module's tool
+    from agents.loop import Session  # the loop imports this module's tool
 
     limits = bp.subagents
     grandchildren = bp.spawner(child_id, budget)
@@ -175,9 +175,12 @@ def build_child_session(bp: SessionBlueprint, request: SubagentRequest, *, child
     ports = SessionPorts(
         model=bp.model_for(request.model, f"subagent:{request.description}"),
         executor=bp.executor,
+        summarizer=bp.summarizer,
+        spawner=grandchildren,
+    )
+    kit = SessionKit(
         registry=registry,
         tool_context=bp.tool_context,
-        summarizer=bp.summarizer,
         artifacts=bp.artifacts,
         counter=bp.counter,
         emit=bp.emit,
@@ -188,7 +191,7 @@ def build_child_session(bp: SessionBlueprint, request: SubagentRequest, *, child
         hooks=bp.hooks,
     )
     settings = bp.settings.model_copy(update={"agent": bp.settings.agent.model_copy(update={"max_turns": limits.max_turns})})
-    return Session(ports, system_prompt=bp.prompt_for(registry), settings=settings, session_id=child_id)
+    return Session(ports, kit, system_prompt=bp.prompt_for(registry), settings=settings, session_id=child_id)
 
 
 async def run_child(

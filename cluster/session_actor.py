@@ -125,7 +125,7 @@ class SessionActor:
                                      mode=Mode(spec.mode), child_approver=approver, runtime=runtime)
         # Subagents become actors that report back to this actor and this session.
         session_factory = ray_spawner_factory(self.pool, self.me, session.session_id)
-        agent = session.ports.registry.get("Agent")
+        agent = session.kit.registry.get("Agent")
         agent.spawner = session_factory(agent.spawner.blueprint, session.session_id, agent.spawner.parent_budget)
         agent.spawner.blueprint.spawner_factory = session_factory
         hosted = _Hosted(session, queue, {})
@@ -294,4 +294,4 @@ class SessionActor:
         return self.node_id
 
     def workspace_path(self, session_id: str) -> str:
-        return str(Path(self._get(session_id).session.ports.tool_context.workspace))
+        return str(Path(self._get(session_id).session.kit.tool_context.workspace))

@@ -162,7 +162,7 @@ async def test_every_outer_turn_is_saved_and_resume_restores_the_conversation_ex
     assert notices == [] and loaded.problem is None and loaded.version == saved[-1].version
     assert encode_messages(second.conversation) == encode_messages(first.conversation)
     assert (second.usage, second.model_calls, second.mode) == (first.usage, first.model_calls, first.mode)
-    assert second.ports.permissions.grants == first.ports.permissions.grants
+    assert second.kit.permissions.grants == first.kit.permissions.grants
 
 
 async def test_a_resumed_session_compiles_the_same_working_set(tmp_path):
@@ -255,7 +255,7 @@ async def _granted_session(tmp_path: Path, ws: Path, permissions: dict):
     first, _ = _build(_settings(tmp_path, ws, permissions), ws)
     assert (await first.run_turn("write it")).reason == "permission"
     assert (await first.answer_permission(True, always=True)).reason == "end_turn"
-    assert [g.text for g in first.ports.permissions.grants] == ["Write(out.txt)"]
+    assert [g.text for g in first.kit.permissions.grants] == ["Write(out.txt)"]
     return first
 
 
@@ -265,17 +265,17 @@ async def test_grants_come_back_when_the_permission_rules_are_unchanged(tmp_path
     first = await _granted_session(tmp_path, ws, permissions)
     second, _, _, notices = _resume(_settings(tmp_path, ws, permissions), ws, first.session_id)
     assert notices == []
-    assert [g.text for g in second.ports.permissions.grants] == ["Write(out.txt)"]
+    assert [g.text for g in second.kit.permissions.grants] == ["Write(out.txt)"]
 
 
 async def test_grants_are_dropped_with_a_notice_when_the_permission_rules_changed(tmp_path):
     ws = _workspace(tmp_path)
     first = await _granted_session(tmp_path, ws, {"mode": "default"})
     second, events, _, notices = _resume(_settings(tmp_path, ws, {"mode": "default", "deny": ["Bash(rm:*)"]}), ws, first.session_id)
-    assert second.ports.permissions.grants == []
+    assert second.kit.permissions.grants == []
     assert notices == ["permission rules changed since the snapshot; grants given then were dropped: Write(out.txt)"]
     assert [e.text for e in _of(events, "notice")] == notices
-    decision = second.ports.permissions.decide(second.ports.registry.get("Write"), WriteInput(path="out.txt", content="x"), ws)
+    decision = second.kit.permissions.decide(second.kit.registry.get("Write"), WriteInput(path="out.txt", content="x"), ws)
     assert decision.effect == "ask"
 
 
@@ -296,7 +296,7 @@ async def test_plan_mode_goal_and_a_parked_call_survive_resume_and_the_call_runs
     second, _, loaded, notices = _resume(_settings(tmp_path, ws, permissions), ws, first.session_id)
     assert loaded.state.reason == "permission" and notices == []
     assert second.mode is Mode.PLAN and second.goal == goal
-    assert [c.use.id for c in second.pending.asks] == ["toolu_r"]
+    assert second.pending.asks == ["toolu_r"]
     request = (await second.compile_working_set()).request
     assert "the plan covers setup" in request.system
     assert {t.name for t in request.tools}.isdisjoint({"Write", "Edit", "Bash", "Agent"})
