@@ -27,6 +27,7 @@ from agents.ports import ModelClient, SnapshotStore, SubagentSpawner, Summarizer
 from agents.providers import load_model_client
 from agents.session_kit import Approver, SessionKit, SessionPorts
 from agents.skills import LoadSkillTool, discover_skills, skill_catalog_section
+from agents.snapshot_port import ThreadedSnapshotStore
 from agents.snapshot_store import DiskSnapshotStore
 from agents.subagents import AgentTool, SessionBlueprint
 from agents.system_prompt import (
@@ -83,6 +84,7 @@ def session_dir(settings: WorkingsetSettings, session_id: str) -> Path:
 
 
 def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
+    """The settings' snapshot store, for synchronous use (listing, history, restore)."""
     return DiskSnapshotStore(
         settings.home / "snapshots",
         max_history=settings.snapshots.max_history,
@@ -286,7 +288,7 @@ def build_session(
         model=model_for(None, "root"),
         executor=executor,
         summarizer=summarizer,
-        snapshots=runtime.snapshots or snapshot_store(settings),
+        snapshots=runtime.snapshots or ThreadedSnapshotStore(snapshot_store(settings)),
         spawner=spawner,
     )
     kit = SessionKit(

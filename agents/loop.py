@@ -224,7 +224,7 @@ class Session:
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
         state.conversation.append(Message.user(user_input))
         state.turn_calls, state.final_text = 0, ""
-        return self._saved(await self._advance())
+        return await self._saved(await self._advance())
 
     async def notify_hooks(self, event: HookEvent, payload: dict, *, tool_name: str | None = None) -> HookResult | None:
         """Run the hooks for `event`; their warnings and messages become notices."""
@@ -240,7 +240,7 @@ class Session:
         if self.pending is None or not self.pending.asks:
             raise WorkingsetError("no tool call is waiting for permission")
         if await self.tools.answer(self.pending, allow=allow, always=always):
-            return self._saved(self._paused())
+            return await self._saved(self._paused())
         return await self.continue_parked()
 
     async def settle_resumed(self) -> TurnOutcome | None:
@@ -259,32 +259,32 @@ class Session:
             raise WorkingsetError("nothing parked is ready to continue")
         await self.tools.finish(self.pending)
         self.pending = None
-        return self._saved(await self._advance())
+        return await self._saved(await self._advance())
 
     async def compact_now(self, focus: str | None = None) -> CompactionResult:
         """Manual `/compact`: summarize keeping the last few messages; on failure the
         history stays exactly as it was and the result says why."""
         result = await self._compact("manual", focus)
         if result.changed:
-            self.save_snapshot("compact")
+            await self.save_snapshot("compact")
         return result
 
-    def clear(self) -> None:
+    async def clear(self) -> None:
         """`/clear`: an empty conversation, saved at once, so the old one is only in history."""
         state = self.state
         state.conversation, state.pending, state.goal = [], None, None
         self._show_goal()
         state.turn_calls, state.final_text = 0, ""
         state.start_source = "clear"
-        self.save_snapshot("clear")
+        await self.save_snapshot("clear")
 
-    def save_snapshot(self, reason: str) -> str | None:
+    async def save_snapshot(self, reason: str) -> str | None:
         """Store the state now; a failure is reported and the session goes on."""
         if self.ports.snapshots is None:
             return None
         snapshot = snapshot_of(self.state, self.kit, model=self.ports.model.name, settings=self.settings, reason=reason)
         try:
-            version = self.ports.snapshots.save(snapshot)
+            version = await self.ports.snapshots.save(snapshot)
         except SnapshotError as exc:
             self.emit(SnapshotSaved(session_id=self.session_id, saved=False, reason=reason, error=f"state not saved: {exc}"))
             return None
@@ -301,8 +301,8 @@ class Session:
             self.emit(Notice(session_id=self.session_id, text=text))
         return notices
 
-    def _saved(self, outcome: TurnOutcome) -> TurnOutcome:
-        self.save_snapshot(outcome.reason)
+    async def _saved(self, outcome: TurnOutcome) -> TurnOutcome:
+        await self.save_snapshot(outcome.reason)
         return outcome
 
     async def compile_working_set(self) -> CompiledRequest:

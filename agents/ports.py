@@ -6,17 +6,14 @@ process (tests, `--local`) and inside a Ray actor, with different implementation
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.messages import Message, TextBlock, ToolUseBlock
+from agents.session_state import LoadedSnapshot, SessionState
 from agents.usage import Usage
 from tools.base import Tool, ToolContext, ToolOutput
-
-if TYPE_CHECKING:
-    from agents.session_state import SessionState
-    from agents.snapshot_store import LoadedSnapshot
 
 __all__ = [
     "ModelClient",
@@ -90,11 +87,12 @@ class Summarizer(Protocol):
 
 @runtime_checkable
 class SnapshotStore(Protocol):
-    """Save and load versioned session state (see agents.snapshot_store)."""
+    """Save and load versioned session state (see agents.snapshot_store). Async: a
+    process hosting many sessions must not stop them all while one is written."""
 
-    def save(self, state: SessionState) -> str: ...
+    async def save(self, state: SessionState) -> str: ...
 
-    def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
+    async def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
 
 
 class SubagentRequest(BaseModel):

@@ -10,7 +10,7 @@ tool_use), then a user message holding its ~2 KB tool_result, every body distinc
    `DiskSnapshotStore.save`, twice: while the history fills (no version is dropped) and
    at steady state (history full, so every save drops the oldest version and collects
    the messages and chunks no remaining version refers to). `Session.save_snapshot`
-   adds `export_state` (a `git rev-parse`, a settings fingerprint) on top; its p50 is
+   adds `snapshot_of` (a `git rev-parse`, a settings fingerprint) on top; its p50 is
    shown at steady state.
 2. Disk size: `versions` versions of a growing conversation (one interaction added per
    version, all versions kept) against a fresh store holding only the final version.
@@ -23,6 +23,7 @@ tool_use), then a user message holding its ~2 KB tool_result, every body distinc
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sqlite3
 import statistics
@@ -94,8 +95,8 @@ def write_times(root: Path, size: int, saves: int) -> dict[str, float]:
     }
 
 
-def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
-    """Session.save_snapshot (export_state + store.save): p50 while the history fills, then full."""
+async def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
+    """Session.save_snapshot (snapshot_of + store.save): p50 while the history fills, then full."""
     workspace = root / f"ws-{size}"
     workspace.mkdir()
     script = root / "script.json"
@@ -106,12 +107,12 @@ def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
     )
     session = build_session(settings, workspace)
     session.conversation = conversation(size)
-    session.save_snapshot("bench")
+    await session.save_snapshot("bench")
     samples: list[float] = []
     for n in range(2 * saves - 1):
         session.conversation += interaction(3_000_000 + n)
         started = time.perf_counter()
-        session.save_snapshot("bench")
+        await session.save_snapshot("bench")
         samples.append((time.perf_counter() - started) * 1000)
     session.ports.snapshots.close()
     return statistics.median(samples[: saves - 1]), statistics.median(samples[saves - 1 :])
@@ -145,7 +146,7 @@ def disk_sizes(root: Path, start: int, versions: int) -> dict[str, float]:
     return {"kept": kept, "final": len(messages), "raw": raw, "vacuumed": vacuumed}
 
 
-def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
+async def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
     workspace = root / f"resume-ws-{size}"
     workspace.mkdir()
     script = root / "script.json"
@@ -153,14 +154,14 @@ def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
     settings = load_settings(workspace, {"model": f"scripted:{script}", "home": str(root / f"home-resume-{size}")})
     first = build_session(settings, workspace)
     first.conversation = conversation(size)
-    first.save_snapshot("bench")
+    await first.save_snapshot("bench")
     first.ports.snapshots.close()
     build, load_restore = [], []
     for _ in range(repeats):
         started = time.perf_counter()
         session = build_session(settings, workspace, session_id=first.session_id)
         built = time.perf_counter()
-        loaded = session.ports.snapshots.load(first.session_id)
+        loaded = await session.ports.snapshots.load(first.session_id)
         session.restore(loaded.state)
         done = time.perf_counter()
         assert len(session.conversation) == size and loaded.problem is None
@@ -186,7 +187,7 @@ def main() -> None:
         print(f"{'messages':>8}  {'history filling':>17}  {'history full':>17}  {'filling':>12}  {'full':>12}")
         for size in args.sizes:
             t = write_times(root, size, args.saves)
-            session_fill, session_full = session_save_p50(root, size, args.saves)
+            session_fill, session_full = asyncio.run(session_save_p50(root, size, args.saves))
             print(
                 f"{size:>8}  {t['fill_p50']:>7.2f} / {t['fill_p95']:>7.2f}  "
                 f"{t['steady_p50']:>7.2f} / {t['steady_p95']:>7.2f}  {session_fill:>12.2f}  {session_full:>12.2f}"
@@ -204,7 +205,7 @@ def main() -> None:
             )
 
         print()
-        r = resume_ms(root, args.resume_size, args.resume_repeats)
+        r = asyncio.run(resume_ms(root, args.resume_size, args.resume_repeats))
         print(f"resume at {args.resume_size} messages, p50 of {args.resume_repeats}: "
               f"build_session {r['build']:.1f} ms + load & restore {r['load_restore']:.1f} ms "
               f"= {r['build'] + r['load_restore']:.1f} ms")

@@ -142,11 +142,11 @@ def _resumed_id(args: argparse.Namespace, settings, workspace) -> str | None:
     return None
 
 
-def _resume(session: Session) -> None:
+async def _resume(session: Session) -> None:
     """Load the snapshot named by --resume / --continue into the freshly built session."""
     session_id = session.session_id
     try:
-        loaded = session.ports.snapshots.load(session_id)
+        loaded = await session.ports.snapshots.load(session_id)
     except SnapshotError as exc:
         raise ConfigError(f"cannot resume {session_id}: {exc}") from exc
     if loaded.problem:
@@ -198,7 +198,7 @@ async def _drive_local(settings, workspace, args, renderer, approver, session_id
     )
     try:
         if session_id is not None:
-            _resume(session)
+            await _resume(session)
         if args.goal:
             session.set_goal(args.goal)
         return await _drive(session, args.prompt, approver)

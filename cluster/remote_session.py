@@ -160,8 +160,9 @@ class RemoteSession:
     def set_goal(self, condition: str | None) -> None:
         self._call_control(self.actor.set_goal.remote(self.session_id, condition))
 
-    def clear(self) -> None:
-        self._call_control(self.actor.clear.remote(self.session_id))
+    async def clear(self) -> None:
+        self._apply(await self.actor.clear.remote(self.session_id))
+        await self._drain()
 
     def _call_control(self, ref) -> None:
         import ray

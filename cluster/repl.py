@@ -88,7 +88,7 @@ async def _goal(session: Session, arg: str) -> bool:
 
 
 async def _clear(session: Session, arg: str) -> bool:
-    session.clear()
+    await session.clear()
     print("conversation cleared (the previous one stays in the session's history)")
     return True
 
@@ -100,7 +100,7 @@ async def _resume(session: Session, arg: str) -> bool:
         return True
     target = arg or session.session_id
     try:
-        loaded = store.load(target)
+        loaded = await store.load(target)
     except WorkingsetError as exc:
         print(f"cannot resume {target}: {exc}")
         return True

@@ -135,7 +135,7 @@ class SessionActor:
         loaded = None
         if spec.resume:
             try:
-                loaded = session.ports.snapshots.load(session.session_id)
+                loaded = await session.ports.snapshots.load(session.session_id)
             except SnapshotNotFound:
                 if not spec.seek_model:
                     raise
@@ -219,9 +219,9 @@ class SessionActor:
         session.set_goal(condition)
         return self._control(session)
 
-    def clear(self, session_id: str) -> dict:
+    async def clear(self, session_id: str) -> dict:
         session = self._get(session_id).session
-        session.clear()
+        await session.clear()
         return self._control(session)
 
     def drain(self, session_id: str) -> list:

@@ -12,8 +12,8 @@ from pathlib import Path
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from agents.session_state import SessionState
-from agents.snapshot_store import DiskSnapshotStore, LoadedSnapshot, SessionInfo
+from agents.session_state import LoadedSnapshot, SessionState
+from agents.snapshot_store import DiskSnapshotStore, SessionInfo
 
 __all__ = ["RaySnapshotStore", "SnapshotStoreActor", "start_snapshot_actor"]
 
@@ -34,17 +34,17 @@ class SnapshotStoreActor:
 
 
 class RaySnapshotStore:
-    """The SnapshotStore port through the actor. Calls block briefly (one local hop);
-    snapshots are written once per outer turn."""
+    """The SnapshotStore port through the actor: a session awaits its snapshot while
+    the other sessions of its SessionActor go on (no blocking `ray.get` in a turn)."""
 
     def __init__(self, actor):
         self.actor = actor
 
-    def save(self, state: SessionState) -> str:
-        return ray.get(self.actor.save.remote(state))
+    async def save(self, state: SessionState) -> str:
+        return await self.actor.save.remote(state)
 
-    def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
-        return ray.get(self.actor.load.remote(session_id, version))
+    async def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
+        return await self.actor.load.remote(session_id, version)
 
     def sessions(self, cwd: Path | None = None) -> list[SessionInfo]:
         return ray.get(self.actor.sessions.remote(str(cwd) if cwd else None))
