@@ -1,17 +1,21 @@
-"""Assemble a Session from settings: the composition root.
+"""A root Session from settings: what the environment provides, read once per tree.
 
-The same function builds a session in one process (`--local`, tests) and inside a
-Ray actor; `RuntimePorts` swaps the implementations that differ there (tool
-executor, summarizer, snapshot store, subagent spawner) without touching the loop.
+`build_session` reads the workspace and the user's setup (plugins, skills, memory,
+project instructions, hooks, permission rules, the sandbox) into a SessionBlueprint
+and assembles the root from it (`agents.blueprint.assemble`, the composition root
+its subagents are assembled by too). The same function builds a session in one
+process (`--local`, tests) and inside a Ray actor; `RuntimePorts` swaps the port
+implementations that differ there (tool executor, summarizer, snapshot store,
+subagent spawner) without touching the loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from agents.blueprint import RootSpec, SessionBlueprint, SpawnerFactory, assemble
 from agents.budgets import Budget
 from agents.compaction import load_summarizer
 from agents.config import WorkingsetSettings
@@ -23,13 +27,13 @@ from agents.memory import MemoryStore, memory_section, memory_tools
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
 from agents.plugins import LoadedPlugins, apply_bundle, discover_plugins, load_enabled
-from agents.ports import ModelClient, SnapshotStore, SubagentSpawner, Summarizer, ToolExecutor
+from agents.ports import ModelClient, SnapshotStore, Summarizer, ToolExecutor
 from agents.providers import load_model_client
-from agents.session_kit import Approver, SessionKit, SessionPorts
+from agents.session_kit import Approver
 from agents.skills import LoadSkillTool, discover_skills, skill_catalog_section
 from agents.snapshot_port import ThreadedSnapshotStore
 from agents.snapshot_store import DiskSnapshotStore
-from agents.subagents import AgentTool, SessionBlueprint
+from agents.subagents import in_process_spawners
 from agents.system_prompt import (
     SystemPrompt,
     base_section,
@@ -69,7 +73,7 @@ class RuntimePorts:
     summarizer: Summarizer | None = None
     judge: ModelClient | None = None
     snapshots: SnapshotStore | None = None
-    spawner_factory: Callable[[SessionBlueprint, str, Budget], SubagentSpawner] | None = None
+    spawner_factory: SpawnerFactory | None = None  # None: children run in this process
 
 
 def resolve_workspace(cwd: str | Path) -> Path:
@@ -261,48 +265,31 @@ def build_session(
         denied_path_globs=denied_path_globs(permissions),
     )
     executor = runtime.executor or LocalToolExecutor()
-    summarizer = runtime.summarizer or load_summarizer(settings.summarizer)
-    counter = CharRatioEstimator()
-    tree = Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd)
     blueprint = SessionBlueprint(
         model_for=model_for,
         executor=executor,
         tools=base_tools,
         tool_context=context,
-        summarizer=summarizer,
-        counter=counter,
+        summarizer=runtime.summarizer or load_summarizer(settings.summarizer),
+        counter=CharRatioEstimator(),
         settings=settings.session(),
         subagents=settings.subagents,
         permissions=permissions,
         prompt_for=parts.prompt_for,
         emit=emit,
+        spawner_factory=runtime.spawner_factory or in_process_spawners,
         artifacts=artifacts,
         child_approver=child_approver,
-        spawner_factory=runtime.spawner_factory,
         hooks=hooks,
+        keeps_agent=keeps_agent,
     )
-    spawner = blueprint.spawner(session_id, tree)
-    agent = AgentTool(spawner, depth=0, max_depth=settings.subagents.max_depth)
-    registry = ToolRegistry([*base_tools, agent] if keeps_agent else base_tools)
-    ports = SessionPorts(
+    root = RootSpec(
+        session_id=session_id,
         model=model_for(None, "root"),
-        executor=executor,
-        summarizer=summarizer,
+        mode=mode,
+        budget=Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd),
         snapshots=runtime.snapshots or ThreadedSnapshotStore(snapshot_store(settings)),
-        spawner=spawner,
-    )
-    kit = SessionKit(
-        registry=registry,
-        tool_context=context,
-        artifacts=artifacts,
-        counter=counter,
-        emit=emit,
-        trace=TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None,
-        permissions=permissions,
         judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge"),
-        budget=tree,
-        hooks=hooks,
+        trace=TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None,
     )
-    return Session(
-        ports, kit, system_prompt=parts.prompt_for(registry), settings=settings.session(), session_id=session_id, mode=mode
-    )
+    return assemble(blueprint, root)

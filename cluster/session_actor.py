@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from agents.assembly import RuntimePorts, open_session, resolve_workspace
 from agents.config import WorkingsetSettings
 from agents.events import PermissionRequested
-from agents.loop import Session, TurnOutcome
+from agents.loop import Session, TurnOutcome, new_session_id
 from agents.modes import Mode
 from agents.snapshot_store import SnapshotNotFound
 from agents.tool_batch import PermissionAnswer
@@ -112,22 +112,18 @@ class SessionActor:
         settings = WorkingsetSettings.model_validate(spec.settings)
         workspace = resolve_workspace(spec.workspace)
         queue: asyncio.Queue = asyncio.Queue()
-        session_id = spec.session_id
+        session_id = spec.session_id or new_session_id()
         hosted_ref: list[_Hosted] = []
         approver = (lambda request: self._ask_local(hosted_ref[0], request)) if spec.interactive else None
         runtime = RuntimePorts(
             executor=RayToolExecutor(self.node_id, num_cpus=self.services.tool_cpus),
             summarizer=self.services.summarizer,
             snapshots=self.services.snapshots,
-            spawner_factory=None,
+            # Subagents become actors that report back to this actor and this session.
+            spawner_factory=ray_spawner_factory(self.pool, self.me, session_id),
         )
         session = await open_session(settings, workspace, emit=queue.put_nowait, session_id=session_id,
                                      mode=Mode(spec.mode), child_approver=approver, runtime=runtime)
-        # Subagents become actors that report back to this actor and this session.
-        session_factory = ray_spawner_factory(self.pool, self.me, session.session_id)
-        agent = session.kit.registry.get("Agent")
-        agent.spawner = session_factory(agent.spawner.blueprint, session.session_id, agent.spawner.parent_budget)
-        agent.spawner.blueprint.spawner_factory = session_factory
         hosted = _Hosted(session, queue, {})
         hosted_ref.append(hosted)
         self.hosted[session.session_id] = hosted

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-import agents.loop
+import agents.blueprint
 from agents.assembly import build_session
 from agents.budgets import Budget
 from agents.compaction import ExtractiveSummarizer
@@ -16,7 +16,7 @@ from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolUseBlock
 from agents.permissions import PermissionRuntime
 from agents.ports import SubagentRequest
-from agents.subagents import AgentTool, InProcessSpawner, SessionBlueprint
+from agents.subagents import AgentTool, InProcessSpawner, SessionBlueprint, in_process_spawners
 from agents.system_prompt import SystemPrompt, base_section, tool_catalog_section
 from agents.tokens import CharRatioEstimator
 from agents.tool_batch import PermissionAnswer
@@ -93,15 +93,17 @@ def _child_results(events, root: Session) -> list:
 
 @pytest.fixture
 def children(monkeypatch) -> list[Session]:
-    """Every child Session made while the test runs (the spawner imports Session at call time)."""
+    """Every child Session made while the test runs (roots and children are both
+    assembled by agents.blueprint; only children are kept)."""
     made: list[Session] = []
 
     class RecordedSession(Session):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            made.append(self)
+            if self.kit.is_child:
+                made.append(self)
 
-    monkeypatch.setattr(agents.loop, "Session", RecordedSession)
+    monkeypatch.setattr(agents.blueprint, "Session", RecordedSession)
     return made
 
 
@@ -122,6 +124,7 @@ def _tree(tmp_path, root_model, child_model, *, max_depth=3, tools=None, tree_ma
         permissions=PermissionRuntime.from_texts(mode="bypass"),
         prompt_for=lambda registry: SystemPrompt.assemble([base_section(), tool_catalog_section(registry)]),
         emit=events.append,
+        spawner_factory=in_process_spawners,
     )
     spawner = InProcessSpawner(blueprint, parent_id="root", parent_budget=tree)
     registry = ToolRegistry([*base_tools, AgentTool(spawner, depth=0, max_depth=blueprint.subagents.max_depth)])
