@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 
 from agents.compaction.ledger import CompactionEvent
+from agents.errors import WorkingsetError
 from agents.events import EventSink, Notice, SessionEnded, SessionStarted
 from agents.goal import GoalState
 from agents.loop import TurnOutcome
@@ -63,13 +64,27 @@ class RemoteSession:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def open(self) -> list[str]:
-        opened = await self.actor.open.remote(self.spec)
+        """Open the session on the actor (agents.lifecycle runs there); returns the notices
+        opening it gave. An error of ours raised there is raised here as itself."""
+        try:
+            opened = await self.actor.open.remote(self.spec)
+        except RayTaskError as exc:
+            if isinstance(exc.cause, WorkingsetError):
+                raise exc.cause from None  # one clear message, not the actor's traceback
+            raise
         self.session_id = opened["session_id"]
         self.spec = self.spec.model_copy(update={"session_id": self.session_id})
         self._apply(opened)
-        for text in opened["notices"]:
-            self.emit(Notice(session_id=self.session_id, text=text))
-        return opened["notices"]
+        return self._emit_all(opened["events"])
+
+    def _emit_all(self, events: list) -> list[str]:
+        for event in events:
+            self.emit(event)
+        return [e.text for e in events if isinstance(e, Notice)]
+
+    async def aclose(self) -> None:
+        """Close the session on its actor (a turn still running there is stopped)."""
+        await self.actor.close.remote(self.session_id)
 
     def announce_start(self) -> None:
         self.emit(SessionStarted(session_id=self.session_id, model=self.model_name, cwd=self.spec.workspace))
@@ -81,7 +96,8 @@ class RemoteSession:
 
     # -- turns --------------------------------------------------------------------------
 
-    async def run_turn(self, text: str) -> TurnOutcome:
+    async def run_turn(self, user_input: str) -> TurnOutcome:
+        text = user_input
         for _ in range(3):
             try:
                 return await self._consume(self.actor.turn.remote(self.session_id, text))
@@ -144,8 +160,7 @@ class RemoteSession:
                                        f"{self.restart_timeout_s:g} s") from None
                 await asyncio.sleep(0.5)
         self._apply(opened)
-        for text in opened["notices"]:
-            self.emit(Notice(session_id=self.session_id, text=text))
+        self._emit_all(opened["events"])
 
     # -- control ------------------------------------------------------------------------
 

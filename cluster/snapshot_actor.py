@@ -7,13 +7,16 @@ directly instead (it is safe across processes), which avoids a hop per turn.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import ray
+from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from agents.session_state import LoadedSnapshot, SessionState
-from agents.snapshot_store import DiskSnapshotStore, SessionInfo
+from agents.snapshot_store import DiskSnapshotStore, SessionInfo, SnapshotError
 
 __all__ = ["RaySnapshotStore", "SnapshotStoreActor", "start_snapshot_actor"]
 
@@ -33,6 +36,20 @@ class SnapshotStoreActor:
         return self.store.sessions(Path(cwd) if cwd else None)
 
 
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """The store's own errors come back as themselves (one line, not the actor's
+    traceback); a store actor that is gone is a SnapshotError like a full disk."""
+    try:
+        yield
+    except RayTaskError as exc:
+        if isinstance(exc.cause, SnapshotError):
+            raise exc.cause from None
+        raise SnapshotError(f"the snapshot store actor failed: {exc.cause!r}") from exc
+    except RayError as exc:
+        raise SnapshotError(f"the snapshot store actor is unavailable ({type(exc).__name__})") from exc
+
+
 class RaySnapshotStore:
     """The SnapshotStore port through the actor: a session awaits its snapshot while
     the other sessions of its SessionActor go on (no blocking `ray.get` in a turn)."""
@@ -41,10 +58,12 @@ class RaySnapshotStore:
         self.actor = actor
 
     async def save(self, state: SessionState) -> str:
-        return await self.actor.save.remote(state)
+        with _store_errors():
+            return await self.actor.save.remote(state)
 
     async def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
-        return await self.actor.load.remote(session_id, version)
+        with _store_errors():
+            return await self.actor.load.remote(session_id, version)
 
     def sessions(self, cwd: Path | None = None) -> list[SessionInfo]:
         return ray.get(self.actor.sessions.remote(str(cwd) if cwd else None))

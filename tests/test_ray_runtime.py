@@ -332,7 +332,7 @@ async def test_session_saved_on_the_head_node_resumes_on_the_other_node_through_
     # the store actor (on the head node) holds both turns, read from a task on the other node
     @ray.remote(num_cpus=0)
     def load_there(store, session_id):
-        return ray.get_runtime_context().get_node_id(), store.load(session_id).state
+        return ray.get_runtime_context().get_node_id(), asyncio.run(store.load(session_id)).state
 
     where, state = await load_there.options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=ray_cluster.other_node_id, soft=False)

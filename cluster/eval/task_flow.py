@@ -20,8 +20,10 @@ from typing import Any
 
 from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
+from agents.handle import SessionHandle
 from agents.ports import Usage
 from cluster.eval.grading import GradingError, SandboxedShell
+from cluster.eval.hosts import SessionHost
 from cluster.eval.layout import OutDir
 from cluster.eval.progress import Reporter
 from cluster.eval.results import ResultRow
@@ -69,7 +71,7 @@ def describe(exc: BaseException) -> str:
 class TaskFlow:
     """Runs one attempt of a task; shared by the batch's workers."""
 
-    def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: Any, reporter: Reporter,
+    def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: SessionHost, reporter: Reporter,
                  workspaces: Workspaces, shell: SandboxedShell, commands: asyncio.Semaphore,
                  wall_s: float | None, keep_workspaces: bool):
         self.settings = settings
@@ -163,7 +165,8 @@ class TaskFlow:
         wall-clock budget ran out)."""
         wall = task.budgets.wall_s or self.wall_s
         clock = time.monotonic()
-        handle = timer = None
+        handle: SessionHandle | None = None
+        timer = None
         try:
             handle = await self.host.open(ws.path, settings, stats)
             stats.session_id = handle.session_id
