@@ -23,7 +23,8 @@ from agents.errors import ConfigError
 from agents.events import EventSink, Notice, discard_events
 from agents.hooks import HookRunner
 from agents.loop import Session, new_session_id
-from agents.memory import MemoryStore, memory_section, memory_tools
+from agents.memory import MemoryStore, memory_section
+from agents.memory_tools import memory_tools
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
 from agents.plugins import LoadedPlugins, apply_bundle, discover_plugins, load_enabled
