@@ -119,8 +119,9 @@ class ToolBatchRunner:
                 self._settle(batch, self._clip_to_budget(result), call.use.name)
         self.state.conversation.append(Message.tool_results(batch.results_in_order()))
 
-    def current_request(self, batch: PendingState) -> PermissionRequested:
+    def current_request(self, batch: PendingState | None) -> PermissionRequested:
         """The question for the first parked call (what a caller shows the user)."""
+        assert batch is not None and batch.asks, "no call is parked"
         use_id = batch.asks[0]
         call = self._prepared(use_id, batch)
         assert call is not None, "a parked call that cannot be prepared is settled, not asked"
