@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar, overload
 
 from agents.budgets import BudgetExceeded
 from agents.compaction import (
@@ -72,12 +72,34 @@ class TurnOutcome:
     request: PermissionRequested | None = None
 
 
+T = TypeVar("T")
+
+
+class _InState(Generic[T]):
+    """A Session attribute that reads and writes a field of the session's state."""
+
+    def __init__(self, field: str):
+        self.field = field
+
+    @overload
+    def __get__(self, session: None, owner: type) -> _InState[T]: ...
+
+    @overload
+    def __get__(self, session: Session, owner: type) -> T: ...
+
+    def __get__(self, session: Session | None, owner: type) -> _InState[T] | T:
+        return self if session is None else getattr(session.state, self.field)
+
+    def __set__(self, session: Session, value: T) -> None:
+        setattr(session.state, self.field, value)
+
+
 class Session:
     """One agent conversation and the loop that advances it.
 
     Everything the loop advances is `self.state` (a SessionState); the five ports and
-    the kit are what it was given. The attributes below that mirror the state
-    (conversation, mode, goal, pending, usage, ...) read and write it."""
+    the kit are what it was given; `conversation`, `mode`, `goal`, `pending`, `usage`,
+    ... are the state's fields."""
 
     def __init__(
         self,
@@ -112,67 +134,16 @@ class Session:
             model_name=ports.model.name,
         )
 
-    # -- the state, by name -----------------------------------------------------------
-
-    @property
-    def session_id(self) -> str:
-        return self.state.session_id
-
-    @property
-    def conversation(self) -> list[Message]:
-        return self.state.conversation
-
-    @conversation.setter
-    def conversation(self, messages: list[Message]) -> None:
-        self.state.conversation = messages
-
-    @property
-    def mode(self) -> Mode:
-        return self.state.mode
-
-    @property
-    def goal(self) -> GoalState | None:
-        return self.state.goal
-
-    @property
-    def pending(self) -> PendingState | None:
-        return self.state.pending
-
-    @pending.setter
-    def pending(self, batch: PendingState | None) -> None:
-        self.state.pending = batch
-
-    @property
-    def usage(self) -> Usage:
-        return self.state.usage
-
-    @usage.setter
-    def usage(self, usage: Usage) -> None:
-        self.state.usage = usage
-
-    @property
-    def model_calls(self) -> int:
-        return self.state.model_calls
-
-    @model_calls.setter
-    def model_calls(self, count: int) -> None:
-        self.state.model_calls = count
-
-    @property
-    def _turn_calls(self) -> int:
-        return self.state.turn_calls
-
-    @_turn_calls.setter
-    def _turn_calls(self, count: int) -> None:
-        self.state.turn_calls = count
-
-    @property
-    def _final_text(self) -> str:
-        return self.state.final_text
-
-    @_final_text.setter
-    def _final_text(self, text: str) -> None:
-        self.state.final_text = text
+    # The state's fields, by the names the loop and its callers use.
+    session_id = _InState[str]("session_id")
+    conversation = _InState[list[Message]]("conversation")
+    mode = _InState[Mode]("mode")
+    goal = _InState[GoalState | None]("goal")
+    pending = _InState[PendingState | None]("pending")
+    usage = _InState[Usage]("usage")
+    model_calls = _InState[int]("model_calls")
+    _turn_calls = _InState[int]("turn_calls")
+    _final_text = _InState[str]("final_text")
 
     # -- lifecycle events -------------------------------------------------------------
 

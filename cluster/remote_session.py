@@ -14,6 +14,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from ray.actor import ActorHandle
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 
 from agents.compaction.ledger import CompactionEvent
@@ -23,9 +24,9 @@ from agents.goal import GoalState
 from agents.loop import TurnOutcome
 from agents.modes import Mode
 from agents.ports import Usage
-from agents.tool_batch import Approver, PermissionAnswer
+from agents.session_kit import Approver, PermissionAnswer
 from cluster.runtime import ClusterError
-from cluster.session_actor import ChildQuestion, SessionSpec, TurnEnd
+from cluster.session_actor import ChildQuestion, ClusterServices, SessionSpec, TurnEnd
 
 __all__ = ["RemoteSession"]
 
@@ -43,8 +44,8 @@ class _CompactResult:
 
 
 class RemoteSession:
-    def __init__(self, actor, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
-                 model_name: str = "", restart_timeout_s: float = 120.0, services=None):
+    def __init__(self, actor: ActorHandle, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
+                 model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None):
         self.actor = actor
         # The shared service actors (snapshot store, compactor pool) live only while someone
         # holds their handles; a killed SessionActor drops its copies, so the caller keeps them
