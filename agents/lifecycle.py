@@ -1,25 +1,25 @@
 """Opening a session: one lifecycle for every caller, local or on Ray.
 
-`open_or_resume(spec, runtime)` is the only way a session comes to life. For a root
-(`OpenSpec`) it builds the session for the current environment
-(`agents.assembly.open_session`), resumes a saved one (snapshot loaded and
-restored; a corrupt current version falls back to the newest intact one with a
-notice; a session reopened after its host failed during its first turn starts
-again), applies the goal, and maps what went wrong to one ConfigError naming the
-session and the fix. For a subagent (`ChildSpec`) it assembles the child from its
-parent's blueprint. The CLI (`--local`), the SessionActor, subagents and the
-evaluation hosts all open sessions here, so `--resume X --goal G` means the same
-wherever the session runs: the saved session continues, and G replaces its goal.
+`open_or_resume(spec, runtime)` is the only way a root session comes to life: it
+builds the session for the current environment (`agents.assembly.open_session`),
+resumes a saved one (snapshot loaded and restored; a corrupt current version falls
+back to the newest intact one with a notice; a session reopened after its host
+failed during its first turn starts again), applies the goal, and maps what went
+wrong to one ConfigError naming the session and the fix. The CLI (`--local`), the
+SessionActor and the evaluation hosts all open sessions here, so `--resume X --goal
+G` means the same wherever the session runs: the saved session continues, and G
+replaces its goal. A subagent never resumes and has no goal of its own: it is
+assembled from its parent's blueprint by the same `agents.blueprint.assemble`
+(`agents.subagents.run_child`, in-process or in a SubagentActor).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, overload, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from agents.assembly import RuntimePorts, open_session
-from agents.blueprint import ChildSpec, SessionBlueprint, assemble
 from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
 from agents.events import EventSink, Notice, discard_events
@@ -66,20 +66,8 @@ class _Replaying(Protocol):
     def seek(self, calls_made: int) -> None: ...
 
 
-@overload
-async def open_or_resume(spec: OpenSpec, runtime: SessionRuntime) -> Session: ...
-
-
-@overload
-async def open_or_resume(spec: ChildSpec, runtime: SessionBlueprint) -> Session: ...
-
-
-async def open_or_resume(spec: OpenSpec | ChildSpec, runtime: SessionRuntime | SessionBlueprint) -> Session:
-    """Build (and for a root, resume and set the goal of) a session; see the module docstring."""
-    if isinstance(spec, ChildSpec):
-        assert isinstance(runtime, SessionBlueprint)
-        return assemble(runtime, spec)
-    assert isinstance(runtime, SessionRuntime)
+async def open_or_resume(spec: OpenSpec, runtime: SessionRuntime) -> Session:
+    """Build, resume and set the goal of a root session; see the module docstring."""
     session = await open_session(
         spec.settings,
         spec.workspace,
