@@ -111,55 +111,65 @@ class ChildSpec:
 def assemble(bp: SessionBlueprint, spec: RootSpec | ChildSpec) -> Session:
     """A Session from the blueprint: the root's, or a child derived for one Agent call."""
     if isinstance(spec, ChildSpec):
-        return _child(bp, spec)
-    spawner = bp.spawner(spec.session_id, spec.budget)
-    registry = ToolRegistry([*bp.tools, AgentTool(spawner, depth=0, max_depth=bp.subagents.max_depth)] if bp.keeps_agent else bp.tools)
-    ports = SessionPorts(
-        model=spec.model,
-        executor=bp.executor,
-        summarizer=bp.summarizer,
-        snapshots=spec.snapshots,
-        spawner=spawner if bp.keeps_agent else None,
-    )
-    kit = SessionKit(
-        registry=registry,
-        tool_context=bp.tool_context,
-        artifacts=bp.artifacts,
-        counter=bp.counter,
-        emit=bp.emit,
-        trace=spec.trace,
+        request = spec.request
+        grandchildren = bp.spawner(spec.child_id, spec.budget)
+        agent = AgentTool(grandchildren, depth=request.depth, max_depth=bp.subagents.max_depth)
+        turns = bp.settings.agent.model_copy(update={"max_turns": bp.subagents.max_turns})
+        return _session(
+            bp,
+            SessionPorts(bp.model_for(request.model, f"subagent:{request.description}"), bp.executor, bp.summarizer,
+                         spawner=grandchildren),
+            child_registry(bp.tools, request, agent),
+            session_id=spec.child_id,
+            settings=bp.settings.model_copy(update={"agent": turns}),
+            budget=spec.budget,
+            permissions=bp.permissions.fork(scope=f"subagent:{spec.child_id}"),
+            is_child=True,
+            approver=bp.child_approver,
+        )
+    spawner = bp.spawner(spec.session_id, spec.budget) if bp.keeps_agent else None
+    tools = [*bp.tools, AgentTool(spawner, depth=0, max_depth=bp.subagents.max_depth)] if spawner else bp.tools
+    return _session(
+        bp,
+        SessionPorts(spec.model, bp.executor, bp.summarizer, snapshots=spec.snapshots, spawner=spawner),
+        ToolRegistry(tools),
+        session_id=spec.session_id,
+        settings=bp.settings,
+        budget=spec.budget,
         permissions=bp.permissions,
+        mode=spec.mode,
         judge=spec.judge,
-        budget=spec.budget,
-        hooks=bp.hooks,
-    )
-    return Session(
-        ports, kit, system_prompt=bp.prompt_for(registry), settings=bp.settings, session_id=spec.session_id, mode=spec.mode
+        trace=spec.trace,
     )
 
 
-def _child(bp: SessionBlueprint, spec: ChildSpec) -> Session:
-    limits = bp.subagents
-    request = spec.request
-    grandchildren = bp.spawner(spec.child_id, spec.budget)
-    registry = child_registry(bp.tools, request, AgentTool(grandchildren, depth=request.depth, max_depth=limits.max_depth))
-    ports = SessionPorts(
-        model=bp.model_for(request.model, f"subagent:{request.description}"),
-        executor=bp.executor,
-        summarizer=bp.summarizer,
-        spawner=grandchildren,
-    )
+def _session(
+    bp: SessionBlueprint,
+    ports: SessionPorts,
+    registry: ToolRegistry,
+    *,
+    session_id: str,
+    settings: SessionSettings,
+    budget: Budget,
+    permissions: PermissionRuntime,
+    is_child: bool = False,
+    approver: Approver | None = None,
+    mode: Mode = Mode.DEFAULT,
+    judge: ModelClient | None = None,
+    trace: TraceWriter | None = None,
+) -> Session:
     kit = SessionKit(
         registry=registry,
         tool_context=bp.tool_context,
         artifacts=bp.artifacts,
         counter=bp.counter,
         emit=bp.emit,
-        permissions=bp.permissions.fork(scope=f"subagent:{spec.child_id}"),
-        approver=bp.child_approver,
-        budget=spec.budget,
-        is_child=True,
+        trace=trace,
+        permissions=permissions,
+        approver=approver,
+        judge=judge,
+        budget=budget,
+        is_child=is_child,
         hooks=bp.hooks,
     )
-    settings = bp.settings.model_copy(update={"agent": bp.settings.agent.model_copy(update={"max_turns": limits.max_turns})})
-    return Session(ports, kit, system_prompt=bp.prompt_for(registry), settings=settings, session_id=spec.child_id)
+    return Session(ports, kit, system_prompt=bp.prompt_for(registry), settings=settings, session_id=session_id, mode=mode)
