@@ -25,6 +25,7 @@ from agents.hooks import HookRunner
 from agents.loop import Session, new_session_id
 from agents.memory import MemoryStore, memory_section
 from agents.memory_tools import memory_tools
+from agents.models import model_info
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
 from agents.plugins import LoadedPlugins, apply_bundle, discover_plugins, load_enabled
@@ -32,7 +33,6 @@ from agents.ports import ModelClient, SnapshotStore, Summarizer, ToolExecutor
 from agents.providers import load_model_client
 from agents.session_kit import Approver
 from agents.skills import LoadSkillTool, discover_skills, skill_catalog_section
-from agents.snapshot_port import ThreadedSnapshotStore
 from agents.snapshot_store import DiskSnapshotStore
 from agents.subagents import in_process_spawners
 from agents.system_prompt import (
@@ -43,7 +43,7 @@ from agents.system_prompt import (
     read_project_instructions,
     tool_catalog_section,
 )
-from agents.tokens import CharRatioEstimator
+from agents.tokens import CalibratedCounter
 from agents.trace import TraceWriter
 from tools.artifacts import ArtifactStore
 from tools.base import CommandRunner, PlainCommandRunner, Tool, ToolContext
@@ -51,7 +51,7 @@ from tools.executor import LocalToolExecutor
 from tools.mcp import McpManager, McpServerConfig
 from tools.recall import RecallTool
 from tools.registry import ToolRegistry, default_workspace_tools
-from tools.sandbox import BubblewrapRunner, SandboxLimits
+from tools.sandbox import BubblewrapRunner
 
 __all__ = [
     "RuntimePorts",
@@ -77,6 +77,18 @@ class RuntimePorts:
     spawner_factory: SpawnerFactory | None = None  # None: children run in this process
 
 
+def _check_cost_budgets(settings: WorkingsetSettings, model: ModelClient) -> None:
+    """A cost budget needs prices: refuse at start what could not be measured."""
+    limits = settings.subagents
+    if limits.max_cost_usd is None and limits.tree_max_cost_usd is None:
+        return
+    if model_info(model, settings.models).prices is None:
+        raise ConfigError(
+            f"a cost budget is set but the price of {model.name} is unknown; give its prices in the "
+            "`models` setting (input_usd_per_mtok, output_usd_per_mtok) or use a token budget"
+        )
+
+
 def resolve_workspace(cwd: str | Path) -> Path:
     path = Path(cwd).expanduser()
     if not path.is_dir():
@@ -89,7 +101,7 @@ def session_dir(settings: WorkingsetSettings, session_id: str) -> Path:
 
 
 def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
-    """The settings' snapshot store, for synchronous use (listing, history, restore)."""
+    """The settings' snapshot store: the SnapshotStore port (asave, aload) and, for sync callers, save and load."""
     return DiskSnapshotStore(
         settings.home / "snapshots",
         max_history=settings.snapshots.max_history,
@@ -103,26 +115,7 @@ def command_runner(settings: WorkingsetSettings, *, writable: tuple[str, ...] = 
     sandbox = settings.sandbox
     if not sandbox.enabled:
         return PlainCommandRunner()
-    return BubblewrapRunner(
-        SandboxLimits(
-            cpu_seconds=sandbox.cpu_seconds,
-            memory_bytes=sandbox.memory_mb * 1024**2,
-            processes=sandbox.processes,
-            file_size_bytes=sandbox.file_size_mb * 1024**2,
-            tmp_bytes=sandbox.tmp_size_mb * 1024**2,
-            workspace_growth_bytes=sandbox.workspace_growth_mb * 1024**2,
-        ),
-        bwrap=sandbox.bwrap,
-        uid=sandbox.uid,
-        gid=sandbox.gid,
-        toolchains=tuple(p.expanduser().resolve() for p in sandbox.toolchains) if sandbox.toolchains is not None else None,
-        protected=tuple(p for p in sandbox.protected if p not in writable),
-        pass_env=tuple(sandbox.pass_env),
-        seccomp=sandbox.seccomp,
-        weak_limits=sandbox.weak_limits,
-        cgroup=sandbox.cgroup,
-        cgroup_parent=sandbox.cgroup_parent,
-    )
+    return BubblewrapRunner.configured(sandbox).allowing_writes(*writable)
 
 
 def permissions_from(settings: WorkingsetSettings, audit_path: Path | None) -> PermissionRuntime:
@@ -254,13 +247,13 @@ def build_session(
     )
 
     def model_for(spec: str | None, role: str) -> ModelClient:
-        return load_model_client(spec or settings.model, role=role)
+        return load_model_client(spec or settings.model, role=role, settings=settings.providers)
 
     permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
     context = ToolContext(
         workspace=workspace,
-        limits=settings.tools.limits(),
+        limits=settings.tools,
         runner=command_runner(settings),
         artifacts=artifacts,
         denied_path_globs=denied_path_globs(permissions),
@@ -272,7 +265,7 @@ def build_session(
         tools=base_tools,
         tool_context=context,
         summarizer=runtime.summarizer or load_summarizer(settings.summarizer),
-        counter=CharRatioEstimator(),
+        counter=CalibratedCounter(),
         settings=settings.session(),
         subagents=settings.subagents,
         permissions=permissions,
@@ -284,13 +277,15 @@ def build_session(
         hooks=hooks,
         keeps_agent=keeps_agent,
     )
+    root_model = model_for(None, "root")
+    _check_cost_budgets(settings, root_model)
     root = RootSpec(
         session_id=session_id,
-        model=model_for(None, "root"),
+        model=root_model,
         mode=mode,
         budget=Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd),
-        snapshots=runtime.snapshots or ThreadedSnapshotStore(snapshot_store(settings)),
-        judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge"),
+        snapshots=runtime.snapshots or snapshot_store(settings),
+        judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge", settings=settings.providers),
         trace=TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None,
     )
     return assemble(blueprint, root)

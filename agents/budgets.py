@@ -4,13 +4,16 @@ Each session charges its own budget after every model call; a subagent's budget
 has its parent's as `parent`, so one charge counts against the child and every
 ancestor up to the root (the tree). Exceeding any of them ends the run with
 BudgetExceeded, carrying what was used and which limit stopped it.
+
+A call whose price is unknown (a scripted model, an unpriced open model) adds no
+dollars; if a cost limit applies to it, the run stops at once with BudgetExceeded
+saying so, rather than running unmetered past a limit it cannot measure.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agents.compaction.ledger import usage_cost_usd
 from agents.errors import LoopEnded
 from agents.ports import Usage
 
@@ -39,16 +42,29 @@ class Budget:
     def child(self, scope: str, *, max_tokens: int | None, max_cost_usd: float | None) -> Budget:
         return Budget(scope=scope, max_tokens=max_tokens, max_cost_usd=max_cost_usd, parent=self)
 
-    def charge(self, usage: Usage, model_name: str) -> None:
-        """Count a call here and in every ancestor, then stop if any limit is passed."""
+    def charge(self, usage: Usage, cost_usd: float | None, model_name: str = "the model") -> None:
+        """Count a call here and in every ancestor, then stop if any limit is passed.
+        `cost_usd` None: the call's price is unknown."""
         tokens = usage.input_tokens + usage.output_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
-        cost = usage_cost_usd(usage, model_name)
         node: Budget | None = self
         while node is not None:
             node.tokens += tokens
-            node.cost_usd += cost
+            node.cost_usd += cost_usd or 0.0
             node = node.parent
+        if cost_usd is None:
+            self._refuse_unmetered(model_name)
         self.check()
+
+    def _refuse_unmetered(self, model_name: str) -> None:
+        node: Budget | None = self
+        while node is not None:
+            if node.max_cost_usd is not None:
+                raise BudgetExceeded(
+                    f"{node.scope} has a cost budget of ${node.max_cost_usd:.4f}, but the price of {model_name} is "
+                    "unknown; give its prices in the `models` setting or use a token budget",
+                    scope=node.scope, tokens=node.tokens, cost_usd=node.cost_usd,
+                )
+            node = node.parent
 
     def add(self, tokens: int, cost_usd: float) -> None:
         """Count usage reported from elsewhere (a subagent in another process) here and

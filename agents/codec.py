@@ -2,6 +2,9 @@
 
 Messages go through pydantic's JSON-mode dump (so every value is a msgpack-native
 type) and come back through the one message adapter, which re-validates them.
+Encoding is total over what a JSON dump can hold: an integer outside msgpack's 64-bit
+range (a model may write one into a tool input) travels as an extension holding its
+decimal digits, so such a value never makes a session unsavable.
 """
 
 from __future__ import annotations
@@ -30,14 +33,35 @@ class CodecError(WorkingsetError):
     """Bytes that do not decode to what was expected."""
 
 
+_BIG_INT = 1  # extension code: an integer beyond 64 bits, as ASCII decimal digits
+
+
+def _beyond_msgpack(value: Any) -> msgpack.ExtType:
+    if isinstance(value, int):
+        return msgpack.ExtType(_BIG_INT, str(value).encode("ascii"))
+    raise TypeError(f"cannot encode a {type(value).__name__} value")
+
+
+def _extension(code: int, data: bytes) -> Any:
+    if code == _BIG_INT:
+        try:
+            return int(data.decode("ascii"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ValueError(f"malformed big-integer extension {data[:40]!r}") from exc
+    raise ValueError(f"unknown msgpack extension type {code}")
+
+
 def pack(value: Any) -> bytes:
-    return msgpack.packb(value, use_bin_type=True)
+    try:
+        return msgpack.packb(value, use_bin_type=True, default=_beyond_msgpack)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise CodecError(f"value cannot be encoded ({exc})") from exc
 
 
 def unpack(data: bytes) -> Any:
     try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=False)
-    except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError) as exc:
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=_extension)
+    except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError, TypeError) as exc:
         raise CodecError(f"undecodable msgpack data ({exc})") from exc
 
 
@@ -46,7 +70,11 @@ def encode_message(message: Message) -> tuple[str, bytes]:
     private = message.__pydantic_private__
     cached = private.get("_encoded")
     if cached is None:
-        data = pack(message.model_dump(mode="json"))
+        try:
+            dumped = message.model_dump(mode="json")
+        except ValueError as exc:  # e.g. a tool input nested deeper than pydantic serializes
+            raise CodecError(f"message cannot be encoded ({exc})") from exc
+        data = pack(dumped)
         cached = (hashlib.sha256(data).hexdigest(), data)
         private["_encoded"] = cached
     return cached

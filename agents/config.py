@@ -8,16 +8,26 @@ The project's file is written where the agent writes, so it applies in full only
 workspace the user trusts (agents.trust: the trust list, or `--trust-workspace`); for
 any other workspace only inert settings apply and the rest is named in one notice
 (agents.workspace_config lists them).
+
+A key that is no setting is refused with the nearest one (agents.settings_keys): in the
+user's file or a trusted workspace's, and as a `WORKINGSET_*` variable, except the few
+that are not settings by design (settings_keys.NON_SETTING_VARIABLES). An untrusted
+workspace's typos are named in its notice instead. Every section forbids extras, so a
+bad key given in code (flags, overrides) is refused too.
+
+The limits are defined once, where they are enforced: `[tools]` is tools.base.ToolLimits,
+`[sandbox]` extends tools.sandbox's SandboxLimits and SandboxOptions.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -28,20 +38,24 @@ from pydantic_settings import (
 
 from agents.errors import ConfigError
 from agents.hooks import HookSpec
+from agents.models import ModelEntry
+from agents.settings_keys import UnknownKey, file_keys_problem, unknown_keys, unknown_variables
 from agents.trust import TrustList
 from agents.workspace_config import WorkspaceConfig, screen, untrusted_notice, workspace_plugins
 from tools.base import ToolLimits
 from tools.mcp import McpServerConfig
-from tools.protected import PROTECTED_DIRS
-from tools.sandbox import check_inside_workspace, check_pass_env
+from tools.sandbox import SandboxLimits, SandboxOptions
 
 __all__ = [
     "AgentSettings",
+    "AnthropicSettings",
     "ClusterSettings",
     "CompactSettings",
     "LoadedSettings",
+    "OpenAISettings",
     "PermissionSettings",
     "PluginSettings",
+    "ProviderSettings",
     "SubagentSettings",
     "SandboxSettings",
     "SessionSettings",
@@ -52,26 +66,18 @@ __all__ = [
 ENV_PREFIX = "WORKINGSET_"
 
 
-class ToolSettings(BaseModel):
-    """Caps for the workspace tools."""
+class Section(BaseModel):
+    """A section of the settings: a key it does not define is an error, never ignored."""
 
-    bash_timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit of one Bash call, seconds.")
-    bash_output_max_chars: int = Field(30_000, ge=200, description="Bash output kept (head + tail).")
-    read_max_bytes: int = Field(2_000_000, ge=1, description="Files larger than this are refused by Read.")
-    read_default_lines: int = Field(2_000, ge=1, description="Lines Read returns when no limit is given.")
-    grep_max_matches: int = Field(200, ge=1, description="Matches Grep returns before cutting.")
-    glob_max_paths: int = Field(500, ge=1, description="Paths Glob returns before cutting.")
-    result_max_tokens: int = Field(
-        8_000, ge=16, description="Per-result budget: a longer tool result keeps head + marker + tail."
-    )
-
-    def limits(self) -> ToolLimits:
-        fields = self.model_dump(exclude={"result_max_tokens"})
-        # Recall pages stay inside the per-result budget (4 chars/token, minus room for its note).
-        return ToolLimits(**fields, recall_max_chars=max(self.result_max_tokens * 4 - 400, 200))
+    model_config = ConfigDict(extra="forbid")
 
 
-class CompactSettings(BaseModel):
+# The [tools] section is the tools' own limits, defined once in tools/ (which cannot import
+# agents/) and carried to every tool call in its ToolContext.
+ToolSettings = ToolLimits
+
+
+class CompactSettings(Section):
     """When and how the working set is compacted before a model call."""
 
     strategy: str = Field(
@@ -81,7 +87,8 @@ class CompactSettings(BaseModel):
         0.8, gt=0, le=1, description="Budget = (context window - max output) x ratio."
     )
     context_window: int | None = Field(
-        None, ge=1_000, description="Override the model's context window (tokens)."
+        None, ge=1_000, description="Override the model's context window (tokens); unset: the model table's, "
+        "required for a model it does not know."
     )
     preserve_recent_messages: int = Field(12, ge=1, description="Last N messages never cleared; auto summary keeps them.")
     preserve_recent_tool_uses: int = Field(3, ge=0, description="Last K completed tool interactions never cleared.")
@@ -94,7 +101,7 @@ class CompactSettings(BaseModel):
     )
 
 
-class SummarizerSettings(BaseModel):
+class SummarizerSettings(Section):
     """Which summarizer writes handoff summaries, and its limits."""
 
     spec: str = Field("extractive", description="extractive, or a model spec (anthropic:..., scripted:...).")
@@ -104,15 +111,68 @@ class SummarizerSettings(BaseModel):
     extractive_max_chars: int = Field(6_000, ge=500, description="Cap on an extractive summary.")
 
 
-class AgentSettings(BaseModel):
+class AgentSettings(Section):
     """How long one run may go and how much each reply may say."""
 
     max_turns: int = Field(50, ge=1, description="Model calls allowed in one outer turn.")
     max_output_tokens: int = Field(8192, ge=1, description="max_tokens sent with each model call.")
     max_goal_auto_turns: int = Field(10, ge=0, description="Continuations the goal judge may start on its own.")
+    max_truncated_replies: int = Field(
+        2, ge=0, description="Replies cut off at max_tokens that are continued in a row; one more ends the turn 'truncated'."
+    )
 
 
-class SubagentSettings(BaseModel):
+class AnthropicSettings(Section):
+    """The `anthropic:` provider."""
+
+    base_url: str | None = Field(None, description="API base URL (default: ANTHROPIC_BASE_URL, then the SDK's).")
+    thinking: Literal["off", "enabled", "adaptive"] = Field(
+        "off", description="Extended thinking: enabled (with a budget; Claude 4.5 and earlier) or adaptive (newer models)."
+    )
+    thinking_budget_tokens: int = Field(
+        8_000, ge=1_024, description="Reasoning tokens a reply may use when thinking is enabled (below max output tokens)."
+    )
+    interleaved_thinking: bool = Field(
+        True, description="With thinking enabled and tools, let the model think between tool calls (beta header)."
+    )
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(
+        None, description="output_config.effort, for models that take it (adaptive thinking)."
+    )
+    count_tokens: bool = Field(
+        True, description="Ask the count_tokens endpoint before compacting and before a retry after a refusal."
+    )
+
+
+class OpenAISettings(Section):
+    """The `openai:` provider: OpenAI or any OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama)."""
+
+    base_url: str | None = Field(None, description="API base URL (default: OPENAI_BASE_URL, then api.openai.com/v1).")
+    max_tokens_param: Literal["auto", "max_completion_tokens", "max_tokens"] = Field(
+        "auto", description="How the output limit is sent: auto = max_completion_tokens for OpenAI, max_tokens elsewhere."
+    )
+    stream_usage: bool = Field(
+        True, description="Send stream_options.include_usage (off for a server that refuses the option)."
+    )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        None, description="reasoning_effort for reasoning models (unset: the server's default)."
+    )
+
+
+class ProviderSettings(Section):
+    """How model providers are called: timeouts, retries, and each provider's options."""
+
+    connect_timeout_s: float = Field(10.0, gt=0, description="Opening the connection to the API, seconds.")
+    idle_timeout_s: float = Field(
+        120.0, gt=0, description="Longest silence between two events of a streamed reply; longer is a stalled stream."
+    )
+    total_timeout_s: float = Field(1_800.0, gt=0, description="One model call, every retry included, seconds.")
+    max_retries: int = Field(4, ge=0, description="HTTP retries by the SDK: 408/409/429/5xx and connection errors.")
+    stream_retries: int = Field(2, ge=0, description="Whole-call retries after a stream stalled or broke mid-reply.")
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
+
+
+class SubagentSettings(Section):
     """Limits on subagents (the Agent tool)."""
 
     max_depth: int = Field(3, ge=0, description="Deepest allowed subagent (root is 0); deeper calls fail.")
@@ -123,7 +183,7 @@ class SubagentSettings(BaseModel):
     tree_max_cost_usd: float | None = Field(None, gt=0, description="Cost the whole tree may run up.")
 
 
-class PermissionSettings(BaseModel):
+class PermissionSettings(Section):
     """Rules and mode of the PermissionRuntime."""
 
     mode: Literal["default", "accept-edits", "bypass", "plan"] = Field(
@@ -133,65 +193,26 @@ class PermissionSettings(BaseModel):
     deny: list[str] = Field(default_factory=list, description="Rules that always deny; checked first.")
     ask: list[str] = Field(default_factory=list, description="Rules that always ask.")
     headless: Literal["deny-asks", "allow-list"] | None = Field(
-        None, description="No one to ask: deny-asks turns asks into denials; allow-list denies all not allowed."
+        None, description="No one to ask: deny-asks turns asks into denials; allow-list denies all not allowed. "
+        "Unset: deny-asks when stdin is not a terminal."
     )
 
 
-class SnapshotSettings(BaseModel):
+class SnapshotSettings(Section):
     """How much history of each session's snapshots is kept."""
 
     max_history: int = Field(50, ge=0, description="Older versions kept per session.")
     max_age_days: float = Field(30.0, gt=0, description="Versions older than this are dropped.")
 
 
-class SandboxSettings(BaseModel):
-    """The bubblewrap sandbox around Bash (and evaluation's setup, git and grading commands)."""
+class SandboxSettings(SandboxOptions, SandboxLimits):
+    """The bubblewrap sandbox around Bash (and evaluation's setup, git and grading
+    commands): whether it is on, and the runner's own limits and options (tools.sandbox.config)."""
 
     enabled: bool = Field(True, description="Run Bash inside bubblewrap; off only by explicit choice (--no-sandbox).")
-    cpu_seconds: float = Field(300, gt=0, description="CPU time the whole command (every process it starts) may use.")
-    memory_mb: int = Field(4096, ge=64, description="Memory (RSS, page cache, its /tmp) the whole command may use.")
-    processes: int = Field(512, ge=8, description="Processes and threads the command may have at once.")
-    file_size_mb: int = Field(1024, ge=1, description="Largest file one command may write.")
-    tmp_size_mb: int = Field(512, ge=1, description="Size of the command's private /tmp (counts against memory).")
-    workspace_growth_mb: int = Field(2048, ge=1, description="How much one command may grow the workspace.")
-    weak_limits: bool = Field(
-        False, description="Where no cgroup is usable, accept per-process rlimits instead of refusing to run."
-    )
-    cgroup: Literal["auto", "v1", "v2"] = Field("auto", description="cgroup version for the limits; auto prefers v2.")
-    cgroup_parent: str | None = Field(
-        None, description="Existing cgroup (path inside the hierarchy) to hold per-command cgroups; "
-        "unset: a workingset/ cgroup under the harness's own."
-    )
-    uid: int = Field(90_000, ge=1, description="Host uid commands run as when the harness runs as root.")
-    gid: int = Field(90_000, ge=1, description="Host gid commands run as when the harness runs as root.")
-    toolchains: list[Path] | None = Field(
-        None, description="Directories visible read-only (compilers, interpreters, ~/.cargo); "
-        "unset: the prefix of the Python running the harness."
-    )
-    protected: list[str] = Field(
-        default_factory=lambda: sorted(PROTECTED_DIRS),
-        description="Workspace entries commands may read but not write (top level); remove one to let them write it.",
-    )
-    pass_env: list[str] = Field(
-        default_factory=list, description="Environment variables passed into the sandbox besides PATH, HOME, LANG, TERM, TZ."
-    )
-    seccomp: bool = Field(True, description="Apply the syscall filter; false only where the kernel cannot.")
-    bwrap: str | None = Field(None, description="The bubblewrap executable (default: bwrap on PATH).")
-
-    @field_validator("protected")
-    @classmethod
-    def _inside_workspace(cls, names: list[str]) -> list[str]:
-        check_inside_workspace(names)
-        return names
-
-    @field_validator("pass_env")
-    @classmethod
-    def _no_credentials(cls, names: list[str]) -> list[str]:
-        check_pass_env(names)
-        return names
 
 
-class ClusterSettings(BaseModel):
+class ClusterSettings(Section):
     """The Ray runtime (cluster/)."""
 
     address: str | None = Field(None, description="Join this Ray cluster (also RAY_ADDRESS); unset: embedded.")
@@ -205,7 +226,7 @@ class ClusterSettings(BaseModel):
     )
 
 
-class PluginSettings(BaseModel):
+class PluginSettings(Section):
     """Plugins: where to look and which ones join the session."""
 
     dirs: list[Path] = Field(
@@ -221,6 +242,7 @@ class SessionSettings(BaseModel):
     compact: CompactSettings = Field(default_factory=CompactSettings)
     summarizer: SummarizerSettings = Field(default_factory=SummarizerSettings)
     result_max_tokens: int = Field(8_000, ge=16)
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
 
 
 class WorkingsetSettings(BaseSettings):
@@ -230,7 +252,13 @@ class WorkingsetSettings(BaseSettings):
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
     )
 
-    model: str = Field("anthropic:claude-sonnet-4-5", description="Model spec: anthropic:<model> or scripted:<file>.")
+    model: str = Field(
+        "anthropic:claude-sonnet-4-5", description="Model spec: anthropic:<model>, openai:<model> or scripted:<file>."
+    )
+    providers: ProviderSettings = Field(default_factory=ProviderSettings, description="Model providers.")
+    models: dict[str, ModelEntry] = Field(
+        default_factory=dict, description="Context windows and prices of models the built-in table does not know."
+    )
     agent: AgentSettings = Field(default_factory=AgentSettings, description="Loop limits.")
     tools: ToolSettings = Field(default_factory=ToolSettings, description="Tool caps.")
     compact: CompactSettings = Field(default_factory=CompactSettings, description="Compaction.")
@@ -257,12 +285,23 @@ class WorkingsetSettings(BaseSettings):
         "from the trust list or --trust-workspace; never taken from a file or the environment.",
     )
 
+    @model_validator(mode="after")
+    def _thinking_fits_the_reply(self) -> WorkingsetSettings:
+        anthropic = self.providers.anthropic
+        if anthropic.thinking == "enabled" and anthropic.thinking_budget_tokens >= self.agent.max_output_tokens:
+            raise ValueError(
+                f"providers.anthropic.thinking_budget_tokens ({anthropic.thinking_budget_tokens}) must be below "
+                f"agent.max_output_tokens ({self.agent.max_output_tokens})"
+            )
+        return self
+
     def session(self) -> SessionSettings:
         return SessionSettings(
             agent=self.agent,
             compact=self.compact,
             summarizer=self.summarizer,
             result_max_tokens=self.tools.result_max_tokens,
+            models=self.models,
         )
 
 
@@ -274,15 +313,40 @@ def config_files(cwd: Path, home: Path | None = None) -> list[Path]:
 
 def _check_toml(path: Path) -> None:
     try:
-        tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config file {path} cannot be read ({exc}); fix or remove it") from exc
+    _check_keys(data, path)
+
+
+def _check_keys(data: dict[str, Any], path: Path) -> None:
+    problem = file_keys_problem(WorkingsetSettings, data, path)
+    if problem is not None:
+        raise ConfigError(problem)
+
+
+def _check_environment() -> None:
+    problems = unknown_variables(WorkingsetSettings, os.environ, ENV_PREFIX)
+    if problems:
+        raise ConfigError("; ".join(problems))
 
 
 def _describe(error: dict[str, Any]) -> str:
+    if not error["loc"]:  # a check across settings names them itself
+        return str(error["msg"]).removeprefix("Value error, ")
     loc = ".".join(str(p) for p in error["loc"])
     env = ENV_PREFIX + "__".join(str(p).upper() for p in error["loc"])
+    if error["type"] == "extra_forbidden" and all(isinstance(p, str) for p in error["loc"]):
+        nested: dict[str, Any] = {}
+        for part in reversed(error["loc"]):
+            nested = {part: nested}
+        nearest = next((u.nearest for u in unknown_keys(WorkingsetSettings, nested)), None)
+        return f"setting '{loc}' ({env}) is unknown" + (f"; did you mean '{nearest}'?" if nearest else "")
     return f"setting '{loc}' ({env}): {error['msg']}"
+
+
+def _typo(unknown: UnknownKey) -> str:
+    return f"'{unknown.key}'" + (f" (did you mean '{unknown.nearest}'?)" if unknown.nearest else "")
 
 
 @dataclass(frozen=True)
@@ -295,13 +359,19 @@ class LoadedSettings:
     ignored: tuple[str, ...] = ()  # keys of its config.toml that did not apply
     plugins: tuple[str, ...] = ()  # its .workingset/plugins, not scanned
     problem: str | None = None  # its config.toml could not be read
+    unknown: tuple[str, ...] = ()  # keys of its config.toml that are no setting, with the nearest one
+
+    @property
+    def asks_for_more(self) -> bool:
+        """Whether trusting the workspace would apply more of it (a typo it would not)."""
+        return not self.trusted and bool(self.ignored or self.plugins or self.problem)
 
     @property
     def notice(self) -> str | None:
         """The one notice naming what was ignored and how to trust the workspace."""
         if self.trusted:
             return None
-        return untrusted_notice(self.workspace, list(self.ignored), list(self.plugins), self.problem)
+        return untrusted_notice(self.workspace, list(self.ignored), list(self.plugins), self.problem, list(self.unknown))
 
 
 def load_settings(
@@ -320,6 +390,7 @@ def load_workspace_settings(
     (batch evaluation), None lets the user's trust list decide. `home` is the user's home
     directory (default: Path.home()), holding `.workingset/config.toml` and the trust list."""
     cwd = Path(cwd).resolve()
+    _check_environment()
     user_files = [p for p in config_files(cwd, home)[1:] if p.is_file()]
     for path in user_files:
         _check_toml(path)
@@ -332,20 +403,27 @@ def load_workspace_settings(
     if trusted:
         if own.problem is not None:
             raise ConfigError(f"config file {own.problem}; fix or remove it")
+        _check_keys(own.data, own.path)
         settings = _build(overrides, own.data, user_files, own.path)
         return LoadedSettings(settings.model_copy(update={"trusted_workspace": cwd}), cwd, True)
-    settings, ignored = _build_untrusted(overrides, own, user_files)
-    return LoadedSettings(settings, cwd, False, tuple(ignored), tuple(workspace_plugins(cwd)), own.problem)
+    # Its typos are named as typos, not as keys trust would apply; they never stop the run.
+    unknown = unknown_keys(WorkingsetSettings, own.data)
+    settings, ignored = _build_untrusted(overrides, own, user_files, unknown)
+    return LoadedSettings(
+        settings, cwd, False, tuple(ignored), tuple(workspace_plugins(cwd)), own.problem,
+        tuple(_typo(u) for u in unknown),
+    )
 
 
 def _build_untrusted(
-    overrides: dict[str, Any], own: WorkspaceConfig, user_files: list[Path]
+    overrides: dict[str, Any], own: WorkspaceConfig, user_files: list[Path], unknown: list[UnknownKey]
 ) -> tuple[WorkingsetSettings, list[str]]:
     """Only the inert part of an untrusted workspace's config: tuning, lowered limits, and
     restrictive rules added to the user's. Returns the settings and the ignored keys."""
     screened = screen(own.data)
     applied: dict[str, Any] = {section: dict(values) for section, values in screened.tuning.items()}
-    ignored = list(screened.ignored)
+    typos = tuple(u.key for u in unknown)
+    ignored = [k for k in screened.ignored if k not in typos and not k.startswith(tuple(t + "." for t in typos))]
     if screened.limits:
         base = _build(overrides, {}, user_files, None)
         for key, value in screened.limits.items():

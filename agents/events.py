@@ -59,6 +59,8 @@ class ModelCall(_EventBase):
     usage: Usage = Field(description="What the provider reported.")
     stop_reason: str
     duration_ms: float
+    cost_usd: float | None = Field(None, description="At the model's prices; None when they are not known.")
+    pricing: str = Field("unknown", description="Where the prices came from: list, configured, scripted or unknown.")
 
 
 class ToolCall(_EventBase):
@@ -136,6 +138,7 @@ class SubagentFinished(_EventBase):
     usage: Usage
     cost_usd: float
     model_calls: int
+    unpriced_calls: int = Field(0, description="Calls of the subagent whose price is unknown (not in cost_usd).")
 
 
 class SnapshotSaved(_EventBase):
@@ -157,7 +160,10 @@ class Notice(_EventBase):
 
 class SessionEnded(_EventBase):
     type: Literal["session_ended"] = "session_ended"
-    reason: Literal["end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget"]
+    reason: Literal[
+        "end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget",
+        "truncated", "refusal",
+    ]
     final_text: str
     turns: int
     usage: Usage

@@ -95,7 +95,7 @@ async def _resume(session: Session, *, restart: bool) -> bool:
     if store is None:
         raise ConfigError(f"cannot resume {session.session_id}: this session has no snapshot store")
     try:
-        loaded = await store.load(session.session_id)
+        loaded = await store.aload(session.session_id)
     except SnapshotNotFound as exc:
         if not restart:
             raise ConfigError(f"cannot resume {session.session_id}: {exc}") from exc

@@ -40,21 +40,24 @@ from agents.events import (
 from agents.goal import anchor_after_rewrite, goal_section, judge_step
 from agents.hooks import HookEvent, HookResult
 from agents.messages import Message, ToolUseBlock
+from agents.models import cost_usd, model_info
 from agents.modes import Mode, visible_registry
 from agents.persistence import restored_state, snapshot_of
 from agents.ports import ModelResponse, Usage
+from agents.prompt_too_long import RetryCheck, check_retry, exact_tokens, twice_refused
 from agents.session_kit import SessionKit, SessionPorts, notify_hooks
 from agents.session_state import GoalState, PendingState, SessionState
 from agents.snapshot_store import SnapshotError
+from agents.stop_reasons import NextStep, next_step_for
 from agents.system_prompt import SystemPrompt, tool_catalog_section
 from agents.tool_batch import ToolBatchRunner
 from agents.working_set import CompiledRequest, WorkingSetCompiler
 
 __all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "new_session_id"]
 
-_REFUSAL_SAFETY = 0.9  # aim a little under the provider's limit after a refusal
-
-TurnReason = Literal["end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget"]
+TurnReason = Literal[
+    "end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget", "truncated", "refusal"
+]
 
 
 def new_session_id() -> str:
@@ -121,7 +124,10 @@ class Session:
         self.closers: list = []  # async callables run by aclose (MCP connections, ...)
         self.compiler = WorkingSetCompiler(kit.counter)
         self.strategy = make_strategy(self.settings.compact.strategy)
-        self.budget_tokens = compact_budget(ports.model.name, self.settings.agent.max_output_tokens, self.settings.compact)
+        self.model_info = model_info(ports.model, self.settings.models)
+        self.budget_tokens = compact_budget(
+            ports.model, self.settings.agent.max_output_tokens, self.settings.compact, self.settings.models
+        )
         self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens)
         self.set_mode(mode, announce=False)
         check_budget_fits(self.budget_tokens, self._overhead_tokens())
@@ -142,8 +148,12 @@ class Session:
     pending = _InState[PendingState | None]("pending")
     usage = _InState[Usage]("usage")
     model_calls = _InState[int]("model_calls")
+    cost_usd = _InState[float]("cost_usd")
+    unpriced_calls = _InState[int]("unpriced_calls")
     _turn_calls = _InState[int]("turn_calls")
     _final_text = _InState[str]("final_text")
+    _cut_in_a_row = _InState[int]("cut_in_a_row")
+    _resuming_paused = _InState[bool]("resuming_paused")
 
     # -- lifecycle events -------------------------------------------------------------
 
@@ -194,7 +204,7 @@ class Session:
             cwd = str(self.kit.tool_context.workspace)
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
         state.conversation.append(Message.user(user_input))
-        state.turn_calls, state.final_text = 0, ""
+        state.turn_calls, state.final_text, state.cut_in_a_row = 0, "", 0
         return await self._saved(await self._advance())
 
     async def notify_hooks(self, event: HookEvent, payload: dict, *, tool_name: str | None = None) -> HookResult | None:
@@ -255,7 +265,7 @@ class Session:
             return None
         snapshot = snapshot_of(self.state, self.kit, model=self.ports.model.name, settings=self.settings, reason=reason)
         try:
-            version = await self.ports.snapshots.save(snapshot)
+            version = await self.ports.snapshots.asave(snapshot)
         except SnapshotError as exc:
             self.emit(SnapshotSaved(session_id=self.session_id, saved=False, reason=reason, error=f"state not saved: {exc}"))
             return None
@@ -300,16 +310,39 @@ class Session:
         while self._turn_calls < self.settings.agent.max_turns:
             self._turn_calls += 1
             response = await self._query(self._turn_calls)
-            self._final_text = response.as_message().text or self._final_text
-            uses = [b for b in response.content if isinstance(b, ToolUseBlock)]
-            if not uses:
-                return TurnOutcome("end_turn", self._final_text, self._turn_calls)
-            batch = await self.tools.gate(uses)
+            step = next_step_for(
+                response, cut_in_a_row=self._cut_in_a_row, max_cut_in_a_row=self.settings.agent.max_truncated_replies
+            )
+            if step.kind != "refused":
+                self._final_text = response.as_message().text or self._final_text
+            outcome = await self._take(step, response)
+            if outcome is not None:
+                return outcome
+        return TurnOutcome("turn_limit", self._final_text, self._turn_calls)
+
+    async def _take(self, step: NextStep, response: ModelResponse) -> TurnOutcome | None:
+        """Carry out the step the reply's stop reason calls for (agents.stop_reasons);
+        an outcome ends the turn, None asks the model again."""
+        self._cut_in_a_row = self._cut_in_a_row + 1 if step.kind == "continue_cut" else 0
+        self._resuming_paused = step.kind == "resume_paused"
+        if step.results:
+            self.conversation.append(Message.tool_results(step.results))
+        if step.follow_up is not None:
+            self.conversation.append(Message.user(step.follow_up))
+        if step.kind == "natural_end":
+            return TurnOutcome("end_turn", self._final_text, self._turn_calls)
+        if step.kind == "truncated":
+            return TurnOutcome("truncated", self._final_text, self._turn_calls, detail=step.detail)
+        if step.kind == "refused":
+            self.conversation.pop()  # the refused reply; the record keeps it in the event stream
+            return TurnOutcome("refusal", self._final_text, self._turn_calls, detail=step.detail)
+        if step.kind == "run_tools":
+            batch = await self.tools.gate([b for b in response.content if isinstance(b, ToolUseBlock)])
             if batch.asks:
                 self.pending = batch
                 return self._paused()
             await self.tools.finish(batch)
-        return TurnOutcome("turn_limit", self._final_text, self._turn_calls)
+        return None
 
     def _paused(self) -> TurnOutcome:
         request = self.tools.current_request(self.pending)
@@ -324,20 +357,16 @@ class Session:
             response = await self.ports.model.create(compiled.request)
         except PromptTooLong as refusal:
             # Recompile once around a summary and retry; the retry is not a new turn.
-            compiled = await self._compile("prompt_too_long", refusal_budget(compiled.estimated_tokens, refusal, self.budget_tokens))
-            try:
-                response = await self.ports.model.create(compiled.request)
-            except PromptTooLong as again:
-                raise PromptTooLong(
-                    f"the provider refused the request twice as too long (estimate {compiled.estimated_tokens} "
-                    f"tokens, compact budget {self.budget_tokens}); nothing further was removed — "
-                    "lower compact.ratio or set compact.context_window to the model's real window",
-                    actual_tokens=again.actual_tokens,
-                    limit_tokens=again.limit_tokens,
-                ) from again
+            compiled, response = await self._retry_smaller(compiled, refusal)
+        self._calibrate(compiled.estimated_tokens, response)
+        cost = cost_usd(response.usage, self.model_info.prices)
         self.model_calls += 1
         self.usage = self.usage + response.usage
-        self.conversation.append(response.as_message())
+        if cost is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += cost
+        self._record_reply(response)
         self.emit(
             ModelCall(
                 session_id=self.session_id,
@@ -346,13 +375,56 @@ class Session:
                 usage=response.usage,
                 stop_reason=response.stop_reason,
                 duration_ms=(time.perf_counter() - started) * 1000,
+                cost_usd=cost,
+                pricing=self.model_info.pricing,
             )
         )
         for text in (b.text for b in response.content if b.type == "text"):
             self.emit(AssistantText(session_id=self.session_id, text=text))
         if self.kit.budget is not None:
-            self.kit.budget.charge(response.usage, self.ports.model.name)
+            self.kit.budget.charge(response.usage, cost, self.ports.model.name)
         return response
+
+    def _record_reply(self, response: ModelResponse) -> None:
+        """Append the reply; the continuation of a paused turn joins the paused message."""
+        message = response.as_message()
+        if self._resuming_paused and self.conversation and self.conversation[-1].role == "assistant":
+            paused = self.conversation.pop()
+            message = Message(role="assistant", content=(*paused.content, *message.content))
+        self.conversation.append(message)
+
+    def _calibrate(self, estimated: int, response: ModelResponse) -> None:
+        observe = getattr(self.kit.counter, "observe", None)
+        if observe is not None and response.usage_reported:
+            observe(estimated, response.usage.prompt_tokens)
+
+    async def _retry_smaller(self, refused: CompiledRequest, refusal: PromptTooLong) -> tuple[CompiledRequest, ModelResponse]:
+        """The design's prompt-too-long path: recompile once, check, send once more.
+        Nothing is sent, and the conversation is left as it was, unless the recompiled
+        request passes the check of `agents.prompt_too_long`."""
+        target = refusal_budget(refused.estimated_tokens, refusal, self.budget_tokens)
+        result = await self._compact("prompt_too_long", None, budget=target, apply=False)
+        retry = self._compile_now(result.messages) if result.changed and result.failure is None else None
+        check = RetryCheck(
+            refused_estimate=refused.estimated_tokens,
+            budget=target,
+            failure=result.failure or (None if result.changed else f"strategy '{self.strategy.name}' changed nothing"),
+            retry_estimate=retry.estimated_tokens if retry is not None else None,
+            refused_actual=refusal.actual_tokens,
+            limit=refusal.limit_tokens,
+        )
+        try:
+            await check_retry(check, refusal, count=retry and (lambda: exact_tokens(self.ports.model, retry.request)))
+        except PromptTooLong:
+            self._emit_compaction(result)  # what was tried, though not applied
+            raise
+        self._apply(result)
+        if self.kit.trace is not None:
+            self.kit.trace.write(retry, self.prompt, result.events, budget_tokens=target, counter=self.kit.counter)
+        try:
+            return retry, await self.ports.model.create(retry.request)
+        except PromptTooLong as again:
+            raise twice_refused(again, estimate=retry.estimated_tokens, budget=self.budget_tokens) from again
 
     async def _judge_goal(self, outcome: TurnOutcome) -> str | TurnOutcome | None:
         """After a natural end in Default mode: the judge decides whether work goes on
@@ -381,19 +453,28 @@ class Session:
         tools = self.compiler.tools_for(visible_registry(self.kit.registry, self.mode))
         return self.compiler.prefix_tokens(self.prompt.text, tools)
 
-    def _compile_now(self) -> CompiledRequest:
+    def _compile_now(self, messages: list[Message] | None = None) -> CompiledRequest:
         return self.compiler.compile(
             system=self.prompt.text,
             registry=visible_registry(self.kit.registry, self.mode),
-            messages=self.conversation,
+            messages=self.conversation if messages is None else messages,
             max_tokens=self.settings.agent.max_output_tokens,
         )
 
-    async def _compile(self, trigger: Literal["auto", "prompt_too_long"], budget: int | None = None) -> CompiledRequest:
+    async def _compile(self, trigger: Literal["auto"], budget: int | None = None) -> CompiledRequest:
         # The strategy sees every call (it decides whether to act); the running estimate
-        # is passed along so an under-budget call costs no recount.
+        # is passed along so an under-budget call costs no recount. Over the budget, the
+        # provider's own count (when it has one) decides, and calibrates the estimator.
         compiled = self._compile_now()
-        result = await self._compact(trigger, None, total_tokens=compiled.estimated_tokens, budget=budget)
+        total = compiled.estimated_tokens
+        if total > (budget or self.budget_tokens):
+            counted = await exact_tokens(self.ports.model, compiled.request)
+            if counted is not None:
+                observe = getattr(self.kit.counter, "observe", None)
+                if observe is not None:
+                    observe(total, counted)
+                total = counted
+        result = await self._compact(trigger, None, total_tokens=total, budget=budget)
         events: list[CompactionEvent] = result.events
         if result.changed:
             compiled = self._compile_now()
@@ -402,7 +483,7 @@ class Session:
         return compiled
 
     async def _compact(
-        self, trigger, focus: str | None, total_tokens: int | None = None, budget: int | None = None
+        self, trigger, focus: str | None, total_tokens: int | None = None, budget: int | None = None, *, apply: bool = True
     ) -> CompactionResult:
         request = CompactionRequest(
             messages=self.conversation,  # strategies never mutate it; they return new lists
@@ -423,10 +504,17 @@ class Session:
         if hooked:
             after = result.events[-1].tokens_after if result.events else payload["tokens_before"]
             await self.notify_hooks(HookEvent.POST_COMPACT, {**payload, "tokens_after": after})
+        if apply:
+            self._apply(result)
+        return result
+
+    def _apply(self, result: CompactionResult) -> None:
         if result.changed:
             if self.goal is not None:
                 self.goal.since_index = anchor_after_rewrite(self.goal.since_index, self.conversation, result.messages)
             self.conversation = result.messages
+        self._emit_compaction(result)
+
+    def _emit_compaction(self, result: CompactionResult) -> None:
         for event in result.events:
             self.emit(event.model_copy(update={"session_id": self.session_id}))
-        return result

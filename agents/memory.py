@@ -57,7 +57,7 @@ class MemoryNotFound(MemoryStoreError):
     """No record of that name; the message lists the ones that exist."""
 
 
-class FrontMatterError(ValueError):
+class FrontMatterError(WorkingsetError, ValueError):
     """A file's YAML front-matter is missing or malformed."""
 
 

@@ -29,11 +29,15 @@ __all__ = [
     "ContentBlock",
     "DroppedSpan",
     "ElidedBody",
+    "ImageBlock",
+    "ImageSource",
     "ResultMarker",
     "SummaryBoundary",
     "TextMarker",
     "Message",
+    "RedactedThinkingBlock",
     "TextBlock",
+    "ThinkingBlock",
     "ToolInteraction",
     "ToolResultBlock",
     "ToolUseBlock",
@@ -163,6 +167,12 @@ class ToolUseBlock(BaseModel):
     id: str
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
+    raw_input: str | None = Field(
+        None,
+        exclude_if=_absent,
+        description="The arguments exactly as the model sent them, kept only when they are not a JSON "
+        "object (then `input` is empty and the call is answered with an error the model can fix).",
+    )
 
 
 class ToolResultBlock(BaseModel):
@@ -174,7 +184,45 @@ class ToolResultBlock(BaseModel):
     marker: ResultMarker | None = Field(None, exclude_if=_absent, description="Set when compaction rewrote the body.")
 
 
-ContentBlock = Annotated[TextBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")]
+class ThinkingBlock(BaseModel):
+    """The model's reasoning. Anthropic signs it; the signature goes back unchanged with
+    the block. Reasoning from other providers (e.g. `reasoning_content`) has no signature
+    and is kept for the record only: no provider is sent an unsigned block."""
+
+    model_config = _FROZEN
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str = ""
+
+
+class RedactedThinkingBlock(BaseModel):
+    """Reasoning the provider encrypted; `data` goes back exactly as received."""
+
+    model_config = _FROZEN
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+class ImageSource(BaseModel):
+    model_config = _FROZEN
+    type: Literal["base64", "url"] = "base64"
+    media_type: str | None = Field(None, description="e.g. image/png; required for base64 data.")
+    data: str | None = Field(None, description="Base64 bytes (type base64).")
+    url: str | None = Field(None, description="Where the image is (type url).")
+
+
+class ImageBlock(BaseModel):
+    """An image in a user message."""
+
+    model_config = _FROZEN
+    type: Literal["image"] = "image"
+    source: ImageSource
+
+
+ContentBlock = Annotated[
+    TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock | ImageBlock,
+    Field(discriminator="type"),
+]
 
 
 class Message(BaseModel):
@@ -185,8 +233,10 @@ class Message(BaseModel):
     content: tuple[ContentBlock, ...]
 
     # Per-counter token estimates, cached on the (immutable) message so that a turn's
-    # estimate only pays for messages it has not seen before.
-    _token_cache: dict[str, int] = PrivateAttr(default_factory=dict)
+    # estimate only pays for messages it has not seen before. Made on first use: a
+    # default_factory costs pydantic a signature inspection per message built (~25 µs,
+    # most of what loading a snapshot's messages costs).
+    _token_cache: dict[str, int] | None = PrivateAttr(default=None)
     # Encoded form and its digest, cached for the same reason: a snapshot only pays
     # for messages it has not stored before.
     _encoded: tuple[str, bytes] | None = PrivateAttr(default=None)
@@ -196,7 +246,7 @@ class Message(BaseModel):
         return cls(role="user", content=(TextBlock(text=text),))
 
     @classmethod
-    def assistant(cls, *blocks: TextBlock | ToolUseBlock) -> Message:
+    def assistant(cls, *blocks: TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock) -> Message:
         return cls(role="assistant", content=tuple(blocks))
 
     @classmethod
@@ -214,7 +264,7 @@ class Message(BaseModel):
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Message:
         copy = super().model_copy(update=update, deep=deep)
-        copy._token_cache = {}  # an edited copy must be re-estimated and re-encoded
+        copy._token_cache = None  # an edited copy must be re-estimated and re-encoded
         copy._encoded = None
         return copy
 

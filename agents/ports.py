@@ -6,18 +6,22 @@ process (tests, `--local`) and inside a Ray actor, with different implementation
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.messages import Message, TextBlock, ToolUseBlock
-from agents.session_state import LoadedSnapshot, SessionState
+from agents.messages import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from agents.session_state import SessionState
 from agents.usage import Usage
 from tools.base import Tool, ToolContext, ToolOutput
+
+if TYPE_CHECKING:
+    from agents.snapshot_store import LoadedSnapshot
 
 __all__ = [
     "ModelClient",
     "ModelRequest",
+    "ReplyBlock",
     "ModelResponse",
     "SnapshotStore",
     "SubagentRequest",
@@ -25,6 +29,7 @@ __all__ = [
     "SubagentSpawner",
     "Summarizer",
     "ToolExecutor",
+    "TokenCountingClient",
     "ToolSchema",
     "Usage",
 ]
@@ -50,13 +55,21 @@ class ModelRequest(BaseModel):
 
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]
+"""Why a reply ended. `end_turn` and `stop_sequence` are natural ends; `tool_use` asks
+for tool results; `max_tokens` is a reply cut off (the output limit or the context
+window); `pause_turn` a turn the provider paused, to be continued as it is; `refusal`
+a reply the provider's safety system stopped (see agents.stop_reasons)."""
+
+ReplyBlock = TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock
 
 
 class ModelResponse(BaseModel):
-    content: tuple[TextBlock | ToolUseBlock, ...]
+    content: tuple[ReplyBlock, ...]
     stop_reason: StopReason = "end_turn"
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
+    stop_details: str | None = Field(None, description="What the provider said about the stop (e.g. a refusal's category).")
+    usage_reported: bool = Field(True, description="False when the provider sent no usage and it was estimated.")
 
     def as_message(self) -> Message:
         return Message(role="assistant", content=self.content)
@@ -64,11 +77,29 @@ class ModelResponse(BaseModel):
 
 @runtime_checkable
 class ModelClient(Protocol):
-    """One model call: working set in, content blocks and usage out."""
+    """One model call: working set in, content blocks and usage out.
+
+    `name` is the spec it answers to ("anthropic:claude-sonnet-4-5"). Errors are raised
+    from the `agents.errors` tree: PromptTooLong (the loop recompiles once), AuthError,
+    Overloaded / ModelTimeout (transient, already retried), ModelResponseError.
+
+    Optional, found by attribute: `model_info` (an `agents.models.ModelInfo` the
+    model table would not know), `count_tokens(request)` (see TokenCountingClient),
+    `aclose()` (release connections), `fork(role)` and `seek(calls)` (scripted replay).
+    """
 
     name: str
 
     async def create(self, request: ModelRequest) -> ModelResponse: ...
+
+
+@runtime_checkable
+class TokenCountingClient(Protocol):
+    """A client whose provider counts a request's input tokens exactly, without a reply."""
+
+    name: str
+
+    async def count_tokens(self, request: ModelRequest) -> int: ...
 
 
 @runtime_checkable
@@ -87,12 +118,14 @@ class Summarizer(Protocol):
 
 @runtime_checkable
 class SnapshotStore(Protocol):
-    """Save and load versioned session state (see agents.snapshot_store). Async: a
-    process hosting many sessions must not stop them all while one is written."""
+    """Save and load versioned session state (see agents.snapshot_store). Async only: a
+    process hosting many sessions must not stop them all while one is written (the disk
+    work runs on the store's writer thread, or in the store actor). Sync callers (the
+    `sessions` command, tests) use a DiskSnapshotStore's own `save`/`load`."""
 
-    async def save(self, state: SessionState) -> str: ...
+    async def asave(self, state: SessionState) -> str: ...
 
-    async def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
+    async def aload(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
 
 
 class SubagentRequest(BaseModel):
@@ -113,6 +146,7 @@ class SubagentResult(BaseModel):
     reason: str = "end_turn"
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0
+    unpriced_calls: int = Field(0, description="Calls whose price is unknown (not in cost_usd).")
     model_calls: int = 0
     session_id: str = ""
 

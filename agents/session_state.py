@@ -28,7 +28,6 @@ __all__ = [
     "READABLE_SCHEMAS",
     "SCHEMA_VERSION",
     "GoalState",
-    "LoadedSnapshot",
     "PendingState",
     "PermissionState",
     "SessionState",
@@ -113,9 +112,15 @@ class SessionState(BaseModel):
     model_calls: int = Field(0, description="Model calls over the session's life.")
     turn_calls: int = Field(0, description="Model calls in the current outer turn.")
     final_text: str = Field("", description="The last assistant text of the current outer turn.")
-    # Why SessionStart fires before the next turn (None: it has fired); a restored
-    # state sets its own, so it is not saved.
+    # Not saved (a resumed session starts them afresh): why SessionStart fires before
+    # the next turn (None: it has fired; a restore sets "resume"), the priced cost and
+    # the calls without a price since the session was opened, and the stop-reason
+    # bookkeeping of the current turn.
     start_source: StartSource | None = Field("startup", exclude=True)
+    cost_usd: float = Field(0.0, exclude=True, description="Of the calls whose price is known.")
+    unpriced_calls: int = Field(0, exclude=True)
+    cut_in_a_row: int = Field(0, exclude=True, description="Replies cut off at max_tokens just before this one.")
+    resuming_paused: bool = Field(False, exclude=True, description="The next reply continues the last (paused) one.")
 
     @model_validator(mode="after")
     def _upgrade_schema_1(self) -> SessionState:
@@ -145,12 +150,6 @@ class SessionState(BaseModel):
     def header(self) -> dict[str, Any]:
         """Everything but the conversation (which is stored content-addressed)."""
         return self.model_dump(mode="json", exclude={"conversation"})
-
-
-class LoadedSnapshot(BaseModel):
-    state: SessionState
-    version: str
-    problem: str | None = None  # set when the requested version was corrupt and an older one was used
 
 
 def settings_fingerprint(values: dict[str, Any]) -> str:

@@ -1,34 +1,64 @@
-"""The SnapshotStore on diskcache: versioned, content-addressed, checksummed.
+"""The SnapshotStore on diskcache: versioned, content-addressed, checksummed, delta-saved.
 
-One diskcache directory per session (`<root>/<session_id>/`):
+One store file per session (`<root>/<session_id>/cache.db`, see `agents.snapshot_file`):
 
     m:<digest>   one message, msgpack; its key is the sha256 of its bytes
     c:<digest>   a chunk of up to 64 message digests (the version's index, in pieces)
     v:<id>       a version: envelope {schema, sum, body}; body = header + chunk digests
-    session      {current, history (oldest first), cwd, model, saved_at, messages, last_text}
+    session      the record: current, history (oldest first), retired, and what lists show
 
-A new version stores only messages and index chunks it has not stored before, so a
-history of many versions of a growing conversation stays near one version's size.
-Every write is one SQLite transaction (diskcache `transact`), so two processes
-writing the same session serialize instead of interleaving. A version whose
-checksum, chunk or message digest does not verify is corrupt; loading falls back to
-the newest intact history version and overwrites nothing.
+A save is one SQLite transaction that adds what the version needs and moves `current`;
+it never rewrites a stored key, so a save killed at any moment, or failing on a full
+disk, leaves the previous state exactly as it was. Only the new messages are encoded
+and written (`agents.snapshot_index`), so a save costs the same at any history length.
+Versions leave the history at once; their data is collected later, in a transaction of
+its own, and only what no remaining version refers to. Two processes writing one
+session serialize on SQLite's write lock. A version whose checksum, chunk or message
+digest does not verify is corrupt: loading falls back to the newest intact one and
+overwrites nothing; one written by a newer Workingset is refused. A damaged store file
+affects its own session only.
+
+Sync methods serve the CLI and tests; `asave`/`aload`/... run the same work on the
+store's one writer thread, so an event loop never waits on the disk.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
+import contextlib
+import functools
 import shutil
 import sqlite3
+import threading
 import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import diskcache
 from pydantic import BaseModel
 
-from agents.codec import CodecError, decode_message, encode_message, pack, unpack
-from agents.errors import WorkingsetError
-from agents.session_state import READABLE_SCHEMAS, SCHEMA_VERSION, LoadedSnapshot, SessionState
+from agents.codec import CodecError, pack
+from agents.session_state import SessionState
+from agents.snapshot_errors import (
+    SnapshotCorrupt,
+    SnapshotError,
+    SnapshotNotFound,
+    SnapshotTooNew,
+    StoreDamaged,
+    StoreDiskFull,
+)
+from agents.snapshot_file import (
+    SessionRecord,
+    StoreReader,
+    decode_record,
+    open_for_write,
+    quarantine,
+    store_error,
+)
+from agents.snapshot_gc import collect
+from agents.snapshot_index import Delta, StoredIndex, plan
+from agents.snapshot_version import make_envelope, open_envelope, read_version
 
 __all__ = [
     "DiskSnapshotStore",
@@ -37,25 +67,15 @@ __all__ = [
     "SnapshotCorrupt",
     "SnapshotError",
     "SnapshotNotFound",
+    "SnapshotTooNew",
+    "StoreDamaged",
+    "StoreDiskFull",
+    "StoreProblem",
+    "StoreScan",
     "VersionInfo",
 ]
 
-_CHUNK = 64
-_DIGEST_BYTES = 32
-
-
-class SnapshotError(WorkingsetError):
-    """A snapshot could not be written or read."""
-
-
-class SnapshotNotFound(SnapshotError):
-    pass
-
-
-class SnapshotCorrupt(SnapshotError):
-    def __init__(self, message: str, *, version: str):
-        super().__init__(message)
-        self.version = version
+_OPEN_LIMIT = 64  # store files kept open for writing; the least recently used closes
 
 
 class VersionInfo(BaseModel):
@@ -73,6 +93,30 @@ class SessionInfo(BaseModel):
     saved_at: float
     messages: int
     last_text: str = ""
+    moved_aside: str = ""  # where a damaged earlier store of this session was moved
+
+
+class StoreProblem(BaseModel):
+    session_id: str
+    problem: str
+
+
+class StoreScan(BaseModel):
+    sessions: list[SessionInfo]  # newest first
+    problems: list[StoreProblem]  # sessions whose store cannot be read
+
+
+class LoadedSnapshot(BaseModel):
+    state: SessionState
+    version: str
+    problem: str | None = None  # set when the requested version was corrupt and an older one was used
+
+
+def _check_id(session_id: str) -> str:
+    # A name starting with a dot is never a session: `<root>/.quarantine/` holds stores moved aside.
+    if not session_id or "/" in session_id or "\0" in session_id or session_id.startswith("."):
+        raise SnapshotError(f"invalid session id {session_id!r}")
+    return session_id
 
 
 class DiskSnapshotStore:
@@ -80,225 +124,301 @@ class DiskSnapshotStore:
         self.root = Path(root)
         self.max_history = max_history
         self.max_age_s = max_age_days * 86_400
-        self._caches: dict[str, diskcache.Cache] = {}
-        self._known: dict[str, set[str]] = {}  # keys this process knows are stored
-        self._gc_seen: dict[str, int] = {}  # the session's garbage-collection count `_known` is valid for
+        self._lock = threading.RLock()  # one writer at a time in this process
+        self._caches: OrderedDict[str, diskcache.Cache] = OrderedDict()
+        self._indexes: dict[str, StoredIndex] = {}  # per session: a stored version, as this process knows it
+        self._worker: ThreadPoolExecutor | None = None
 
     # -- writing ------------------------------------------------------------------------
 
-    def save(self, state: SessionState) -> str:
-        """Store `state` as the session's new current version; return its id."""
-        sid = state.session_id
-        known = self._known.setdefault(sid, set())
-        encoded = [encode_message(m) for m in state.conversation]
-        chunks = [b"".join(bytes.fromhex(d) for d, _ in encoded[i : i + _CHUNK]) for i in range(0, len(encoded), _CHUNK)]
-        chunk_keys = [hashlib.sha256(c).hexdigest() for c in chunks]
-        body = pack({"header": state.header(), "chunks": chunk_keys, "count": len(encoded)})
-        envelope = pack({"schema": SCHEMA_VERSION, "sum": hashlib.sha256(body).hexdigest(), "body": body})
-        version = f"{time.time_ns():020d}"
-        try:
-            cache = self._cache(sid)
-            with cache.transact():
-                if cache.get("gc", 0) != self._gc_seen.get(sid):
-                    # Another writer collected garbage since: what this process stored may be gone.
-                    known.clear()
-                    self._gc_seen[sid] = cache.get("gc", 0)
-                # Content-addressed: a key always holds the same bytes, so a plain set is
-                # safe and costs one statement where add would check first.
-                for digest, data in encoded:
-                    if "m:" + digest not in known:
-                        cache.set("m:" + digest, data)
-                for key, chunk in zip(chunk_keys, chunks, strict=True):
-                    if "c:" + key not in known:
-                        cache.set("c:" + key, chunk)
-                cache.set("v:" + version, envelope)
-                self._rotate(cache, state, version)
-        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
-            raise SnapshotError(f"could not write snapshot of session {sid} to {self.root / sid}: {exc}") from exc
-        known.update("m:" + d for d, _ in encoded)
-        known.update("c:" + k for k in chunk_keys)
-        return version
-
-    def _rotate(self, cache: diskcache.Cache, state: SessionState, version: str) -> None:
-        record = cache.get("session") or {"history": []}
-        history: list[str] = list(record["history"])
-        if record.get("current"):
-            history.append(record["current"])
-        cutoff_ns = (time.time() - self.max_age_s) * 1e9
-        kept = [v for v in history if int(v) >= cutoff_ns][-self.max_history :] if self.max_history else []
-        # Versions leave the history at once, but their data is deleted in batches:
-        # collecting garbage reads every kept version's index, so it runs once per
-        # `slack` retirements instead of on every save once the history is full.
-        retired = [*record.get("retired", []), *(v for v in history if v not in set(kept))]
-        slack = max(self.max_history // 4, 1)
-        dropped = retired if len(retired) >= slack else []
-        last_text = next((m.text for m in reversed(state.conversation) if m.role == "assistant" and m.text), "")
-        cache.set(
-            "session",
-            {
-                "current": version,
-                "history": kept,
-                "retired": [] if dropped else retired,
-                "cwd": state.cwd,
-                "model": state.model,
-                "saved_at": state.saved_at,
-                "messages": len(state.conversation),
-                "last_text": last_text[:200],
-            },
-        )
-        if dropped:
-            for v in dropped:
-                cache.delete("v:" + v)
-            self._collect_garbage(cache, [version, *kept])
-
-    def _collect_garbage(self, cache: diskcache.Cache, live_versions: list[str]) -> None:
-        """Delete chunks and messages no remaining version refers to."""
-        live: set[str] = set()
-        for v in live_versions:
-            try:
-                body = self._open_envelope(cache, v)
-            except SnapshotCorrupt:
-                continue
-            for key in body["chunks"]:
-                live.add("c:" + key)
-                chunk = cache.get("c:" + key) or b""
-                live.update("m:" + chunk[i : i + _DIGEST_BYTES].hex() for i in range(0, len(chunk), _DIGEST_BYTES))
-        deleted = set()
-        for key in list(cache.iterkeys()):
-            if isinstance(key, str) and key[:2] in ("m:", "c:") and key not in live:
-                cache.delete(key)
-                deleted.add(key)
-        counter = cache.get("gc", 0) + 1
-        cache.set("gc", counter)
-        # This process did the collection, so what it knows minus what it deleted stays true.
-        sid = Path(cache.directory).name
-        self._known.setdefault(sid, set()).difference_update(deleted)
-        self._gc_seen[sid] = counter
+    def save(self, state: SessionState, *, version: str | None = None) -> str:
+        """Store `state` as the session's new current version; return its id. `version`
+        names it (the doctor keeps salvaged versions' ids); it must sort after the current."""
+        with self._lock:
+            version, collect = self._write(state, version=version)
+            if collect:
+                self._collect_quietly(state.session_id)
+            return version
 
     def restore(self, session_id: str, version: str) -> str:
         """Make an older version current again (the current one rotates into history)."""
         loaded = self.load(session_id, version, fall_back=False)
         return self.save(loaded.state.model_copy(update={"saved_at": time.time(), "reason": f"restored {version}"}))
 
+    def _write(self, state: SessionState, *, version: str | None = None) -> tuple[str, bool]:
+        """Returns (version, whether retired versions await collection)."""
+        sid = _check_id(state.session_id)
+        stored = self._indexes.get(sid)
+        try:
+            delta = plan(state.conversation, stored)
+            envelope = make_envelope(state.header(), delta)  # the same whatever `delta` was planned against
+        except CodecError as exc:
+            raise SnapshotError(f"session {sid} cannot be saved: {exc}; the previous snapshot is unchanged") from exc
+        try:
+            written = self._commit(sid, state, envelope, delta, stored, version)
+        except StoreDamaged as exc:
+            # Keep the damaged file aside, whole, and go on in a fresh store that starts
+            # with this state (its record says where the old one went).
+            self._set_aside(sid, str(exc))
+            written = self._commit(sid, state, envelope, plan(state.conversation, None), None, version)
+        version, collect, delta, stored = written
+        if stored is None:
+            self._indexes[sid] = delta.fresh_index(version)
+        else:
+            stored.advance(delta, version)
+        return version, collect
+
+    def _commit(self, sid: str, state: SessionState, envelope: bytes, delta: Delta, stored: StoredIndex | None,
+                version: str | None) -> tuple[str, bool, Delta, StoredIndex | None]:
+        """The save's one transaction."""
+        try:
+            cache = self._writable(sid)
+            with cache.transact():
+                record = self._record(cache, sid)
+                if stored is not None and not record.holds(stored.version):
+                    # Another process collected the version this delta builds on: add every key.
+                    delta, stored = plan(state.conversation, None), None
+                # `add` never replaces a stored key. Content-addressed keys always hold the
+                # same bytes, and replacing one is the only write that could touch data an
+                # earlier version needs.
+                for digest, data in delta.new_messages.items():
+                    cache.add("m:" + digest, data)
+                for key, chunk in delta.new_chunks.items():
+                    cache.add("c:" + key, chunk)
+                if version is not None and record.current and version <= record.current:
+                    raise SnapshotError(f"version {version} of session {sid} would not be newer than {record.current}")
+                version = version or self._next_version(record)
+                cache.set("v:" + version, envelope)
+                collect = self._rotate(cache, record, state, delta, version)
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise store_error(exc, sid, self.root / sid, "write") from exc
+        return version, collect, delta, stored
+
+    @staticmethod
+    def _next_version(record: SessionRecord) -> str:
+        """Named by the clock, and always after the current one (clocks step back)."""
+        after = int(record.current) + 1 if record.current else 0
+        return f"{max(time.time_ns(), after):020d}"
+
+    def _rotate(self, cache: diskcache.Cache, record: SessionRecord, state: SessionState, delta: Delta, version: str) -> bool:
+        history = list(record.history)
+        if record.current:
+            history.append(record.current)
+        cutoff_ns = (time.time() - self.max_age_s) * 1e9
+        kept = [v for v in history if int(v) >= cutoff_ns][-self.max_history :] if self.max_history else []
+        # Versions leave the history at once; their data is collected once per `slack`
+        # retirements, since collecting reads every kept version's index.
+        staying = set(kept)
+        retired = [*record.retired, *(v for v in history if v not in staying)]
+        updated = record.model_copy(update={
+            "current": version, "history": kept, "retired": retired, "cwd": state.cwd, "model": state.model,
+            "saved_at": state.saved_at, "messages": delta.count, "last_text": delta.last_text,
+        })
+        cache.set("session", pack(updated.model_dump()))
+        return len(retired) >= max(self.max_history // 4, 1)
+
+    def _record(self, cache: diskcache.Cache, sid: str) -> SessionRecord:
+        return decode_record(cache.get("session"), sid, self.root / sid) or SessionRecord()
+
+    def collect_garbage(self, session_id: str) -> None:
+        """Delete the retired versions and whatever only they referred to, in one transaction."""
+        sid = _check_id(session_id)
+        with self._lock:
+            cache = self._writable(sid)
+            try:
+                with cache.transact():
+                    record = self._record(cache, sid)
+                    if record.retired and collect(cache, record):
+                        cache.set("session", pack(record.model_copy(update={"retired": []}).model_dump()))
+            except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+                raise store_error(exc, sid, self.root / sid, "collect garbage in") from exc
+
+    def _collect_quietly(self, session_id: str) -> None:
+        with contextlib.suppress(SnapshotError):  # nothing is lost: the retired versions wait for the next one
+            self.collect_garbage(session_id)
+
+    def _writable(self, sid: str) -> diskcache.Cache:
+        cache = self._caches.get(sid)
+        if cache is not None:
+            self._caches.move_to_end(sid)
+            return cache
+        directory = self.root / sid
+        if (directory / "cache.db").is_file():
+            try:
+                with StoreReader(sid, directory) as reader:
+                    reader.record()  # refuses a newer store format before anything is written
+            except StoreDamaged as exc:
+                self._set_aside(sid, str(exc))
+                return self._caches[sid]
+        cache = open_for_write(sid, directory)
+        self._caches[sid] = cache
+        while len(self._caches) > _OPEN_LIMIT:
+            self._caches.popitem(last=False)[1].close()
+        return cache
+
+    def _set_aside(self, sid: str, why: str) -> None:
+        """Move a damaged store aside; the fresh one records where it went."""
+        cache = self._caches.pop(sid, None)
+        if cache is not None:
+            cache.close()
+        self._indexes.pop(sid, None)
+        target = quarantine(self.root, sid, why)
+        fresh = open_for_write(sid, self.root / sid)
+        try:
+            fresh.set("session", pack(SessionRecord(moved_aside=str(target)).model_dump()))
+        except (OSError, sqlite3.Error) as exc:
+            raise store_error(exc, sid, self.root / sid, "write") from exc
+        self._caches[sid] = fresh
+
     # -- reading ------------------------------------------------------------------------
 
     def load(self, session_id: str, version: str | None = None, *, fall_back: bool = True) -> LoadedSnapshot:
-        cache = self._cache(session_id, create=False)
-        record = cache.get("session")
-        if not record or not record.get("current"):
-            raise SnapshotNotFound(f"no snapshot of session {session_id} in {self.root}")
-        wanted = version or record["current"]
-        if wanted != record["current"] and wanted not in record["history"]:
-            raise SnapshotNotFound(
-                f"version {wanted} of session {session_id} is not kept; `workingset sessions history "
-                f"{session_id}` lists the versions there are"
-            )
-        try:
-            return LoadedSnapshot(state=self._read_version(cache, wanted), version=wanted)
-        except SnapshotCorrupt as exc:
-            if not fall_back:
-                raise
-            for older in reversed([v for v in record["history"] if v < wanted]):
-                try:
-                    state = self._read_version(cache, older)
-                except SnapshotCorrupt:
-                    continue
-                problem = f"{exc}; using the newest intact version {older} instead"
-                return LoadedSnapshot(state=state, version=older, problem=problem)
-            raise SnapshotCorrupt(f"{exc}; no intact older version exists", version=wanted) from exc
-
-    def _open_envelope(self, cache: diskcache.Cache, version: str) -> dict:
-        raw = cache.get("v:" + version)
-        if raw is None:
-            raise SnapshotCorrupt(f"snapshot version {version} is missing", version=version)
-        try:
-            envelope = unpack(raw)
-            if envelope.get("schema") not in READABLE_SCHEMAS:
-                raise SnapshotCorrupt(
-                    f"snapshot version {version} has schema {envelope.get('schema')!r}; this Workingset reads schemas "
-                    f"{READABLE_SCHEMAS[0]} to {SCHEMA_VERSION}",
-                    version=version,
+        sid = _check_id(session_id)
+        with StoreReader(sid, self.root / sid) as reader:
+            record = reader.record()
+            if record is None or not record.current:
+                raise SnapshotNotFound(f"no snapshot of session {sid} in {self.root}")
+            wanted = version or record.current
+            if wanted != record.current and wanted not in record.history:
+                raise SnapshotNotFound(
+                    f"version {wanted} of session {sid} is not kept; `workingset sessions history "
+                    f"{sid}` lists the versions there are"
                 )
-            body = envelope["body"]
-            if hashlib.sha256(body).hexdigest() != envelope["sum"]:
-                raise SnapshotCorrupt(f"snapshot version {version} fails its checksum", version=version)
-            return unpack(body)
-        except (CodecError, KeyError, TypeError, AttributeError) as exc:
-            raise SnapshotCorrupt(f"snapshot version {version} cannot be decoded ({exc})", version=version) from exc
+            try:
+                state, index = read_version(reader, wanted)
+                loaded = LoadedSnapshot(state=state, version=wanted)
+            except SnapshotCorrupt as exc:
+                if not fall_back:
+                    raise
+                state, index = self._fall_back(reader, record, wanted, exc)
+                problem = f"{exc}; using the newest intact version {index.version} instead"
+                loaded = LoadedSnapshot(state=state, version=index.version, problem=problem)
+        with self._lock:
+            self._indexes[sid] = index  # the next save is a delta against what was read
+        return loaded
 
-    def _read_version(self, cache: diskcache.Cache, version: str) -> SessionState:
-        body = self._open_envelope(cache, version)
-        messages = []
-        try:
-            for key in body["chunks"]:
-                chunk = cache.get("c:" + key)
-                if chunk is None or hashlib.sha256(chunk).hexdigest() != key:
-                    raise SnapshotCorrupt(f"snapshot version {version}: index chunk {key[:12]} is missing or damaged", version=version)
-                for i in range(0, len(chunk), _DIGEST_BYTES):
-                    digest = chunk[i : i + _DIGEST_BYTES].hex()
-                    data = cache.get("m:" + digest)
-                    if data is None or hashlib.sha256(data).hexdigest() != digest:
-                        raise SnapshotCorrupt(f"snapshot version {version}: message {digest[:12]} is missing or damaged", version=version)
-                    messages.append(decode_message(data))
-            return SessionState.model_validate({**body["header"], "conversation": messages})
-        except (CodecError, ValueError, KeyError) as exc:
-            if isinstance(exc, SnapshotCorrupt):
-                raise
-            raise SnapshotCorrupt(f"snapshot version {version} does not hold a valid session ({exc})", version=version) from exc
+    def _fall_back(self, reader: StoreReader, record: SessionRecord, wanted: str, exc: SnapshotCorrupt):
+        for older in reversed([v for v in record.history if v < wanted]):
+            try:
+                return read_version(reader, older)
+            except SnapshotCorrupt:
+                continue
+        raise SnapshotCorrupt(f"{exc}; no intact older version exists", version=wanted) from exc
 
     def history(self, session_id: str) -> list[VersionInfo]:
         """Newest first; the current version is marked."""
-        cache = self._cache(session_id, create=False)
-        record = cache.get("session")
-        if not record:
-            raise SnapshotNotFound(f"no snapshot of session {session_id} in {self.root}")
-        infos = []
-        for version in [record["current"], *reversed(record["history"])]:
+        sid = _check_id(session_id)
+        with StoreReader(sid, self.root / sid) as reader:
+            record = reader.record()
+            if record is None or not record.current:
+                raise SnapshotNotFound(f"no snapshot of session {sid} in {self.root}")
+            infos = []
+            for version in [record.current, *reversed(record.history)]:
+                current = version == record.current
+                try:
+                    body = open_envelope(reader.value("v:" + version), version)
+                    header = body["header"]
+                    infos.append(VersionInfo(version=version, saved_at=header["saved_at"], reason=header.get("reason", ""),
+                                             messages=body["count"], current=current))
+                except (SnapshotCorrupt, KeyError, TypeError):
+                    infos.append(VersionInfo(version=version, saved_at=int(version) / 1e9, reason="(corrupt)", messages=0,
+                                             current=current))
+                except SnapshotTooNew as exc:
+                    infos.append(VersionInfo(version=version, saved_at=int(version) / 1e9,
+                                             reason=f"(schema {exc.found}, newer)", messages=0, current=current))
+            return infos
+
+    def scan(self, cwd: Path | None = None) -> StoreScan:
+        """Every stored session (optionally only one workspace's), and every store that
+        cannot be read — a damaged file names its session and leaves the others listed."""
+        found, problems = [], []
+        for directory in self.session_dirs():
             try:
-                body = self._open_envelope(cache, version)
-                header = body["header"]
-                infos.append(VersionInfo(version=version, saved_at=header["saved_at"], reason=header.get("reason", ""),
-                                         messages=body["count"], current=version == record["current"]))
-            except SnapshotCorrupt:
-                infos.append(VersionInfo(version=version, saved_at=int(version) / 1e9, reason="(corrupt)", messages=0,
-                                         current=version == record["current"]))
-        return infos
+                with StoreReader(directory.name, directory) as reader:
+                    record = reader.record()
+            except SnapshotNotFound:
+                continue
+            except SnapshotError as exc:
+                problems.append(StoreProblem(session_id=directory.name, problem=str(exc)))
+                continue
+            if record is None or not record.current or (cwd is not None and record.cwd != str(cwd)):
+                continue
+            found.append(SessionInfo(session_id=directory.name, cwd=record.cwd, model=record.model,
+                                     saved_at=record.saved_at, messages=record.messages, last_text=record.last_text,
+                                     moved_aside=record.moved_aside))
+        found.sort(key=lambda s: s.saved_at, reverse=True)
+        return StoreScan(sessions=found, problems=problems)
 
     def sessions(self, cwd: Path | None = None) -> list[SessionInfo]:
-        """Every stored session (optionally only those of one workspace), newest first."""
-        found = []
+        """Every readable stored session (optionally only one workspace's), newest first."""
+        return self.scan(cwd).sessions
+
+    def session_dirs(self) -> list[Path]:
+        """The directories that may hold a session's store (not `.quarantine/` and the like)."""
         if not self.root.is_dir():
-            return found
-        for directory in self.root.iterdir():
-            if not (directory / "cache.db").is_file():
-                continue
-            record = self._cache(directory.name).get("session")
-            if not record or (cwd is not None and record["cwd"] != str(cwd)):
-                continue
-            found.append(SessionInfo(session_id=directory.name, cwd=record["cwd"], model=record["model"],
-                                     saved_at=record["saved_at"], messages=record["messages"], last_text=record["last_text"]))
-        return sorted(found, key=lambda s: s.saved_at, reverse=True)
+            return []
+        return sorted(d for d in self.root.iterdir() if d.is_dir() and not d.name.startswith("."))
+
+    # -- asynchronous use: the same work on the store's writer thread ---------------------
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._worker is None:
+                # One thread: saves of a session are written in the order they were asked for,
+                # and a load sees every save asked for before it.
+                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-writer")
+            return self._worker
+
+    async def _off_loop(self, fn, *args, **kwargs):
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), functools.partial(fn, *args, **kwargs))
+
+    async def asave(self, state: SessionState) -> str:
+        """`save` without blocking the event loop; garbage collection follows in the background."""
+        def write() -> tuple[str, bool]:
+            with self._lock:
+                return self._write(state)
+
+        version, collect = await self._off_loop(write)
+        if collect:
+            self._executor().submit(self._collect_quietly, state.session_id)
+        return version
+
+    async def aload(self, session_id: str, version: str | None = None, *, fall_back: bool = True) -> LoadedSnapshot:
+        return await self._off_loop(self.load, session_id, version, fall_back=fall_back)
+
+    async def ahistory(self, session_id: str) -> list[VersionInfo]:
+        return await self._off_loop(self.history, session_id)
+
+    async def ascan(self, cwd: Path | None = None) -> StoreScan:
+        return await self._off_loop(self.scan, cwd)
+
+    async def aclose(self) -> None:
+        """Wait for queued saves, then close (off the loop)."""
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    # -- housekeeping -------------------------------------------------------------------
 
     def delete(self, session_id: str) -> None:
-        cache = self._caches.pop(session_id, None)
-        if cache is not None:
-            cache.close()
-        self._known.pop(session_id, None)
-        shutil.rmtree(self.root / session_id, ignore_errors=True)
+        sid = _check_id(session_id)
+        with self._lock:
+            cache = self._caches.pop(sid, None)
+            if cache is not None:
+                cache.close()
+            self._indexes.pop(sid, None)
+            shutil.rmtree(self.root / sid, ignore_errors=True)
 
     def close(self) -> None:
-        for cache in self._caches.values():
-            cache.close()
-        self._caches.clear()
+        """Finish queued work, then close every store file this store opened."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.submit(self._close_caches).result()  # connections are per thread
+            worker.shutdown(wait=True)
+        self._close_caches()
+        with self._lock:
+            self._caches.clear()
 
-    def _cache(self, session_id: str, *, create: bool = True) -> diskcache.Cache:
-        if "/" in session_id or session_id in ("", ".", ".."):
-            raise SnapshotError(f"invalid session id {session_id!r}")
-        cache = self._caches.get(session_id)
-        if cache is None:
-            directory = self.root / session_id
-            if not create and not directory.is_dir():
-                raise SnapshotNotFound(f"no snapshot of session {session_id} in {self.root}")
-            cache = diskcache.Cache(str(directory))
-            self._caches[session_id] = cache
-        return cache
+    def _close_caches(self) -> None:
+        with self._lock:
+            for cache in self._caches.values():
+                cache.close()
+

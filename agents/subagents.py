@@ -13,7 +13,6 @@ from __future__ import annotations
 from agents.agent_tool import AgentInput, AgentTool, child_registry
 from agents.blueprint import ChildSpec, SessionBlueprint, assemble
 from agents.budgets import Budget
-from agents.compaction.ledger import usage_cost_usd
 from agents.errors import ModelError
 from agents.events import SubagentFinished, SubagentStarted
 from agents.hooks import HookEvent
@@ -75,6 +74,7 @@ async def run_child(
             usage=result.usage,
             cost_usd=result.cost_usd,
             model_calls=result.model_calls,
+            unpriced_calls=result.unpriced_calls,
         )
     )
     return result
@@ -87,7 +87,8 @@ async def _run_child(child: Session, request: SubagentRequest) -> SubagentResult
             is_error=is_error,
             reason=reason,
             usage=child.usage,
-            cost_usd=usage_cost_usd(child.usage, child.ports.model.name),
+            cost_usd=child.cost_usd,
+            unpriced_calls=child.unpriced_calls,
             model_calls=child.model_calls,
             session_id=child.session_id,
         )
@@ -102,6 +103,8 @@ async def _run_child(child: Session, request: SubagentRequest) -> SubagentResult
     why = {
         "turn_limit": f"stopped at its turn limit ({outcome.model_calls} model calls) before finishing.",
         "budget": f"was stopped by a budget: {outcome.detail}.",
+        "truncated": f"stopped with its reply cut off ({outcome.detail}).",
+        "refusal": f"was refused by the provider ({outcome.detail}).",
     }.get(outcome.reason, f"stopped early ({outcome.reason}: {outcome.detail}).")
     return result(f"Subagent '{request.description}' {why}{last}", outcome.reason, True)
 

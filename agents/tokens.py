@@ -8,6 +8,11 @@ slightly generous, because an underestimate is what causes a prompt-too-long ref
 
 Per-message estimates are cached on the immutable message, so the estimate of a
 growing conversation only pays for the messages added since the last call.
+
+Calibration: `CalibratedCounter` scales the estimate by what the provider reported
+for earlier requests (their usage: input + cache reads + cache writes, or a
+`count_tokens` answer), so a model whose tokenizer is denser than chars/4 is not
+underestimated for the rest of the session.
 """
 
 from __future__ import annotations
@@ -17,20 +22,31 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.messages import (
+    ImageBlock,
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 
 __all__ = [
+    "CalibratedCounter",
     "CharRatioEstimator",
     "IncrementalEstimate",
     "TokenCounter",
     "estimate_messages_tokens",
     "estimate_request_tokens",
     "estimate_prefix_tokens",
+    "message_token_cache",
 ]
 
 MESSAGE_OVERHEAD_TOKENS = 4
 BLOCK_OVERHEAD_TOKENS = 3
 TOOL_SCHEMA_OVERHEAD_TOKENS = 8
+IMAGE_TOKENS = 1_600  # Anthropic's figure for a ~1.15 megapixel image, the largest it keeps unscaled
 
 
 class TokenCounter(Protocol):
@@ -43,6 +59,18 @@ class TokenCounter(Protocol):
     def count_json(self, value: Any) -> int: ...
 
     def count_message(self, message: Message) -> int: ...
+
+
+def message_token_cache(message: Message) -> dict[str, int]:
+    """The per-counter estimates cached on a (immutable) message, made on first use.
+
+    Read from the private dict directly: pydantic's attribute fallback costs ~3 µs a call,
+    which adds up when a turn walks a thousand messages."""
+    private = message.__pydantic_private__
+    cache = private["_token_cache"]
+    if cache is None:
+        cache = private["_token_cache"] = {}
+    return cache
 
 
 class CharRatioEstimator:
@@ -62,24 +90,80 @@ class CharRatioEstimator:
         dumped = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         return math.ceil(len(dumped) / self.json_chars_per_token)
 
-    def _count_block(self, block: TextBlock | ToolUseBlock | ToolResultBlock) -> int:
+    def _count_block(self, block) -> int:
         if isinstance(block, TextBlock):
             body = self.count_text(block.text)
         elif isinstance(block, ToolUseBlock):
-            body = self.count_text(block.name) + self.count_json(block.input)
-        else:
+            arguments = self.count_text(block.raw_input) if block.raw_input is not None else self.count_json(block.input)
+            body = self.count_text(block.name) + arguments
+        elif isinstance(block, ToolResultBlock):
             body = self.count_text(block.content)
+        elif isinstance(block, ThinkingBlock):
+            # Unsigned reasoning is never sent to any provider; signed reasoning may be.
+            return self.count_text(block.thinking) + BLOCK_OVERHEAD_TOKENS if block.signature else 0
+        elif isinstance(block, RedactedThinkingBlock):
+            body = self.count_text(block.data)
+        elif isinstance(block, ImageBlock):
+            body = IMAGE_TOKENS
+        else:
+            body = self.count_json(block.model_dump(mode="json"))
         return body + BLOCK_OVERHEAD_TOKENS
 
     def count_message(self, message: Message) -> int:
-        # Read the private dict directly: pydantic's attribute fallback costs ~3 µs a call,
-        # which adds up when a turn walks a thousand messages.
-        cache = message.__pydantic_private__["_token_cache"]
+        cache = message_token_cache(message)
         cached = cache.get(self.key)
         if cached is None:
             cached = MESSAGE_OVERHEAD_TOKENS + sum(self._count_block(b) for b in message.content)
             cache[self.key] = cached
         return cached
+
+
+class CalibratedCounter:
+    """A counter scaled by what the provider reported for requests it estimated.
+
+    The scale moves halfway to each new observation, in steps of 5 % (so cached
+    per-message estimates stay valid between steps), and stays within [0.5, 4].
+    Until the first observation it is the base counter's estimate unchanged."""
+
+    STEP = 0.05
+    LOWEST, HIGHEST = 0.5, 4.0
+
+    def __init__(self, base: TokenCounter | None = None):
+        self.base = base or CharRatioEstimator()
+        self.scale = 1.0
+        self.observations = 0
+        self.key = self.base.key
+
+    def _scaled(self, tokens: int) -> int:
+        return tokens if self.scale == 1.0 else math.ceil(tokens * self.scale)
+
+    def count_text(self, text: str) -> int:
+        return self._scaled(self.base.count_text(text))
+
+    def count_json(self, value: Any) -> int:
+        return self._scaled(self.base.count_json(value))
+
+    def count_message(self, message: Message) -> int:
+        if self.scale == 1.0:
+            return self.base.count_message(message)
+        cache = message_token_cache(message)
+        cached = cache.get(self.key)
+        if cached is None:
+            cached = self._scaled(self.base.count_message(message))
+            cache[self.key] = cached
+        return cached
+
+    def observe(self, estimated: int, actual: int) -> None:
+        """`estimated` (made with this counter) was `actual` tokens by the provider's count."""
+        if estimated <= 0 or actual <= 0:
+            return
+        unscaled = estimated / self.scale
+        target = actual / unscaled
+        blended = target if self.observations == 0 else (self.scale + target) / 2
+        stepped = round(min(max(blended, self.LOWEST), self.HIGHEST) / self.STEP) * self.STEP
+        self.observations += 1
+        self.scale = round(stepped, 2)
+        self.key = self.base.key if self.scale == 1.0 else f"{self.base.key}x{self.scale}"
 
 
 def estimate_messages_tokens(counter: TokenCounter, messages: Iterable[Message]) -> int:

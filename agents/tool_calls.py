@@ -1,6 +1,6 @@
 """One tool_use in, one tool_result out: lookup, validation, mode check, execution.
 
-Everything the model can fix (unknown tool, bad input, a tool hidden in this mode,
+Everything the model can fix (arguments that are not a JSON object, unknown tool, bad input, a tool hidden in this mode,
 a denied call, a failing call) comes back as an `is_error` result so the loop
 continues; only bugs raise. Permission is decided between `prepare` and `execute`
 so the loop can park a call that needs the user's answer.
@@ -8,6 +8,7 @@ so the loop can park a call that needs the user's answer.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ __all__ = [
     "parked_use",
     "prepare_parked",
     "prepare_tool_call",
+    "unparsed_input_message",
 ]
 
 
@@ -41,8 +43,23 @@ def error_result(use: ToolUseBlock, message: str) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=use.id, content=message, is_error=True)
 
 
+def unparsed_input_message(use: ToolUseBlock) -> str:
+    """Why arguments that are not a JSON object cannot run, said so the model can fix them."""
+    raw = use.raw_input or ""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        why = f"they are not valid JSON ({exc})"
+    else:
+        why = f"they are JSON {type(value).__name__}, not an object"
+    shown = raw if len(raw) <= 300 else raw[:300] + f"… ({len(raw)} chars)"
+    return f"The arguments of this {use.name} call could not be used: {why}. They were: {shown}\nSend the call again with its arguments as one JSON object."
+
+
 def prepare_tool_call(use: ToolUseBlock, *, registry: ToolRegistry, mode: Mode) -> PreparedCall | ToolResultBlock:
     """Look the call up in the FULL registry, validate it, and refuse what the mode hides."""
+    if use.raw_input is not None:
+        return error_result(use, unparsed_input_message(use))
     try:
         tool = registry.get(use.name)
         args = validate_input(tool, use.input)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tools.base import ToolLimits
 from tools.host_read import is_present, list_beneath, real_dir
 
 __all__ = [
@@ -46,8 +47,7 @@ TUNING_KEYS = frozenset({
 })
 LIMIT_KEYS = frozenset({
     "agent.max_turns", "agent.max_output_tokens", "agent.max_goal_auto_turns", "compact.ratio", "compact.context_window",
-    "tools.bash_timeout_s", "tools.bash_output_max_chars", "tools.read_max_bytes", "tools.read_default_lines",
-    "tools.grep_max_matches", "tools.glob_max_paths", "tools.result_max_tokens",
+    *(f"tools.{name}" for name in ToolLimits.model_fields),
     "summarizer.max_output_tokens", "summarizer.timeout_s",
 })
 RULE_KEYS = frozenset({"permissions.deny", "permissions.ask"})
@@ -123,10 +123,14 @@ def workspace_plugins(workspace: Path) -> list[str]:
     return [n for n in names if PLUGIN_MANIFEST in (list_beneath(workspace, f".workingset/plugins/{n}") or [])]
 
 
-def untrusted_notice(workspace: Path, ignored: list[str], plugins: list[str], problem: str | None = None) -> str | None:
-    """The one notice for an untrusted workspace, or None when it asked for nothing."""
+def untrusted_notice(
+    workspace: Path, ignored: list[str], plugins: list[str], problem: str | None = None, unknown: list[str] | None = None
+) -> str | None:
+    """The one notice for an untrusted workspace, or None when it asked for nothing.
+    `unknown` are its keys that are no setting at all (typos), which trust would not apply."""
+    typos = f"unknown settings in .workingset/config.toml were ignored: {', '.join(unknown)}" if unknown else None
     if not ignored and not plugins and problem is None:
-        return None
+        return f"workspace {workspace}: {typos}" if typos else None
     parts = []
     if ignored:
         parts.append(f"settings in .workingset/config.toml were ignored: {', '.join(ignored)}")
@@ -134,7 +138,8 @@ def untrusted_notice(workspace: Path, ignored: list[str], plugins: list[str], pr
         parts.append(f"plugins in .workingset/plugins were not loaded: {', '.join(plugins)}")
     if problem is not None:
         parts.append(f"its config was ignored: {problem}")
-    return (
+    notice = (
         f"workspace {workspace} is not trusted, so its {'; '.join(parts)}. To apply them, trust it: "
         f"`workingset trust {workspace}` (remembered), or --trust-workspace for this run"
     )
+    return f"{notice}. Also, {typos}" if typos else notice

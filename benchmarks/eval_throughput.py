@@ -5,8 +5,9 @@
 Generates N tiny tasks in a temporary directory — each its own git repository with a
 one-line bug (`a - b` for `a + b`) and a test — and a scripted model that fixes one in
 3 calls (Read, Edit, answer), sleeping `--latency-s` before each. Every task then goes
-through the full flow (fresh workspace clone, session on a SessionPool, tool calls as
-Ray tasks, patch and grading in the bubblewrap sandbox, a result row). For each
+through the full flow (trusted base and fresh workspace clone, session on a SessionPool,
+tool calls as Ray tasks, the patch taken on the host, grading in a fresh copy in the
+bubblewrap sandbox, a result row). For each
 concurrency, on one embedded Ray cluster with a fresh pool (its start-up is not timed):
 
 - tasks/min, and the ideal: N / (ceil(N / C) x 3 calls x latency) — as if nothing but

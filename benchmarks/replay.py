@@ -30,6 +30,7 @@ from tools.base import ExecutionDomain, ToolOutput
 
 __all__ = [
     "DEFAULT_RESULT_MAX_TOKENS",
+    "MAX_OUTPUT_TOKENS",
     "NO_BUDGET",
     "ReplayResult",
     "replay_trace",
@@ -38,6 +39,10 @@ __all__ = [
 ]
 
 END_OF_RECORDING = "(end of the recorded trajectory)"
+
+# The output reserve of every replayed call (`agent.max_output_tokens`): the compact budget
+# is (window - reserve) x ratio, and a request over window - reserve cannot be answered.
+MAX_OUTPUT_TOKENS = 4_096
 
 # `raw` measures the conversation as recorded: no compaction and no per-result clipping.
 NO_BUDGET = 10_000_000
@@ -173,7 +178,7 @@ async def replay_trace(
     compact = compact or CompactSettings(strategy=strategy, context_window=context_window)
     steps = sum(1 for m in trace.messages if m.role == "assistant")
     settings = SessionSettings(
-        agent=AgentSettings(max_turns=steps + 1, max_output_tokens=4_096),
+        agent=AgentSettings(max_turns=steps + 1, max_output_tokens=MAX_OUTPUT_TOKENS),
         compact=compact,
         result_max_tokens=result_max_tokens,
     )

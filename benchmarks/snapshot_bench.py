@@ -1,23 +1,28 @@
-"""Snapshot costs: write time per outer turn, disk size of a session's history, resume time.
+"""Snapshot costs: CPU per save at any history length, disk size of a session's history, resume time.
 
-    python -m benchmarks.snapshot_bench [--sizes 100 1000 5000] [--saves 50] [--versions 100]
+    python -m benchmarks.snapshot_bench [--sizes 1000 5000 20000] [--saves 50] [--versions 100]
 
 Conversations are realistic tool interactions: an assistant message (text + a Read
 tool_use), then a user message holding its ~2 KB tool_result, every body distinct.
+Costs are CPU time of this process (`time.process_time`, every thread), so they hold on
+a busy machine; wall-clock p50 is shown beside them.
 
-1. Write time: a store holding one version of an N-message conversation; then `saves`
-   times, append one tool interaction and save. Reported as p50/p95 ms of
+1. Save cost: a store holding one version of an N-message conversation; then `saves`
+   times, append one tool interaction and save. Reported as p50/p95 CPU ms of
    `DiskSnapshotStore.save`, twice: while the history fills (no version is dropped) and
-   at steady state (history full, so every save drops the oldest version and collects
-   the messages and chunks no remaining version refers to). `Session.save_snapshot`
-   adds `snapshot_of` (a `git rev-parse`, a settings fingerprint) on top; its p50 is
-   shown at steady state.
+   at steady state (history full, so every save drops the oldest version; every
+   max_history/4 saves one collection deletes what no kept version refers to — that
+   save is the p95). `Session.save_snapshot` adds `snapshot_of` (a copy of the
+   session's SessionState, git head, settings fingerprint); its p50 is shown at
+   steady state. "asave on the loop" is the CPU the event loop's own thread spends per
+   `await store.asave(...)` (the store's work runs on its writer thread). "first save"
+   is a new session's first save of a 10-message conversation: it creates the store file.
 2. Disk size: `versions` versions of a growing conversation (one interaction added per
    version, all versions kept) against a fresh store holding only the final version.
    Bytes are the sum of the file sizes in the session's diskcache directory after the
    cache is closed, as written and after SQLite VACUUM (which drops free pages).
 3. Resume: what `--resume ID` does at N messages — build the session for the current
-   environment, load the snapshot, restore it.
+   environment, load the snapshot, restore it (CPU ms).
 """
 
 from __future__ import annotations
@@ -68,15 +73,17 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def timed_saves(store: DiskSnapshotStore, messages: list[Message], first_id: int, saves: int) -> list[float]:
-    samples = []
+def timed_saves(store: DiskSnapshotStore, messages: list[Message], first_id: int, saves: int) -> tuple[list[float], list[float]]:
+    """(CPU ms, wall ms) of each save."""
+    cpu, wall = [], []
     for n in range(first_id, first_id + saves):
         messages += interaction(n)
         snapshot = state(messages)
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         store.save(snapshot)
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
+        cpu.append((time.process_time() - started_cpu) * 1000)
+        wall.append((time.perf_counter() - started) * 1000)
+    return cpu, wall
 
 
 def write_times(root: Path, size: int, saves: int) -> dict[str, float]:
@@ -84,19 +91,56 @@ def write_times(root: Path, size: int, saves: int) -> dict[str, float]:
     store = DiskSnapshotStore(root / f"write-{size}", max_history=saves)
     messages = conversation(size)
     store.save(state(messages))
-    filling = timed_saves(store, messages, 1_000_000, saves - 1)  # history reaches max_history
-    steady = timed_saves(store, messages, 2_000_000, saves)  # every save drops one version
+    filling, _ = timed_saves(store, messages, 1_000_000, saves - 1)  # history reaches max_history
+    steady, steady_wall = timed_saves(store, messages, 2_000_000, saves)  # every save drops one version
     store.close()
     return {
         "fill_p50": statistics.median(filling),
         "fill_p95": percentile(filling, 0.95),
         "steady_p50": statistics.median(steady),
         "steady_p95": percentile(steady, 0.95),
+        "wall_p50": statistics.median(steady_wall),
     }
 
 
+def asave_loop_cpu(root: Path, size: int, saves: int) -> float | None:
+    """p50 CPU ms of the event loop's thread per `await store.asave(...)`."""
+    store = DiskSnapshotStore(root / f"async-{size}", max_history=saves)
+    if not hasattr(store, "asave"):
+        return None  # a store without the asynchronous API
+
+    async def run() -> list[float]:
+        messages = conversation(size)
+        await store.asave(state(messages))
+        samples = []
+        for n in range(saves):
+            messages.extend(interaction(4_000_000 + n))
+            snapshot = state(messages)
+            started = time.thread_time()
+            await store.asave(snapshot)
+            samples.append((time.thread_time() - started) * 1000)
+        await store.aclose()
+        return samples
+
+    return statistics.median(asyncio.run(run()))
+
+
+def first_save_cpu(root: Path, repeats: int = 20) -> float:
+    """p50 CPU ms of a new session's first save (it creates the session's store file)."""
+    store = DiskSnapshotStore(root / "first")
+    messages = conversation(10)
+    samples = []
+    for n in range(repeats):
+        snapshot = state(messages).model_copy(update={"session_id": f"new{n}"})
+        started = time.process_time()
+        store.save(snapshot)
+        samples.append((time.process_time() - started) * 1000)
+    store.close()
+    return statistics.median(samples)
+
+
 async def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
-    """Session.save_snapshot (snapshot_of + store.save): p50 while the history fills, then full."""
+    """Session.save_snapshot (snapshot_of + store.asave): p50 while the history fills, then full."""
     workspace = root / f"ws-{size}"
     workspace.mkdir()
     script = root / "script.json"
@@ -111,9 +155,9 @@ async def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, fl
     samples: list[float] = []
     for n in range(2 * saves - 1):
         session.conversation += interaction(3_000_000 + n)
-        started = time.perf_counter()
+        started = time.process_time()
         await session.save_snapshot("bench")
-        samples.append((time.perf_counter() - started) * 1000)
+        samples.append((time.process_time() - started) * 1000)
     session.ports.snapshots.close()
     return statistics.median(samples[: saves - 1]), statistics.median(samples[saves - 1 :])
 
@@ -158,12 +202,12 @@ async def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
     first.ports.snapshots.close()
     build, load_restore = [], []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started = time.process_time()
         session = build_session(settings, workspace, session_id=first.session_id)
-        built = time.perf_counter()
-        loaded = await session.ports.snapshots.load(first.session_id)
+        built = time.process_time()
+        loaded = await session.ports.snapshots.aload(first.session_id)
         session.restore(loaded.state)
-        done = time.perf_counter()
+        done = time.process_time()
         assert len(session.conversation) == size and loaded.problem is None
         session.ports.snapshots.close()
         build.append((built - started) * 1000)
@@ -173,7 +217,7 @@ async def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1_000, 5_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 5_000, 20_000])
     parser.add_argument("--saves", type=int, default=50, help="saves measured per size (also max_history)")
     parser.add_argument("--versions", type=int, default=100, help="versions in the disk-size comparison")
     parser.add_argument("--resume-size", type=int, default=1_000)
@@ -182,16 +226,20 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        print(f"snapshot write, ms per save (p50 / p95), {args.saves} saves, one tool interaction (~2 KB) appended before each")
-        print(f"{'':>8}  {'DiskSnapshotStore.save':^36}  {'Session.save_snapshot p50':^26}")
-        print(f"{'messages':>8}  {'history filling':>17}  {'history full':>17}  {'filling':>12}  {'full':>12}")
+        print(f"snapshot save, CPU ms per save (p50 / p95), {args.saves} saves, one tool interaction (~2 KB) appended before each")
+        print(f"{'':>8}  {'DiskSnapshotStore.save':^38}  {'Session.save_snapshot p50':^26}  {'asave on':>9}")
+        print(f"{'messages':>8}  {'history filling':>17}  {'history full':>17}  {'wall':>6}  {'filling':>12}  {'full':>12}  {'the loop':>9}")
         for size in args.sizes:
             t = write_times(root, size, args.saves)
             session_fill, session_full = asyncio.run(session_save_p50(root, size, args.saves))
+            on_loop = asave_loop_cpu(root, size, args.saves)
+            loop_text = f"{on_loop:>9.3f}" if on_loop is not None else f"{'-':>9}"
             print(
                 f"{size:>8}  {t['fill_p50']:>7.2f} / {t['fill_p95']:>7.2f}  "
-                f"{t['steady_p50']:>7.2f} / {t['steady_p95']:>7.2f}  {session_fill:>12.2f}  {session_full:>12.2f}"
+                f"{t['steady_p50']:>7.2f} / {t['steady_p95']:>7.2f}  {t['wall_p50']:>6.2f}  "
+                f"{session_fill:>12.2f}  {session_full:>12.2f}  {loop_text}"
             )
+        print(f"first save of a new session (creates its store file): {first_save_cpu(root):.1f} ms CPU (p50 of 20)")
 
         print()
         print(f"disk size of one session: {args.versions} versions of a growing conversation vs. only the final version")
@@ -206,7 +254,7 @@ def main() -> None:
 
         print()
         r = asyncio.run(resume_ms(root, args.resume_size, args.resume_repeats))
-        print(f"resume at {args.resume_size} messages, p50 of {args.resume_repeats}: "
+        print(f"resume at {args.resume_size} messages, CPU ms, p50 of {args.resume_repeats}: "
               f"build_session {r['build']:.1f} ms + load & restore {r['load_restore']:.1f} ms "
               f"= {r['build'] + r['load_restore']:.1f} ms")
 

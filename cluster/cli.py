@@ -26,6 +26,7 @@ from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
 from agents.modes import Mode
 from agents.session_kit import Approver
 from cluster.console import console_approver, settle_parked
+from cluster.flags import add_setting_flags, add_trust_flag, setting_overrides
 from cluster.memory_cli import add_memory_parser, run_memory_command
 from cluster.ray_run import open_remote_session
 from cluster.render import HumanRenderer, JsonRenderer
@@ -44,34 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run an agent on a prompt, or open a REPL without one")
     run.add_argument("prompt", nargs="?", help="the task; omit for an interactive session")
     run.add_argument("--cwd", default=".", help="workspace directory (default: .)")
-    run.add_argument("--model", help="model spec: anthropic:<model> or scripted:<file>")
-    run.add_argument("--max-turns", type=int, help="model calls allowed for the prompt")
     run.add_argument("--json", action="store_true", help="print one JSON event per line")
-    run.add_argument("--summarizer", help="summarizer spec: extractive (default) or a model spec")
-    run.add_argument("--strategy", help="compaction strategy (default: clear-then-summarize)")
-    run.add_argument("--trace-dir", help="write every compiled working set to this directory")
     run.add_argument("--mode", choices=[m.value for m in Mode], default="default", help="start in this mode")
     run.add_argument("--goal", help="a completion condition an independent judge checks")
-    run.add_argument("--judge", help="model spec of the goal judge (default: the main model)")
-    run.add_argument(
-        "--permission-mode", choices=["default", "accept-edits", "bypass", "plan"], help="how unruled calls are decided"
-    )
-    run.add_argument("--allow", action="append", default=[], metavar="RULE", help='allow rule, e.g. "Bash(git status:*)"')
-    run.add_argument("--deny", action="append", default=[], metavar="RULE", help="deny rule")
-    run.add_argument("--ask", action="append", default=[], metavar="RULE", help="ask rule")
-    run.add_argument(
-        "--headless", choices=["deny-asks", "allow-list"], help="no one answers asks (default when stdin is not a terminal)"
-    )
     resume = run.add_mutually_exclusive_group()
     resume.add_argument("--resume", metavar="ID", help="continue a saved session")
     resume.add_argument("--continue", dest="continue_latest", action="store_true", help="continue the latest session of this workspace")
-    run.add_argument("--no-sandbox", action="store_true", help="run Bash without bubblewrap (explicit opt-out)")
-    run.add_argument(
-        "--trust-workspace", action="store_true",
-        help="trust the workspace for this run: its own .workingset/ settings, plugins, hooks and MCP servers apply",
-    )
-    run.add_argument("--local", action="store_true", help="run in this process instead of on Ray")
-    run.add_argument("--address", help="join this Ray cluster instead of starting an embedded one")
+    add_setting_flags(run, "run")
+    add_trust_flag(run)
     add_sessions_parser(sub)
     add_memory_parser(sub)
     add_trust_parsers(sub)
@@ -93,33 +74,6 @@ def extra_commands() -> dict:
     return found
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    flags: dict[str, Any] = {}
-    nested = {
-        "agent": {"max_turns": args.max_turns},
-        "summarizer": {"spec": args.summarizer},
-        "compact": {"strategy": args.strategy},
-        "permissions": {"mode": args.permission_mode, "headless": args.headless},
-    }
-    for section, values in nested.items():
-        given = {k: v for k, v in values.items() if v is not None}
-        if given:
-            flags[section] = given
-    if args.no_sandbox:
-        flags["sandbox"] = {"enabled": False}
-    if args.address:
-        flags["cluster"] = {"address": args.address}
-    if args.local:
-        flags["runtime"] = "local"
-    for key in ("allow", "deny", "ask"):
-        if getattr(args, key):
-            flags.setdefault("permissions", {})[key] = getattr(args, key)
-    for key, value in (("model", args.model), ("trace_dir", args.trace_dir), ("judge", args.judge)):
-        if value:
-            flags[key] = value
-    return flags
-
-
 async def _run_prompt(session: SessionHandle, prompt: str, approver: Approver | None) -> int:
     session.announce_start()
     try:
@@ -136,10 +90,12 @@ def _resumed_id(args: argparse.Namespace, settings, workspace) -> str | None:
     if args.resume:
         return args.resume
     if args.continue_latest:
-        latest = snapshot_store(settings).sessions(workspace)
-        if not latest:
+        scan = snapshot_store(settings).scan(workspace)
+        for unreadable in scan.problems:  # it might have been the latest: say so rather than skip it silently
+            print(f"workingset: notice: {unreadable.problem}", file=sys.stderr)
+        if not scan.sessions:
             raise ConfigError(f"no saved session for {workspace}; start one without --continue")
-        return latest[0].session_id
+        return scan.sessions[0].session_id
     return None
 
 
@@ -153,7 +109,7 @@ def _run_command(args: argparse.Namespace) -> int:
     if args.command in ("trust", "untrust"):
         return run_trust_command(args)
     workspace = resolve_workspace(args.cwd)
-    flags = _overrides(args)
+    flags = setting_overrides(args, "run")
     interactive = sys.stdin.isatty() or args.prompt is None
     settings = _settings(workspace, flags, args.trust_workspace, interactive)
     if not interactive and settings.permissions.headless is None:

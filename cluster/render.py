@@ -77,7 +77,9 @@ def _permission_requested(e: Any) -> str:
 
 
 def _subagent_finished(e: Any) -> str:
-    return f"[blue]subagent {e.child_session_id} {e.reason} · {e.model_calls} calls · ${e.cost_usd:.4f}[/]"
+    unpriced = getattr(e, "unpriced_calls", 0)
+    cost = f"${e.cost_usd:.4f}" if not unpriced else (f"${e.cost_usd:.4f} + {unpriced} unpriced" if e.cost_usd else "unpriced")
+    return f"[blue]subagent {e.child_session_id} {e.reason} · {e.model_calls} calls · {cost}[/]"
 
 
 def _session_ended(e: Any) -> str:

@@ -101,7 +101,7 @@ async def _resume(session: SessionHandle, arg: str) -> bool:
     store = session.ports.snapshots
     target = arg or session.session_id
     try:
-        loaded = await store.load(target)
+        loaded = await store.aload(target)
     except WorkingsetError as exc:
         print(f"cannot resume {target}: {exc}")
         return True

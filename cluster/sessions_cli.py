@@ -1,4 +1,4 @@
-"""`workingset sessions list | show ID | export ID | history ID | restore ID VERSION`."""
+"""`workingset sessions list | show ID | export ID | history ID | restore ID VERSION | doctor`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from agents.config import load_settings
 from agents.errors import ConfigError
 from agents.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from agents.session_state import SessionState
+from agents.snapshot_doctor import check_store
 from agents.snapshot_store import SnapshotError, SnapshotNotFound
 
 __all__ = ["add_sessions_parser", "run_sessions_command", "to_markdown"]
@@ -33,6 +34,8 @@ def add_sessions_parser(subparsers: argparse._SubParsersAction) -> None:
     restore = actions.add_parser("restore", help="make an older version current again")
     restore.add_argument("id")
     restore.add_argument("version")
+    doctor = actions.add_parser("doctor", help="check every session's store; move damaged ones aside, keeping what reads")
+    doctor.add_argument("--dry-run", action="store_true", help="only report; change nothing")
 
 
 def _when(ts: float) -> str:
@@ -57,6 +60,31 @@ def to_markdown(state: SessionState) -> str:
     return "\n".join(lines)
 
 
+def _list(scan, workspace: Path, *, every: bool) -> None:
+    if not scan.sessions:
+        print("no saved sessions" + ("" if every else f" for {workspace} (try --all)"))
+    for s in scan.sessions:
+        aside = f"  (an earlier damaged store was moved to {s.moved_aside})" if s.moved_aside else ""
+        print(f"{s.session_id}  {_when(s.saved_at)}  {s.messages:>5} msgs  {s.model}  {s.cwd}  {s.last_text[:60]!r}{aside}")
+    for p in scan.problems:  # their workspace is unknown, so they are named in every listing
+        print(f"{p.session_id}  cannot be read: {p.problem}")
+
+
+def _doctor(store, *, dry_run: bool) -> int:
+    report = check_store(store, repair=not dry_run)
+    for check in report.sessions:
+        if check.status not in ("ok", "empty"):
+            print(f"{check.session_id}  {check.status}: {check.detail}")
+    counts: dict[str, int] = {}
+    for check in report.sessions:
+        counts[check.status] = counts.get(check.status, 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
+    print(f"checked {len(report.sessions)} sessions in {report.root}: {summary}")
+    if report.quarantined:
+        print(f"{report.quarantined} stores moved aside are kept in {report.root}/.quarantine/ (delete them when done)")
+    return 0 if report.healthy else 1
+
+
 def run_sessions_command(args: argparse.Namespace) -> int:
     workspace = resolve_workspace(args.cwd)
     store = snapshot_store(load_settings(workspace))
@@ -72,11 +100,9 @@ def run_sessions_command(args: argparse.Namespace) -> int:
 
 def _dispatch(args: argparse.Namespace, store, workspace: Path) -> int:
     if args.action == "list":
-        sessions = store.sessions(None if args.all else workspace)
-        if not sessions:
-            print("no saved sessions" + ("" if args.all else f" for {workspace} (try --all)"))
-        for s in sessions:
-            print(f"{s.session_id}  {_when(s.saved_at)}  {s.messages:>5} msgs  {s.model}  {s.cwd}  {s.last_text[:60]!r}")
+        _list(store.scan(None if args.all else workspace), workspace, every=args.all)
+    elif args.action == "doctor":
+        return _doctor(store, dry_run=args.dry_run)
     elif args.action == "show":
         loaded = store.load(args.id)
         if loaded.problem:

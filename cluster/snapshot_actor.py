@@ -3,6 +3,9 @@
 Pinned to the node where the runtime started (the head), so a session resumed on
 any node reads the same store. On a single node each process opens the diskcache
 directly instead (it is safe across processes), which avoids a hop per turn.
+
+The actor is asynchronous: its event loop hands every call to the store's writer
+thread, so one session's save never holds up another session's call.
 """
 
 from __future__ import annotations
@@ -15,8 +18,15 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from agents.session_state import LoadedSnapshot, SessionState
-from agents.snapshot_store import DiskSnapshotStore, SessionInfo, SnapshotError
+from agents.session_state import SessionState
+from agents.snapshot_store import (
+    DiskSnapshotStore,
+    LoadedSnapshot,
+    SessionInfo,
+    SnapshotError,
+    StoreScan,
+    VersionInfo,
+)
 
 __all__ = ["RaySnapshotStore", "SnapshotStoreActor", "start_snapshot_actor"]
 
@@ -26,14 +36,17 @@ class SnapshotStoreActor:
     def __init__(self, root: str, max_history: int, max_age_days: float):
         self.store = DiskSnapshotStore(Path(root), max_history=max_history, max_age_days=max_age_days)
 
-    def save(self, state: SessionState) -> str:
-        return self.store.save(state)
+    async def save(self, state: SessionState) -> str:
+        return await self.store.asave(state)
 
-    def load(self, session_id: str, version: str | None) -> LoadedSnapshot:
-        return self.store.load(session_id, version)
+    async def load(self, session_id: str, version: str | None) -> LoadedSnapshot:
+        return await self.store.aload(session_id, version)
 
-    def sessions(self, cwd: str | None) -> list[SessionInfo]:
-        return self.store.sessions(Path(cwd) if cwd else None)
+    async def history(self, session_id: str) -> list[VersionInfo]:
+        return await self.store.ahistory(session_id)
+
+    async def scan(self, cwd: str | None) -> StoreScan:
+        return await self.store.ascan(Path(cwd) if cwd else None)
 
 
 @contextlib.contextmanager
@@ -51,22 +64,43 @@ def _store_errors() -> Iterator[None]:
 
 
 class RaySnapshotStore:
-    """The SnapshotStore port through the actor: a session awaits its snapshot while
-    the other sessions of its SessionActor go on (no blocking `ray.get` in a turn)."""
+    """The SnapshotStore port through the actor: the `a…` methods await the actor, so a
+    session awaits its snapshot while the other sessions of its SessionActor go on (no
+    blocking `ray.get` in a turn); the plain ones block on `ray.get`, for sync callers."""
 
     def __init__(self, actor):
         self.actor = actor
 
-    async def save(self, state: SessionState) -> str:
+    async def asave(self, state: SessionState) -> str:
         with _store_errors():
             return await self.actor.save.remote(state)
 
-    async def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
+    async def aload(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
         with _store_errors():
             return await self.actor.load.remote(session_id, version)
 
+    async def ahistory(self, session_id: str) -> list[VersionInfo]:
+        with _store_errors():
+            return await self.actor.history.remote(session_id)
+
+    async def ascan(self, cwd: Path | None = None) -> StoreScan:
+        with _store_errors():
+            return await self.actor.scan.remote(str(cwd) if cwd else None)
+
+    def save(self, state: SessionState) -> str:
+        return ray.get(self.actor.save.remote(state))
+
+    def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
+        return ray.get(self.actor.load.remote(session_id, version))
+
+    def history(self, session_id: str) -> list[VersionInfo]:
+        return ray.get(self.actor.history.remote(session_id))
+
+    def scan(self, cwd: Path | None = None) -> StoreScan:
+        return ray.get(self.actor.scan.remote(str(cwd) if cwd else None))
+
     def sessions(self, cwd: Path | None = None) -> list[SessionInfo]:
-        return ray.get(self.actor.sessions.remote(str(cwd) if cwd else None))
+        return self.scan(cwd).sessions
 
 
 def start_snapshot_actor(root: Path, *, max_history: int, max_age_days: float, node_id: str) -> RaySnapshotStore:

@@ -21,7 +21,6 @@ from ray.exceptions import RayError
 
 from agents.blueprint import SessionBlueprint
 from agents.budgets import Budget
-from agents.compaction.ledger import usage_cost_usd
 from agents.events import PermissionRequested
 from agents.ports import SubagentRequest, SubagentResult
 from agents.subagents import run_child
@@ -161,7 +160,7 @@ class RaySpawner:
             self.pool.release(actor, healthy=healthy)
         self.parent_budget.add(result.usage.input_tokens + result.usage.output_tokens
                                + result.usage.cache_read_input_tokens + result.usage.cache_creation_input_tokens,
-                               result.cost_usd or usage_cost_usd(result.usage, ""))
+                               result.cost_usd)
         return result
 
     def _shipped_blueprint(self) -> SessionBlueprint:

@@ -101,7 +101,7 @@ def ask_trust(loaded: LoadedSettings) -> str:
 def settle_trust(loaded: LoadedSettings, reload, interactive: bool) -> LoadedSettings:
     """The settings `run` uses: if an untrusted workspace asked for more and someone is at
     the terminal, ask; `reload(trusted)` loads again. An answer of y is remembered."""
-    if loaded.trusted or loaded.notice is None or not interactive:
+    if not loaded.asks_for_more or not interactive:
         return loaded
     choice = ask_trust(loaded)
     if choice == "n":

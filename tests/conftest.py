@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated environment for every test, and a fake Messages API."""
+"""Shared fixtures: an isolated environment for every test, and fake Messages and Chat
+Completions APIs (real servers on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,18 @@ from tools import beneath
 
 try:
     from tests.fake_messages_server import FakeMessagesServer
+    from tests.fake_openai_server import FakeOpenAIServer
 except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.path
     from fake_messages_server import FakeMessagesServer
+    from fake_openai_server import FakeOpenAIServer
 
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No host secrets or config: drop ANTHROPIC_* and WORKINGSET_*, point HOME at a tmp dir,
-    and run CLI sessions in-process unless a test asks for Ray."""
+    """No host secrets or config: drop ANTHROPIC_*, OPENAI_* and WORKINGSET_*, point HOME at a
+    tmp dir, and run CLI sessions in-process unless a test asks for Ray."""
     for name in list(os.environ):
-        if name.startswith(("ANTHROPIC_", "WORKINGSET_")):
+        if name.startswith(("ANTHROPIC_", "OPENAI_", "WORKINGSET_")):
             monkeypatch.delenv(name, raising=False)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
@@ -55,6 +58,38 @@ def messages_server(_messages_server_session: FakeMessagesServer) -> Iterator[Fa
     _messages_server_session.reset()
     yield _messages_server_session
     _messages_server_session.reset()
+
+
+@pytest.fixture(scope="session")
+def _openai_server_session() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def openai_server(_openai_server_session: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    """A running fake Chat Completions server with an empty queue and no recorded requests."""
+    _openai_server_session.reset()
+    yield _openai_server_session
+    _openai_server_session.reset()
+
+
+class SleepRecorder:
+    """A `sleep` that records the requested waits and returns at once."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.fixture
+def sleeps() -> SleepRecorder:
+    return SleepRecorder()
 
 
 @dataclass(frozen=True)

@@ -1,45 +1,66 @@
 """A real local HTTP server speaking the Anthropic Messages API, for tests.
 
-It serves `POST /v1/messages` from a starlette app run by uvicorn in a background
-thread on 127.0.0.1 (ephemeral port). Every request is recorded; answers come from a
-queue the test fills (`push_text`, `push_tool_use`, `push_error`, ...). With the queue
-empty it answers a default text reply.
+`POST /v1/messages` (streamed as server-sent events when the request asks, else one
+JSON message) and `POST /v1/messages/count_tokens`. Answers come from a queue the test
+fills (`push_text`, `push_tool_use`, `push_content`, `push_error`, ...); with the queue
+empty it answers a default text reply. A streamed answer can fail the ways real streams
+do (`fault=StreamFault(...)`: stall, `error` event, dropped connection).
+
+What it receives is checked as the real API checks it, and a mistake is answered with
+the real 400 (`invalid_request_error`) and kept in `problems`:
+  - every tool_use is answered by a tool_result in the next message, and every
+    tool_result answers a tool_use of the previous message;
+  - at most 4 blocks carry cache_control; no text block is empty;
+  - thinking blocks come back with the signature this server gave them; with thinking
+    on, an assistant message still waiting for tool results starts with a thinking
+    block; budget_tokens is below max_tokens (unless the interleaved beta is on).
 
     with FakeMessagesServer() as server:
-        server.push_error(429, "rate_limit_error", "slow down", headers={"retry-after": "3"})
+        server.push_rate_limit(retry_after_s=0.01)
         server.push_text("hello")
         client = AnthropicModelClient("claude-x", api_key="k", base_url=server.url)
-        ...
-        assert len(server.requests) == 2
 """
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import json
-import socket
-import threading
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["FakeMessagesServer", "RecordedRequest", "ScriptedResponse", "error_body"]
+try:
+    from tests.fake_api_server import (
+        FakeApiServer,
+        RecordedRequest,
+        StreamFault,
+        json_error,
+        pieces,
+        sse_response,
+    )
+except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.path
+    from fake_api_server import (
+        FakeApiServer,
+        RecordedRequest,
+        StreamFault,
+        json_error,
+        pieces,
+        sse_response,
+    )
+
+__all__ = ["FakeMessagesServer", "RecordedRequest", "ScriptedResponse", "StreamFault", "error_body", "sign"]
 
 DEFAULT_TEXT = "ok"
+_SIGNING_KEY = "fake-messages-server"
+INTERLEAVED = "interleaved-thinking-2025-05-14"
 
 
-@dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]  # lower-case names
-    body: Any  # decoded JSON, or the raw text when it is not JSON
+def sign(thinking: str) -> str:
+    """The signature this server gives (and expects back on) a thinking block."""
+    return hashlib.sha256(f"{_SIGNING_KEY}:{thinking}".encode()).hexdigest()[:40]
 
 
 @dataclass(frozen=True)
@@ -50,229 +71,232 @@ class ScriptedResponse:
     body: dict[str, Any] | None = None
     content: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str = "end_turn"
+    stop_details: dict[str, Any] | None = None
     usage: dict[str, int] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
+    fault: StreamFault | None = None
+    chunk_chars: int = 8
 
 
 def error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
-class FakeMessagesServer:
-    def __init__(self, *, host: str = "127.0.0.1") -> None:
-        self.host = host
-        self.requests: list[RecordedRequest] = []
-        self._queue: deque[ScriptedResponse] = deque()
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
-        self.port: int | None = None
-        self.app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+class FakeMessagesServer(FakeApiServer):
+    name = "fake-messages-server"
 
-    # ---------------------------------------------------------------- lifecycle
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
+        self.token_counts: list[int] = []  # answers of count_tokens, in order; then an estimate
 
-    @property
-    def url(self) -> str:
-        if self.port is None:
-            raise RuntimeError("FakeMessagesServer is not started")
-        return f"http://{self.host}:{self.port}"
-
-    def start(self, timeout_s: float = 10.0) -> FakeMessagesServer:
-        if self._thread is not None:
-            return self
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, 0))
-        self._socket = sock
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            loop="asyncio",
-            lifespan="off",
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=2,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run,
-            kwargs={"sockets": [sock]},
-            name=f"fake-messages-server:{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        step = 0.005
-        waited = 0.0
-        while not self._server.started:
-            if not self._thread.is_alive() or waited > timeout_s:
-                self.stop()
-                raise RuntimeError("FakeMessagesServer failed to start")
-            threading.Event().wait(step)
-            waited += step
-        return self
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            if self._thread.is_alive():
-                if self._server is not None:
-                    self._server.force_exit = True
-                self._thread.join(timeout_s)
-        if self._socket is not None:
-            self._socket.close()
-        self._server = None
-        self._thread = None
-        self._socket = None
-
-    def __enter__(self) -> FakeMessagesServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def routes(self) -> list[Route]:
+        return [
+            Route("/v1/messages", self._messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+        ]
 
     def reset(self) -> None:
-        """Forget recorded requests and pending scripted answers."""
-        with self._lock:
-            self.requests.clear()
-            self._queue.clear()
+        super().reset()
+        self.token_counts.clear()
 
     # ---------------------------------------------------------------- scripting
 
-    def push(self, response: ScriptedResponse) -> None:
-        with self._lock:
-            self._queue.append(response)
+    def push_text(self, text: str = DEFAULT_TEXT, *, stop_reason: str = "end_turn", usage: dict[str, int] | None = None,
+                  fault: StreamFault | None = None, stop_details: dict[str, Any] | None = None) -> None:
+        self.push(ScriptedResponse(content=[{"type": "text", "text": text}], stop_reason=stop_reason,
+                                   usage=dict(usage or {}), fault=fault, stop_details=stop_details))
 
-    def push_text(
-        self,
-        text: str = DEFAULT_TEXT,
-        *,
-        stop_reason: str = "end_turn",
-        usage: dict[str, int] | None = None,
-    ) -> None:
-        self.push(
-            ScriptedResponse(
-                content=[{"type": "text", "text": text}],
-                stop_reason=stop_reason,
-                usage=dict(usage or {}),
-            )
-        )
-
-    def push_tool_use(
-        self,
-        name: str,
-        input: dict[str, Any],
-        *,
-        id: str | None = None,
-        text: str | None = None,
-        usage: dict[str, int] | None = None,
-    ) -> None:
-        content: list[dict[str, Any]] = []
-        if text is not None:
-            content.append({"type": "text", "text": text})
-        content.append(
-            {"type": "tool_use", "id": id or f"toolu_{next(self._ids):04d}", "name": name, "input": input}
-        )
+    def push_tool_use(self, name: str, input: dict[str, Any], *, id: str | None = None, text: str | None = None,
+                      usage: dict[str, int] | None = None) -> None:
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text is not None else []
+        content.append({"type": "tool_use", "id": id or f"toolu_{next(self.ids):04d}", "name": name, "input": input})
         self.push(ScriptedResponse(content=content, stop_reason="tool_use", usage=dict(usage or {})))
 
-    def push_content(
-        self,
-        content: list[dict[str, Any]],
-        *,
-        stop_reason: str = "end_turn",
-        usage: dict[str, int] | None = None,
-    ) -> None:
-        """A success reply with arbitrary content blocks (e.g. thinking blocks)."""
-        self.push(ScriptedResponse(content=list(content), stop_reason=stop_reason, usage=dict(usage or {})))
+    def push_content(self, content: list[dict[str, Any]], *, stop_reason: str = "end_turn",
+                     usage: dict[str, int] | None = None, fault: StreamFault | None = None) -> None:
+        """A reply with arbitrary blocks. A thinking block without a `signature` is signed
+        here; a tool_use may give `partial_json` (raw argument text) instead of `input`."""
+        self.push(ScriptedResponse(content=list(content), stop_reason=stop_reason, usage=dict(usage or {}), fault=fault))
 
-    def push_error(
-        self,
-        status: int,
-        error_type: str,
-        message: str,
-        *,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.push(
-            ScriptedResponse(
-                status=status, body=error_body(error_type, message), headers=dict(headers or {})
-            )
-        )
+    def push_error(self, status: int, error_type: str, message: str, *, headers: dict[str, str] | None = None) -> None:
+        self.push(ScriptedResponse(status=status, body=error_body(error_type, message), headers=dict(headers or {})))
 
     def push_rate_limit(self, retry_after_s: float | None = None, message: str = "Rate limited") -> None:
-        headers = {} if retry_after_s is None else {"retry-after": _number(retry_after_s)}
+        headers = {} if retry_after_s is None else {"retry-after-ms": str(int(retry_after_s * 1000))}
         self.push_error(429, "rate_limit_error", message, headers=headers)
 
     def push_overloaded(self, message: str = "Overloaded") -> None:
-        self.push_error(529, "overloaded_error", message)
+        self.push_error(529, "overloaded_error", message, headers={"retry-after-ms": "1"})
 
     def push_server_error(self, message: str = "Internal server error") -> None:
-        self.push_error(500, "api_error", message)
+        self.push_error(500, "api_error", message, headers={"retry-after-ms": "1"})
 
     def push_auth_error(self, message: str = "invalid x-api-key") -> None:
         self.push_error(401, "authentication_error", message)
 
     def push_prompt_too_long(self, actual_tokens: int, limit_tokens: int) -> None:
-        self.push_error(
-            400,
-            "invalid_request_error",
-            f"prompt is too long: {actual_tokens} tokens > {limit_tokens} maximum",
-        )
-
-    @property
-    def bodies(self) -> list[Any]:
-        return [r.body for r in self.requests]
+        self.push_error(400, "invalid_request_error", f"prompt is too long: {actual_tokens} tokens > {limit_tokens} maximum")
 
     # ------------------------------------------------------------------ serving
 
-    def _next(self) -> ScriptedResponse:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-        return ScriptedResponse(content=[{"type": "text", "text": DEFAULT_TEXT}])
+    async def _count_tokens(self, request: Request) -> Response:
+        recorded = await self.record(request)
+        problems = self.refuse(check_request(recorded.body, recorded.headers, counting=True))
+        if problems:
+            return json_error(400, error_body("invalid_request_error", problems[0]))
+        count = self.token_counts.pop(0) if self.token_counts else len(json.dumps(recorded.body)) // 4
+        return JSONResponse({"input_tokens": count})
 
     async def _messages(self, request: Request) -> Response:
-        raw = await request.body()
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode("utf-8", "replace")
-        recorded = RecordedRequest(
-            method=request.method,
-            path=request.url.path,
-            headers={k.lower(): v for k, v in request.headers.items()},
-            body=body,
-        )
-        with self._lock:
-            self.requests.append(recorded)
-        scripted = self._next()
-        headers = {"request-id": f"req_fake_{next(self._ids):06d}", **scripted.headers}
+        recorded = await self.record(request)
+        body = recorded.body if isinstance(recorded.body, dict) else {}
+        problems = self.refuse(check_request(body, recorded.headers))
+        if problems:
+            return json_error(400, error_body("invalid_request_error", problems[0]))
+        scripted = self.next_answer(ScriptedResponse(content=[{"type": "text", "text": DEFAULT_TEXT}]))
+        headers = {"request-id": f"req_fake_{next(self.ids):06d}", **scripted.headers}
         if scripted.body is not None:
-            return JSONResponse(scripted.body, status_code=scripted.status, headers=headers)
-        model = body.get("model", "claude-fake") if isinstance(body, dict) else "claude-fake"
-        usage = {
-            "input_tokens": 10,
-            "output_tokens": 5,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            **scripted.usage,
-        }
-        message = {
-            "id": f"msg_fake_{next(self._ids):06d}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": scripted.content,
-            "stop_reason": scripted.stop_reason,
-            "stop_sequence": None,
-            "usage": usage,
-        }
-        return JSONResponse(message, status_code=scripted.status, headers=headers)
+            return json_error(scripted.status, scripted.body, headers)
+        message = self._message(body.get("model", "claude-fake"), scripted)
+        if body.get("stream"):
+            return sse_response(_events(message, scripted), fault=scripted.fault, headers=headers)
+        message["content"] = [_final_block(b) for b in message["content"]]
+        return JSONResponse(message, headers=headers)
+
+    def _message(self, model: str, scripted: ScriptedResponse) -> dict[str, Any]:
+        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0,
+                 "cache_read_input_tokens": 0, **scripted.usage}
+        content = []
+        for block in scripted.content:
+            if block.get("type") == "thinking" and block.get("signature") is None:
+                block = {**block, "signature": sign(block["thinking"])}
+            content.append(block)
+        return {"id": f"msg_fake_{next(self.ids):06d}", "type": "message", "role": "assistant", "model": model,
+                "content": content, "stop_reason": scripted.stop_reason, "stop_sequence": None,
+                "stop_details": scripted.stop_details, "usage": usage}
 
 
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
+def _final_block(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("type") == "tool_use" and "partial_json" in block:
+        return {k: v for k, v in block.items() if k != "partial_json"} | {"input": {}}
+    return block
+
+
+def _block_events(index: int, block: dict[str, Any], size: int) -> list[tuple[str, Any]]:
+    kind = block["type"]
+    start: dict[str, Any]
+    deltas: list[dict[str, Any]] = []
+    if kind == "text":
+        start = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": p} for p in pieces(block["text"], size)]
+    elif kind == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(block["thinking"], size)]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif kind == "tool_use":
+        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        raw = block["partial_json"] if "partial_json" in block else json.dumps(block["input"])
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces(raw, size)]
+    else:
+        start = dict(block)
+    events = [("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})]
+    events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return events
+
+
+def _events(message: dict[str, Any], scripted: ScriptedResponse) -> list[tuple[str, Any]]:
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    start.pop("stop_details", None)
+    events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start}),
+                                     ("ping", {"type": "ping"})]
+    for index, block in enumerate(message["content"]):
+        events += _block_events(index, block, scripted.chunk_chars)
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    if message.get("stop_details") is not None:
+        delta["stop_details"] = message["stop_details"]
+    events.append(("message_delta", {"type": "message_delta", "delta": delta,
+                                     "usage": {"output_tokens": usage["output_tokens"]}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+# -------------------------------------------------------------------- what the API checks
+
+
+def _cache_marks(body: dict[str, Any]) -> int:
+    blocks = [*(body.get("system") or []), *(body.get("tools") or [])]
+    blocks += [b for m in body.get("messages", []) for b in (m.get("content") if isinstance(m.get("content"), list) else [])]
+    return sum(1 for b in blocks if isinstance(b, dict) and "cache_control" in b)
+
+
+def _pairing_problems(messages: list[dict[str, Any]]) -> list[str]:
+    problems = []
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message.get("content"), list) else []
+        previous = messages[i - 1].get("content") if i > 0 and isinstance(messages[i - 1].get("content"), list) else []
+        following = messages[i + 1].get("content") if i + 1 < len(messages) and isinstance(messages[i + 1].get("content"), list) else None
+        if message.get("role") == "assistant":
+            uses = [b["id"] for b in content if b.get("type") == "tool_use"]
+            answered = {b.get("tool_use_id") for b in (following or []) if b.get("type") == "tool_result"}
+            missing = [u for u in uses if u not in answered]
+            if missing and following is not None:
+                problems.append(f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                                f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+                                "`tool_result` block in the next message.")
+        else:
+            offered = {b.get("id") for b in previous if b.get("type") == "tool_use"}
+            stray = [b.get("tool_use_id") for b in content if b.get("type") == "tool_result" and b.get("tool_use_id") not in offered]
+            if stray:
+                problems.append(f"messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: "
+                                f"{', '.join(stray)}. Each `tool_result` block must have a corresponding `tool_use` "
+                                "block in the previous message.")
+    return problems
+
+
+def _thinking_problems(body: dict[str, Any], headers: dict[str, str]) -> list[str]:
+    problems = []
+    thinking = body.get("thinking") or {}
+    messages = body.get("messages", [])
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message.get("content"), list) else []
+        for j, block in enumerate(content):
+            if block.get("type") == "thinking" and block.get("signature") != sign(block.get("thinking", "")):
+                problems.append(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block")
+    interleaved = INTERLEAVED in headers.get("anthropic-beta", "")
+    if thinking.get("type") == "enabled" and not interleaved and thinking.get("budget_tokens", 0) >= body.get("max_tokens", 0):
+        problems.append("`max_tokens` must be greater than `thinking.budget_tokens`")
+    if thinking.get("type") in ("enabled", "adaptive") and len(messages) >= 2:
+        last_assistant = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+        waiting = messages[-1].get("role") == "user" and any(
+            b.get("type") == "tool_result" for b in messages[-1].get("content") or [] if isinstance(b, dict)
+        )
+        if last_assistant is not None and waiting:
+            first = (last_assistant.get("content") or [{}])[0]
+            if first.get("type") not in ("thinking", "redacted_thinking"):
+                problems.append(f"messages.{messages.index(last_assistant)}.content.0.type: Expected `thinking` or "
+                                f"`redacted_thinking`, but found `{first.get('type')}`. When `thinking` is enabled, a "
+                                "final `assistant` message must start with a thinking block.")
+    return problems
+
+
+def check_request(body: Any, headers: dict[str, str], *, counting: bool = False) -> list[str]:
+    """What the real API would refuse in this request body."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return ["messages: Field required"]
+    problems = []
+    if not counting and not isinstance(body.get("max_tokens"), int):
+        problems.append("max_tokens: Field required")
+    marks = _cache_marks(body)
+    if marks > 4:
+        problems.append(f"A maximum of 4 blocks with cache_control may be provided. Found {marks}.")
+    for i, message in enumerate(body["messages"]):
+        content = message.get("content")
+        if isinstance(content, list) and any(b.get("type") == "text" and not b.get("text") for b in content):
+            problems.append(f"messages.{i}: text content blocks must be non-empty")
+        if isinstance(content, list) and not content and i < len(body["messages"]) - 1:
+            problems.append(f"messages.{i}: all messages must have non-empty content")
+    problems += _pairing_problems(body["messages"])
+    problems += _thinking_problems(body, headers)
+    return problems

@@ -1,28 +1,36 @@
 """Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
-and trusting a workspace the way `workingset trust` does."""
+session states for the snapshot store, trusting a workspace the way `workingset trust` does,
+and an eval host whose agent is a Python function."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from agents.loop import TurnOutcome
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
+from agents.models import ModelInfo
 from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.session_state import SessionState
 from agents.trust import TrustList
+from cluster.eval.hosts import LocalHost
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 
 class RecordingModel:
     """Answers from a list of replies and records every request it saw.
-    A reply that is an exception instance is raised instead."""
+    A reply that is an exception instance is raised instead; a ModelResponse is
+    returned as it is (to end a reply with any stop reason)."""
 
     name = "fake:recording"
+    model_info = ModelInfo(context_window=200_000, prices=None, pricing="scripted")  # a fake has no price
 
-    def __init__(self, replies: list[list[TextBlock | ToolUseBlock] | Exception]):
+    def __init__(self, replies: list[list[TextBlock | ToolUseBlock] | ModelResponse | Exception]):
         self.replies = list(replies)
         self.requests: list[ModelRequest] = []
 
@@ -31,6 +39,8 @@ class RecordingModel:
         blocks = self.replies.pop(0) if self.replies else [TextBlock(text="done")]
         if isinstance(blocks, Exception):
             raise blocks
+        if isinstance(blocks, ModelResponse):
+            return blocks
         stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn"
         return ModelResponse(content=tuple(blocks), stop_reason=stop, usage=Usage(input_tokens=10, output_tokens=2))
 
@@ -77,6 +87,19 @@ def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Mess
     return messages
 
 
+def tool_interaction(i: int, body_chars: int = 200) -> list[Message]:
+    """One tool interaction: assistant text + a Read tool_use, then its tool_result."""
+    return [
+        Message.assistant(TextBlock(text=f"step {i}: reading"), ToolUseBlock(id=f"toolu_{i}", name="Read", input={"path": f"f{i}.py"})),
+        Message.tool_results([ToolResultBlock(tool_use_id=f"toolu_{i}", content=f"{i}:" + "x" * body_chars)]),
+    ]
+
+
+def session_state(conversation: list[Message], session_id: str = "sess01", **fields) -> SessionState:
+    """A session of workspace /work/ws holding `conversation`."""
+    return SessionState(session_id=session_id, cwd="/work/ws", model="scripted:s.yaml", conversation=list(conversation), **fields)
+
+
 def trust_workspace(workspace: Path, home: Path | None = None) -> Path:
     """Put `workspace` on the user's trust list (home: the user's home directory; in tests
     HOME is a tmp dir), so its own .workingset/ config and plugins apply in full."""
@@ -117,3 +140,43 @@ def compacted_conversation() -> list[Message]:
     messages = elide_old_results(messages, keep=1).messages
     assert protocol_problems(messages, allow_trailing_uses=False) == []
     return messages
+
+
+class _AttackSession:
+    """A session whose whole turn is a Python function on the workspace."""
+
+    def __init__(self, workspace: Path, attack: Callable[[Path], None]):
+        self.workspace = workspace
+        self.attack = attack
+        self.session_id = f"attack-{workspace.name}"
+
+    def announce_start(self) -> None:
+        return None
+
+    def announce_end(self, reason: str, final_text: str, error: str | None = None) -> None:
+        return None
+
+    async def run_turn(self, user_input: str) -> TurnOutcome:
+        self.attack(self.workspace)
+        return TurnOutcome(reason="end_turn", final_text="Fixed.", model_calls=0)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class AttackerHost(LocalHost):
+    """An eval host whose agent, for the workspaces named in `attacks`, is a Python
+    function writing the workspace directly: the strongest agent there is (any file,
+    `.git` included, as if every guard inside the sandbox had failed). Other tasks get
+    real in-process sessions."""
+
+    name = "attacker"
+
+    def __init__(self, attacks: dict[str, Callable[[Path], None]]):
+        self.attacks = attacks
+
+    async def open(self, workspace: Path, settings: Any, emit: Any) -> Any:
+        attack = self.attacks.get(workspace.name)
+        if attack is None:
+            return await super().open(workspace, settings, emit)
+        return _AttackSession(workspace, attack)

@@ -16,14 +16,11 @@ BWRAP = "/usr/bin/bwrap"
 MiB = 1024**2
 
 # Small limits, so that an attack on them is over in well under a second.
-SMALL = SandboxLimits(
-    cpu_seconds=1, memory_bytes=128 * MiB, processes=64, file_size_bytes=64 * MiB,
-    tmp_bytes=8 * MiB, workspace_growth_bytes=16 * MiB,
-)
+SMALL = SandboxLimits(cpu_seconds=1, memory_mb=128, processes=64, file_size_mb=64, tmp_size_mb=8, workspace_growth_mb=16)
 
 
 def runner(limits: SandboxLimits | None = None, **options) -> BubblewrapRunner:
-    return BubblewrapRunner(limits or SandboxLimits(), bwrap=options.pop("bwrap", BWRAP), **options)
+    return BubblewrapRunner(limits=limits or SandboxLimits(), bwrap=options.pop("bwrap", BWRAP), **options)
 
 
 async def sandboxed(

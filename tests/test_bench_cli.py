@@ -163,3 +163,73 @@ def test_live_mode_runs_the_tasks_once_per_strategy(tmp_path, capsys):
 def test_live_mode_refuses_a_missing_task_file(tmp_path, capsys):
     assert _bench("--live", str(tmp_path / "none.jsonl"), "--out", str(tmp_path)) == 2
     assert "none.jsonl" in capsys.readouterr().err
+
+
+# -- what a reader of the results needs -------------------------------------------------------
+
+
+def test_results_record_commit_versions_settings_and_trace_hashes(tmp_path, capsys):
+    import hashlib
+
+    out = tmp_path / "out"
+    assert _bench("--traces", _real(TOY), "--strategies", "mask:keep=0", "--json", "--out", str(out)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    prov = doc["provenance"]
+    assert len(prov["project"]["commit"]) == 40 and prov["packages"]["scipy"] and prov["packages"]["numpy"]
+    assert prov["trace_sha256"] == {str(TOY): hashlib.sha256(TOY.read_bytes()).hexdigest()}
+    assert doc["settings"]["cache"]["lookback_blocks"] == 20 and doc["settings"]["tokenizer"] == "estimate"
+    report = (out / "report.md").read_text()
+    assert "## How to rerun" in report and prov["project"]["commit"] in report
+    assert "workingset bench compaction" in report and "sha256" in report
+
+
+def test_a_strategy_over_the_window_is_flagged_in_table_report_and_results(tmp_path, capsys):
+    out = tmp_path / "out"
+    pydicom = TOY.parents[1] / "gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1" / "pydicom__pydicom-1458.traj"
+    assert _bench("--traces", _real(pydicom), "--strategies", "raw", "--context-window", "8000", "--out", str(out)) == 0
+    printed = capsys.readouterr().out
+    doc = json.loads((out / "results.json").read_text())
+    raw = next(s for s in doc["summary"] if s["strategy"] == "raw")
+    assert raw["exceeds_window"] and raw["infeasible_calls"] > 0
+    assert "⚠ raw" in printed and "exceed the window" in printed
+    assert "**Exceed the window:** raw" in (out / "report.md").read_text()
+
+
+def test_peer_presets_run_under_their_own_names_and_record_their_source(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _bench("--traces", _real(TOY), "--strategies", "swe-agent-last5,anthropic-clear-tool-uses", "--json",
+                  "--out", str(out)) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {"swe-agent-last5", "anthropic-clear-tool-uses"} <= {r["strategy"] for r in doc["runs"]}
+    assert doc["presets"]["swe-agent-last5"]["spec"] == "mask:keep=5"
+    assert "LastNObservations" in doc["presets"]["swe-agent-last5"]["source"]
+    assert "## Peer presets" in (out / "report.md").read_text()
+
+
+def test_every_preset_is_a_valid_strategy_spec():
+    from agents.compaction import make_strategy
+    from benchmarks.compaction.presets import PRESETS
+
+    for preset in PRESETS.values():
+        assert make_strategy(preset.spec).name == preset.spec.split(":")[0]
+        assert preset.source and (preset.exact or preset.gap)
+
+
+def test_a_folder_file_no_loader_reads_gets_a_skip_line(tmp_path, capsys):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps({"resolved": ["a"]}))
+    (folder / "t.json").write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]))
+    assert _bench("--traces", str(folder), "--strategies", "raw", "--out", str(tmp_path / "out")) == 0
+    err = capsys.readouterr().err
+    assert f"skipping {folder / 'summary.json'}: not a trace in a format the benchmark reads" in err
+    assert "nebius-swe-agent" in err and "openhands-v1" in err
+
+
+def test_the_tekken_tokenizer_measures_a_run(tmp_path, capsys):
+    assert _bench("--traces", _real(TOY), "--strategies", "raw", "--tokenizer", "tekken", "--json",
+                  "--out", str(tmp_path / "out")) == 0
+    doc = json.loads(capsys.readouterr().out)
+    estimate = doc["token_check"]["traces"][0]["estimate_all"]
+    assert doc["settings"]["tokenizer"] == "tekken" and all(r["cumulative_tokens"] > 0 for r in doc["runs"])
+    assert doc["token_check"]["traces"][0]["tekken_all"] != estimate

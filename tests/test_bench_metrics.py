@@ -93,7 +93,7 @@ def test_oracle_tokens_are_task_plus_the_producing_use_and_result():
     assert evidence.calls[3].oracle_tokens == task + uses + results
 
 
-# -- grounding and recoverable recall ---------------------------------------------------------
+# -- legacy grounding and recoverable recall ---------------------------------------------------------
 
 
 def _replay(trace: Trace, histories: list[list[Message]]) -> ReplayResult:
@@ -185,16 +185,30 @@ async def test_metered_summarizer_counts_what_a_model_would_read_and_write():
     assert call.input_tokens > sum(COUNTER.count_message(m) for m in trace.messages[:3])  # + handoff + system
 
 
-def test_cost_and_share_in_a_measured_run():
+def test_legacy_lcp_cost_of_a_measured_run_leaves_output_out():
     trace = _trace()
     replay = _replay(trace, [trace.messages[:1], trace.messages[:3], trace.messages[:5]])
     m = measure_replay(replay, trace_evidence(trace, COUNTER), trace_label="t", pricing_model="claude-sonnet-4-5",
                        summarizer_calls=[SummarizerCall(1_000, 200)], counter=COUNTER)
     main = sum(c.cost_usd for c in request_costs(replay.requests, COUNTER, "claude-sonnet-4-5"))
-    assert m.main_cost_usd == pytest.approx(main)
-    assert m.cost_usd == pytest.approx(main + 2_000 * PRICE)
-    assert m.summarizer_share == pytest.approx(2_000 * PRICE / m.cost_usd)
+    assert m.cost_lcp_usd == pytest.approx(main + 2_000 * PRICE)
     assert m.cumulative_tokens == sum(replay.estimated_tokens) and m.peak_tokens == max(replay.estimated_tokens)
+
+
+def test_api_cost_of_a_measured_run_prices_output_and_the_summarizer_as_its_own_request():
+    trace = _trace()
+    replay = _replay(trace, [trace.messages[:1], trace.messages[:3], trace.messages[:5]])
+    m = measure_replay(replay, trace_evidence(trace, COUNTER), trace_label="t", pricing_model="claude-sonnet-4-5",
+                       summarizer_calls=[SummarizerCall(1_000, 200)], counter=COUNTER)
+    # Every request here is under the 1,024-token minimum: nothing is cached, all input at 1x.
+    assert (m.cache_read_tokens, m.cache_write_tokens) == (0, 0)
+    assert m.plain_input_tokens == m.cumulative_tokens
+    replies = sum(COUNTER.count_message(trace.messages[i]) for i in (1, 3, 5))  # no usage recorded: estimated
+    assert m.output_tokens == replies
+    assert m.main_cost_usd == pytest.approx((m.cumulative_tokens + 5 * replies) * PRICE)
+    assert m.summarizer_cost_usd == pytest.approx((1_000 + 5 * 200) * PRICE)  # under the minimum: not written
+    assert m.cost_usd == pytest.approx(m.main_cost_usd + m.summarizer_cost_usd)
+    assert m.summarizer_share == pytest.approx(m.summarizer_cost_usd / m.cost_usd)
 
 
 # -- a real trajectory, replayed --------------------------------------------------------------
@@ -230,3 +244,14 @@ async def test_compaction_of_a_real_trace_saves_tokens_and_loses_some_evidence(r
     assert masked.grounding_recall < 1.0 and masked.recoverable_recall == 1.0  # elided, with Recall ids
     window = await measure("real", real, evidence, "window:first=1,last=2", config)
     assert window.recoverable_recall == window.grounding_recall < 1.0  # dropped: nothing names the ids
+
+
+async def test_mask_keep_0_scores_near_zero_tool_evidence_on_a_real_trace(real):
+    config = BenchConfig(strategies=["raw"], context_window=32_000)
+    evidence = trace_evidence(real)
+    raw = await measure("real", real, evidence, "raw", config)
+    masked = await measure("real", real, evidence, "mask:keep=0", config)
+    assert raw.tool_evidence_recall == 1.0 and raw.tool_evidence_items > 10
+    assert masked.tool_evidence_recall is not None and masked.tool_evidence_recall <= 0.05
+    assert masked.tool_evidence_recoverable_recall == 1.0  # every body is one Recall away
+    assert masked.grounding_recall > 0.3  # what the legacy measure said

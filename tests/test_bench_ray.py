@@ -42,6 +42,8 @@ def test_ray_tasks_give_the_same_metrics_as_in_process(ray_runtime):
     local = run_local(traces, config)
     assert len(seen) == 3
     strip = lambda runs: [r.model_dump(exclude={"seconds"}) for r in runs]  # noqa: E731
-    assert strip(on_ray) == strip(local)
-    assert [r.strategy for r in on_ray] == ["raw", "mask:keep=1", "nope"]
-    assert on_ray[0].error is None and on_ray[1].compactions and "nope" in on_ray[2].error
+    assert strip(on_ray.runs) == strip(local.runs)
+    assert on_ray.tokens == local.tokens and on_ray.tokens[0].trace == "toy"  # the per-trace check, once
+    runs = on_ray.runs
+    assert [r.strategy for r in runs] == ["raw", "mask:keep=1", "nope"]
+    assert runs[0].error is None and runs[1].compactions and "nope" in runs[2].error

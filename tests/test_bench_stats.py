@@ -91,3 +91,77 @@ def test_synthetic_trajectories_are_long_labelled_and_need_old_evidence():
         # Some actions use evidence from results far back (not just the previous step).
         far = [c for c in evidence.calls.values() for p in c.producers if p and int(p[0][-3:]) < (c.message_index // 2) - 5]
         assert far
+
+
+# -- paired tests, clusters, frameworks -------------------------------------------------------
+
+
+def test_holm_multiplies_by_the_remaining_count_and_stays_monotone():
+    from benchmarks.compaction.significance import holm
+
+    adjusted = holm([0.01, 0.04, 0.03, None])
+    assert adjusted[0] == pytest.approx(0.03) and adjusted[2] == pytest.approx(0.06) and adjusted[1] == pytest.approx(0.06)
+    assert adjusted[3] is None
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+
+
+def test_wilcoxon_on_log_ratios_matches_scipy_and_needs_enough_pairs():
+    import math
+
+    from scipy.stats import wilcoxon
+
+    from benchmarks.compaction.significance import MIN_PAIRS, paired_test
+
+    pairs = [(0.5, 1.0), (0.6, 1.0), (0.45, 1.0), (0.7, 1.0), (1.1, 1.0), (0.55, 1.0), (0.4, 1.0)]
+    test = paired_test("cost_usd", pairs)
+    expected = wilcoxon([math.log(a / b) for a, b in pairs], zero_method="zsplit").pvalue
+    assert test.p_value == pytest.approx(expected) and test.n == 7
+    assert test.median_effect == pytest.approx(0.55)  # the median ratio
+    assert paired_test("cost_usd", pairs[: MIN_PAIRS - 1]).p_value is None
+    same = paired_test("tool_evidence_recall", [(0.5, 0.5)] * 6)
+    assert same.p_value == 1.0 and same.median_effect == 0.0
+
+
+def test_summaries_test_against_the_baseline_and_correct_across_strategies():
+    runs = []
+    for t in range(8):
+        runs += [_run(f"t{t}", "raw", 1000, 1.0), _run(f"t{t}", "cts", 500, 0.5 + t / 100, 0.9),
+                 _run(f"t{t}", "win", 300, 0.3 + t / 50, 0.6 - t / 100)]
+    summaries = {s.strategy: s for s in summarize_strategies(runs, ["raw", "cts", "win"], baseline="cts", resamples=200)}
+    win = summaries["win"].tests["cost_usd"]
+    assert win.n == 8 and win.p_value < 0.05 and win.p_holm >= win.p_value
+    assert summaries["cts"].tests["cost_usd"].p_holm is None  # the baseline is not in the family
+
+
+def test_the_cluster_bootstrap_draws_whole_instances():
+    from benchmarks.compaction.stats import bootstrap_interval
+
+    # Two runs of one instance at 0 and 10 runs of others at 1: resampling runs would let
+    # the pair split; resampling instances keeps the two zeros together.
+    values = [0.0, 0.0] + [1.0] * 10
+    clusters = ["a", "a"] + [f"b{i}" for i in range(10)]
+    by_instance = bootstrap_interval(values, statistic="mean", seed=1, clusters=clusters, resamples=500)
+    by_run = bootstrap_interval(values, statistic="mean", seed=1, resamples=500)
+    assert by_instance.value == by_run.value == pytest.approx(10 / 12)
+    assert by_instance.lo <= by_run.lo  # a cluster of two moves the mean more than one run
+    assert bootstrap_interval(values, seed=1, clusters=clusters) == bootstrap_interval(values, seed=1, clusters=clusters)
+
+
+def test_infeasible_calls_are_summed_and_flag_the_strategy():
+    runs = [RunMetrics(trace="t1", strategy="raw", cost_usd=1.0, infeasible_calls=3),
+            RunMetrics(trace="t2", strategy="raw", cost_usd=1.0, infeasible_calls=0),
+            RunMetrics(trace="t1", strategy="cts", cost_usd=0.5), RunMetrics(trace="t2", strategy="cts", cost_usd=0.5)]
+    summaries = {s.strategy: s for s in summarize_strategies(runs, ["raw", "cts"], baseline="cts", resamples=50)}
+    assert (summaries["raw"].infeasible_calls, summaries["raw"].traces_infeasible, summaries["raw"].exceeds_window) == (3, 1, True)
+    assert not summaries["cts"].exceeds_window
+
+
+def test_the_framework_breakdown_keeps_frameworks_apart():
+    from benchmarks.compaction.stats import framework_breakdown
+
+    runs = [_run("a1", "raw", 1000, 1.0), _run("a1", "cts", 500, 0.5, 0.8),
+            _run("b1", "raw", 1000, 2.0), _run("b1", "cts", 500, 1.8, 0.4)]
+    rows = {(r.framework, r.strategy): r for r in framework_breakdown(runs, ["raw", "cts"], {"a1": "A", "b1": "B"})}
+    assert rows[("A", "cts")].cost_vs_raw_median == pytest.approx(0.5)
+    assert rows[("B", "cts")].cost_vs_raw_median == pytest.approx(0.9)
+    assert rows[("B", "cts")].tool_evidence_recall_mean is None  # _run sets only the legacy recalls

@@ -382,7 +382,7 @@ async def test_cleared_bodies_are_stored_and_recall_returns_the_exact_original(t
         assert len(store) == len(ids)
         tool = RecallTool()
         ctx = ToolContext(
-            workspace=tmp_path, limits=ToolLimits(recall_max_chars=700), artifacts=store
+            workspace=tmp_path, limits=ToolLimits(result_max_tokens=275), artifacts=store  # recall pages of 700 characters
         )
         for recall_id in ids:
             assert await _recall_all(tool, ctx, recall_id) == originals[recall_id]

@@ -74,7 +74,7 @@ def _rows() -> list[ResultRow]:
 def test_summary_pass_rate_costs_tokens_and_wall_percentiles():
     summary = summarize(_rows(), tasks_total=6, invalid=["t.jsonl line 9: not valid JSON"], model="scripted:m.yaml")
     assert (summary["tasks"], summary["finished"], summary["pending"], summary["invalid_lines"]) == (6, 4, 2, 1)
-    assert summary["statuses"] == {"passed": 1, "failed": 1, "error": 1, "timeout": 1, "budget": 0}
+    assert summary["statuses"] == {"passed": 1, "failed": 1, "error": 1, "timeout": 1, "budget": 0, "truncated": 0, "refused": 0}
     assert summary["pass_rate"] == 0.25
     assert summary["cost_usd"] == pytest.approx(0.6)
     assert summary["cost_per_task_usd"] == pytest.approx(0.15)
@@ -101,7 +101,7 @@ def test_report_has_the_figures_one_row_per_task_and_the_invalid_lines(tmp_path)
     text = path.read_text()
     assert "6 tasks: 4 finished, 2 pending, 1 invalid lines (interrupted: rerun the same command to finish)" in text
     assert "| pass rate | 25.0 % (1 / 4) |" in text
-    assert "| passed / failed / error / timeout / budget | 1 / 1 / 1 / 1 / 0 |" in text
+    assert "| passed / failed / error / timeout / budget / truncated / refused | 1 / 1 / 1 / 1 / 0 / 0 / 0 |" in text
     assert "$0.6000 total · $0.1500 per task · $0.6000 per solved task" in text
     assert "| tokens | 1,720 (in 1,500 · out 150 · cache read 50 · cache write 20) |" in text
     assert "| wall per task | p50 15.0 s · p95 28.5 s · max 30.0 s |" in text
@@ -121,3 +121,24 @@ def test_predictions_hold_every_task_with_its_patch(tmp_path):
         {"instance_id": "a", "model_name_or_path": "scripted:m.yaml", "model_patch": "diff --git a/x b/x\n+fix\n"},
         {"instance_id": "b", "model_name_or_path": "scripted:m.yaml", "model_patch": ""},
     ]
+
+
+def test_scripted_and_unknown_price_runs_are_reported_as_such_not_as_dollars(tmp_path):
+    rows = [
+        _row("s", "passed", unpriced_calls=3, pricing="scripted"),
+        _row("u", "failed", unpriced_calls=2, pricing="unknown"),
+    ]
+    summary = summarize(rows, tasks_total=2, invalid=[], model="scripted:m.yaml")
+    assert (summary["cost_usd"], summary["cost_per_task_usd"], summary["unpriced_tasks"]) == (None, None, 2)
+    path = tmp_path / "report.md"
+    write_report(path, summary, rows, [])
+    text = path.read_text()
+    assert "| s | passed | 0 | 0 | scripted |" in text and "| u | failed | 0 | 0 | unknown price |" in text
+    assert "$0.0000" not in text and "2 tasks not priced (scripted, unknown price)" in text
+
+
+def test_a_run_with_priced_and_unpriced_calls_shows_both():
+    from cluster.eval.report import describe_cost
+
+    assert describe_cost(0.25, 2, "mixed") == "$0.2500 + 2 unpriced calls"
+    assert describe_cost(0.25, 0, "list") == "$0.2500"

@@ -1,15 +1,17 @@
-"""Eval workspaces: a fresh git workspace per task at the ref, the source repository
-never touched, plain directories copied, the patch taken in the sandbox, hidden tests
-applied, clear errors."""
+"""Eval workspaces: a trusted base and a fresh git workspace per task at the ref, the
+source repository never touched, plain directories committed, the patch taken on the
+host against the base, hidden tests computed from the base, clear errors."""
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from agents.config import WorkingsetSettings
-from cluster.eval.grading import SandboxedShell
+from cluster.eval.errors import PatchNotGradable
+from cluster.eval.hidden_tests import HiddenFile, place_hidden
+from cluster.eval.layout import OutDir
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import WorkspaceError, Workspaces, safe_name
 
@@ -47,8 +49,7 @@ def _task(repo: Path | str, **fields) -> Task:
 
 @pytest.fixture
 def spaces(tmp_path) -> Workspaces:
-    shell = SandboxedShell(WorkingsetSettings(home=tmp_path / "home"))
-    return Workspaces(tmp_path / "out" / "workspaces", tmp_path / "out" / "repos", shell)
+    return Workspaces(OutDir(tmp_path / "out"))
 
 
 async def test_workspace_is_a_fresh_clone_at_the_ref_and_the_source_is_untouched(tmp_path, spaces):
@@ -85,18 +86,19 @@ async def test_the_patch_has_changes_and_new_files_but_not_build_junk_or_the_ind
     _git(ws.path, "add", "calc.py")  # the agent's own staging does not matter
 
     patch = await spaces.diff(ws)
-    assert "diff --git a/calc.py b/calc.py" in patch and "+    return a + b" in patch
-    assert "diff --git a/pkg/new.py b/pkg/new.py" in patch and "new file mode" in patch
-    assert "__pycache__" not in patch and ".pytest_cache" not in patch
+    text = patch.data.decode()
+    assert "diff --git a/calc.py b/calc.py" in text and "+    return a + b" in text
+    assert "diff --git a/pkg/new.py b/pkg/new.py" in text and "new file mode" in text
+    assert "__pycache__" not in text and ".pytest_cache" not in text
+    assert patch.files == ["calc.py", "pkg/new.py"]
     assert _git(ws.path, "diff", "--cached", "--name-only") == "calc.py"  # its index is as it left it
-    assert not (ws.path / ".git" / "workingset-eval.patch").exists()
 
 
 async def test_a_committing_agent_still_gets_its_whole_change_in_the_patch(tmp_path, spaces):
     ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
     (ws.path / "calc.py").write_text("committed fix\n")
     _git(ws.path, "commit", "-qam", "agent commit")
-    assert "+committed fix" in await spaces.diff(ws)
+    assert b"+committed fix" in (await spaces.diff(ws)).data
 
 
 async def test_a_plain_directory_is_copied_and_gets_a_base_commit(tmp_path, spaces):
@@ -108,7 +110,7 @@ async def test_a_plain_directory_is_copied_and_gets_a_base_commit(tmp_path, spac
     ws = await spaces.prepare(_task(src), "p")
     assert (ws.path / "m.py").read_text() == "x = 1\n" and not (ws.path / "__pycache__").exists()
     assert _git(ws.path, "rev-parse", "HEAD") == ws.base_commit
-    assert await spaces.diff(ws) == ""
+    assert (await spaces.diff(ws)).data == b""
     assert _tree_digest(src) == before and not (src / ".git").exists()
 
 
@@ -120,14 +122,18 @@ async def test_a_directory_inside_another_repository_is_copied_not_cloned(tmp_pa
     assert sorted(p.name for p in ws.path.iterdir()) == [".git", "s.py"]
 
 
-async def test_hidden_tests_apply_before_grading_and_a_bad_patch_is_a_clear_error(tmp_path, spaces):
+async def test_hidden_tests_come_from_the_base_and_a_test_patch_that_does_not_apply_is_a_clear_error(tmp_path, spaces):
     ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
     test_patch = ("diff --git a/test_hidden.py b/test_hidden.py\nnew file mode 100644\n--- /dev/null\n"
                   "+++ b/test_hidden.py\n@@ -0,0 +1 @@\n+assert True\n")
-    await spaces.apply(ws, test_patch, timeout_s=30)
+    (ws.path / "test_hidden.py").write_text("the agent's version\n")  # not the base: does not matter
+    hidden = await spaces.hidden_tests(ws, test_patch, timeout_s=30)
+    assert [(h.path, h.mode, h.data) for h in hidden] == [("test_hidden.py", 0o100644, b"assert True\n")]
+    place_hidden(ws.path, hidden)
     assert (ws.path / "test_hidden.py").read_text() == "assert True\n"
-    with pytest.raises(WorkspaceError, match="the test patch does not apply: .*test_hidden.py"):
-        await spaces.apply(ws, test_patch, timeout_s=30)
+    stale = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-not the base's line\n+x\n"
+    with pytest.raises(WorkspaceError, match="the test patch does not apply to the base commit: .*calc.py"):
+        await spaces.hidden_tests(ws, stale, timeout_s=30)
 
 
 async def test_bad_ref_missing_repo_and_unreachable_url_are_workspace_errors(tmp_path, spaces):
@@ -158,3 +164,53 @@ def test_safe_names_are_readable_and_distinct():
     assert safe_name("sqlfluff__sqlfluff-1625") == "sqlfluff__sqlfluff-1625"
     assert safe_name("a/b") != safe_name("a:b")
     assert safe_name("a/b").startswith("a_b-") and "/" not in safe_name("../../etc")
+
+
+async def test_a_patch_over_the_cap_is_not_graded_and_says_so(tmp_path):
+    spaces = Workspaces(OutDir(tmp_path / "out"), max_patch_bytes=4096)
+    ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
+    (ws.path / "big.txt").write_text("line\n" * 5000)
+    with pytest.raises(PatchNotGradable, match="the patch is over the cap of 0.00390625 MB; it was not graded"):
+        await spaces.diff(ws)
+
+
+async def test_hidden_tests_replace_links_files_and_directories_in_their_way(tmp_path, spaces):
+    ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws.path / "tests").symlink_to(outside)  # a link where a directory belongs
+    (ws.path / "data").write_text("a file where a directory belongs\n")
+    (ws.path / "t.py").mkdir()  # a directory where the file belongs
+    (ws.path / "t.py" / "inner").write_text("x\n")
+    os.mkfifo(ws.path / "pipe.py")
+    os.mkfifo(ws.path / "fixtures")  # a FIFO where a directory belongs: never opened
+    hidden = [HiddenFile("tests/test_a.py", 0o100644, b"a\n"), HiddenFile("data/x.json", 0o100644, b"{}"),
+              HiddenFile("fixtures/f.txt", 0o100644, b"f\n"),
+              HiddenFile("t.py", 0o100755, b"t\n"), HiddenFile("pipe.py", 0o100644, b"p\n"),
+              HiddenFile("calc.py", None)]
+    place_hidden(ws.path, hidden)
+    assert list(outside.iterdir()) == []
+    assert (ws.path / "tests").is_dir() and not (ws.path / "tests").is_symlink()
+    assert (ws.path / "tests" / "test_a.py").read_text() == "a\n" and (ws.path / "data" / "x.json").read_text() == "{}"
+    assert (ws.path / "t.py").read_text() == "t\n" and os.access(ws.path / "t.py", os.X_OK)
+    assert (ws.path / "pipe.py").read_text() == "p\n" and not (ws.path / "calc.py").exists()
+    assert (ws.path / "fixtures" / "f.txt").read_text() == "f\n"
+
+
+async def test_the_users_global_git_config_and_attributes_never_apply(tmp_path, spaces, monkeypatch):
+    src = _repo(tmp_path)  # before HOME changes: the test's own git would read it
+    home = tmp_path / "home"
+    marker = tmp_path / "ran"
+    (home / ".config" / "git").mkdir(parents=True)
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    evil.chmod(0o755)
+    (home / ".gitconfig").write_text(f"[core]\n\tfsmonitor = {evil}\n[filter \"x\"]\n\tclean = {evil}\n\tsmudge = {evil}\n")
+    (home / ".config" / "git" / "attributes").write_text("* filter=x\n")
+    monkeypatch.setenv("HOME", str(home))
+    ws = await spaces.prepare(_task(src), "w")
+    (ws.path / "calc.py").write_text("changed\n")
+    assert b"+changed" in (await spaces.diff(ws)).data
+    assert not marker.exists()
+    subprocess.run(["git", "status"], cwd=ws.path, capture_output=True)
+    assert marker.exists()  # the trap was armed: the user's own git would spring it

@@ -21,8 +21,10 @@ from agents.assembly import snapshot_store
 from agents.compaction import ExtractiveSummarizer
 from agents.compaction.summary import SummaryFailed
 from agents.config import SummarizerSettings, WorkingsetSettings
+from agents.errors import ConfigError
 from agents.lifecycle import OpenSpec
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.snapshot_store import SnapshotNotFound
 from agents.tool_batch import PermissionAnswer
 from cluster.cli import main
 from cluster.compactor_pool import start_compactor_pool
@@ -31,6 +33,7 @@ from cluster.remote_session import RemoteSession
 from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
 from cluster.snapshot_actor import start_snapshot_actor
 from cluster.tool_tasks import RayToolExecutor
+from tests.fakes import session_state, tool_interaction
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -333,7 +336,7 @@ async def test_session_saved_on_the_head_node_resumes_on_the_other_node_through_
     # the store actor (on the head node) holds both turns, read from a task on the other node
     @ray.remote(num_cpus=0)
     def load_there(store, session_id):
-        return ray.get_runtime_context().get_node_id(), asyncio.run(store.load(session_id)).state
+        return ray.get_runtime_context().get_node_id(), store.load(session_id).state
 
     where, state = await load_there.options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=ray_cluster.other_node_id, soft=False)
@@ -341,6 +344,35 @@ async def test_session_saved_on_the_head_node_resumes_on_the_other_node_through_
     assert where == ray_cluster.other_node_id
     assert [m.text for m in state.conversation if m.role == "user"] == ["remember a word", "which word?"]
     assert not (settings.home / "snapshots").exists()  # everything went through the actor's store
+
+
+async def test_resuming_a_session_whose_store_is_damaged_is_one_clear_error_on_ray(ray_cluster, tmp_path):
+    script = _write_script(tmp_path, [{"text": "never"}])
+    settings = _settings(tmp_path, script)
+    ws = _workspace(tmp_path)
+    broken = settings.home / "snapshots" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "cache.db").write_bytes(b"not a database" * 100)
+    spec = SessionSpec(settings=settings.model_dump(mode="json"), workspace=str(ws), session_id="broken", resume=True)
+    remote = RemoteSession(SessionActor.remote(ClusterServices()), spec, emit=lambda e: None, approver=None)
+    with pytest.raises(ConfigError) as caught:
+        await remote.open()
+    message = str(caught.value)
+    assert message.startswith("cannot resume broken: the snapshot store of session broken") and "\n" not in message
+    assert "`workingset sessions doctor` moves it aside" in message
+
+
+async def test_the_snapshot_actor_serves_the_async_store_api_and_its_errors(ray_cluster, tmp_path):
+    store = start_snapshot_actor(tmp_path / "store", max_history=5, max_age_days=1.0, node_id=ray_cluster.head_node_id)
+    conversation = [Message.user("go"), *tool_interaction(0, 300_000)]
+    versions = [await store.asave(session_state(conversation[: n + 1])) for n in range(3)]
+    loaded = await store.aload("sess01")
+    assert loaded.version == versions[-1] and loaded.state.conversation == conversation
+    assert [v.version for v in await store.ahistory("sess01")] == list(reversed(versions))
+    assert [s.session_id for s in (await store.ascan()).sessions] == ["sess01"]
+    with pytest.raises(SnapshotNotFound, match="no snapshot of session nope"):
+        await store.aload("nope")
+    assert not (tmp_path / "store" / "nope").exists()
 
 
 # -- Ray unavailable ---------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 import cluster.console
 import cluster.repl
 from agents.assembly import RuntimePorts, build_session
-from agents.codec import encode_messages
+from agents.codec import encode_messages, unpack
 from agents.config import load_settings
 from agents.errors import ConfigError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -86,7 +86,7 @@ def _build(settings, ws: Path, **kwargs):
 async def _resume(settings, ws: Path, session_id: str, **kwargs):
     """What `--resume ID` does: build for the current environment, load, restore."""
     session, events = _build(settings, ws, session_id=session_id, **kwargs)
-    loaded = await session.ports.snapshots.load(session_id)
+    loaded = await session.ports.snapshots.aload(session_id)
     notices = session.restore(loaded.state)
     return session, events, loaded, notices
 
@@ -138,7 +138,7 @@ def _feed_lines(monkeypatch, lines: list[str]) -> list[str]:
 
 def _corrupt_current(tmp_path: Path, session_id: str) -> tuple[str, bytes]:
     with diskcache.Cache(str(tmp_path / "home" / "snapshots" / session_id)) as cache:
-        current = cache.get("session")["current"]
+        current = unpack(cache.get("session"))["current"]
         damaged = cache.get("v:" + current)[:-10]  # truncated
         cache.set("v:" + current, damaged)
     return current, damaged
@@ -469,7 +469,7 @@ async def test_a_snapshot_from_another_workspace_is_refused_naming_both(tmp_path
     await first.run_turn("hello")
 
     second, _ = _build(_settings(tmp_path, other), other, session_id=first.session_id)
-    state = (await second.ports.snapshots.load(first.session_id)).state
+    state = (await second.ports.snapshots.aload(first.session_id)).state
     with pytest.raises(ConfigError) as caught:
         second.restore(state)
     assert str(ws) in str(caught.value) and str(other) in str(caught.value)
@@ -477,10 +477,12 @@ async def test_a_snapshot_from_another_workspace_is_refused_naming_both(tmp_path
 
 
 class _FailingStore:
-    async def save(self, state):
+    """A SnapshotStore whose disk is full."""
+
+    async def asave(self, state):
         raise SnapshotError("disk full")
 
-    async def load(self, session_id, version=None):
+    async def aload(self, session_id, version=None):
         raise SnapshotError("disk full")
 
 

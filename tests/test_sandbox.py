@@ -257,7 +257,7 @@ async def test_workspace_at_home_does_not_expose_secrets(host_home):
 
 async def test_file_size_limit(ws):
     command = 'dd if=/dev/zero of=big bs=1M count=5; echo "dd exit $?"'
-    out = await sandboxed(ws, command, SandboxLimits(file_size_bytes=MiB))
+    out = await sandboxed(ws, command, SandboxLimits(file_size_mb=1))
     assert "File size limit exceeded" in out.content
     assert "dd exit 153" in out.content  # 128 + SIGXFSZ
     assert (ws / "big").stat().st_size <= MiB
@@ -309,8 +309,7 @@ def test_settings_map_onto_the_runner(tmp_path):
     sandbox = command_runner(settings)
     assert isinstance(sandbox, BubblewrapRunner)
     assert sandbox.limits == SandboxLimits(
-        cpu_seconds=7, memory_bytes=300 * MiB, processes=64, file_size_bytes=2 * MiB,
-        tmp_bytes=9 * MiB, workspace_growth_bytes=11 * MiB,
+        cpu_seconds=7, memory_mb=300, processes=64, file_size_mb=2, tmp_size_mb=9, workspace_growth_mb=11
     )
     assert (sandbox.uid, sandbox.gid, sandbox.toolchains) == (91000, 91001, (tmp_path.resolve(),))
     assert (sandbox.protected, sandbox.pass_env, sandbox.cgroup) == ((".git",), ("CC",), "v1")

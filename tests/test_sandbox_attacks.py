@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -257,7 +256,7 @@ async def test_filling_tmp_hits_its_size_limit(ws):
 ], ids=["bytes", "empty-files"])
 async def test_growing_the_workspace_past_its_cap_is_stopped(ws, grow):
     started = time.monotonic()
-    out = await sandboxed(ws, grow, replace(SMALL, cpu_seconds=30), timeout_s=30)
+    out = await sandboxed(ws, grow, SMALL.model_copy(update={"cpu_seconds": 30}), timeout_s=30)
     assert out.is_error
     assert "workspace growth limit of 16 MB reached" in out.content, out.content
     assert len(list(ws.glob("chunk*"))) < (100 if "head" in grow else 100_000)  # stopped while it ran

@@ -102,9 +102,9 @@ def test_unknown_field_in_script_names_where(tmp_path):
         load_model_client(f"scripted:{path}")
 
 
-def test_unknown_provider_lists_the_known_ones():
-    with pytest.raises(ConfigError, match="known providers: anthropic, scripted"):
-        load_model_client("openai:gpt")
+def test_unknown_provider_lists_the_installed_ones():
+    with pytest.raises(ConfigError, match="unknown model provider 'bogus'.*installed providers: anthropic, openai, scripted"):
+        load_model_client("bogus:gpt")
 
 
 def test_spec_without_a_provider_says_the_form():

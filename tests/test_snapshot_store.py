@@ -32,7 +32,7 @@ from agents.snapshot_store import (
     SnapshotError,
     SnapshotNotFound,
 )
-from tests.fakes import compacted_conversation
+from tests.fakes import compacted_conversation, session_state, tool_interaction
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "sess01"
@@ -40,22 +40,12 @@ SID = "sess01"
 # -- helpers -----------------------------------------------------------------------------
 
 
-def _state(conversation: list[Message], **fields) -> SessionState:
-    return SessionState(session_id=SID, cwd="/work/ws", model="scripted:s.yaml", conversation=list(conversation), **fields)
-
-
-def _interaction(i: int, body_chars: int = 200) -> list[Message]:
-    """One tool interaction: assistant text + tool_use, then its tool_result."""
-    return [
-        Message.assistant(TextBlock(text=f"step {i}: reading"), ToolUseBlock(id=f"toolu_{i}", name="Read", input={"path": f"f{i}.py"})),
-        Message.tool_results([ToolResultBlock(tool_use_id=f"toolu_{i}", content=f"{i}:" + "x" * body_chars)]),
-    ]
 
 
 def _growing(pairs: int) -> list[Message]:
     messages = [Message.user("investigate the failing test")]
     for i in range(pairs):
-        messages += _interaction(i)
+        messages += tool_interaction(i)
     return messages
 
 
@@ -84,7 +74,7 @@ def _every_block_conversation() -> list[Message]:
 
 def _full_state() -> SessionState:
     conversation = [*_every_block_conversation(), Message.assistant(ToolUseBlock(id="toolu_c", name="Edit", input={"path": "a.py"}))]
-    return _state(
+    return session_state(
         conversation,
         git_head="0123456789abcdef0123456789abcdef01234567",
         settings_fingerprint="fp-1",
@@ -195,7 +185,7 @@ def test_round_trip_survives_a_fresh_store_on_the_same_directory(tmp_path):
 
 
 def test_an_empty_conversation_round_trips(store):
-    store.save(_state([], reason="clear"))
+    store.save(session_state([], reason="clear"))
     loaded = store.load(SID).state
     assert loaded.conversation == [] and loaded.reason == "clear"
 
@@ -208,15 +198,15 @@ def test_loading_an_unknown_session_is_not_found(store):
 @pytest.mark.parametrize("bad_id", ["", ".", "..", "a/b"])
 def test_a_session_id_that_is_not_a_plain_name_is_refused(store, bad_id):
     with pytest.raises(SnapshotError, match="invalid session id"):
-        store.save(_state([]).model_copy(update={"session_id": bad_id}))
+        store.save(session_state([]).model_copy(update={"session_id": bad_id}))
 
 
 # -- rotation and bounds -----------------------------------------------------------------
 
 
 def test_each_save_becomes_current_and_the_old_current_rotates_into_history(store):
-    first = store.save(_state(_growing(1)))
-    second = store.save(_state(_growing(2)))
+    first = store.save(session_state(_growing(1)))
+    second = store.save(session_state(_growing(2)))
     history = store.history(SID)
     assert [(v.version, v.current) for v in history] == [(second, True), (first, False)]
     assert [v.messages for v in history] == [5, 3]
@@ -227,7 +217,7 @@ def test_each_save_becomes_current_and_the_old_current_rotates_into_history(stor
 def test_history_is_bounded_by_count_and_dropped_versions_are_deleted(tmp_path):
     root = tmp_path / "snapshots"
     store = DiskSnapshotStore(root, max_history=3)
-    versions = [store.save(_state([Message.user(f"conversation {n}")])) for n in range(6)]
+    versions = [store.save(session_state([Message.user(f"conversation {n}")])) for n in range(6)]
     assert [v.version for v in store.history(SID)] == list(reversed(versions[-4:]))
     store.close()
     assert _keys(root, "v:") == {"v:" + v for v in versions[-4:]}
@@ -237,19 +227,19 @@ def test_history_is_bounded_by_count_and_dropped_versions_are_deleted(tmp_path):
 
 def test_max_history_zero_keeps_only_the_current_version(tmp_path):
     store = DiskSnapshotStore(tmp_path / "snapshots", max_history=0)
-    store.save(_state(_growing(1)))
-    last = store.save(_state(_growing(2)))
+    store.save(session_state(_growing(1)))
+    last = store.save(session_state(_growing(2)))
     assert [v.version for v in store.history(SID)] == [last]
     store.close()
 
 
 def test_history_is_bounded_by_age(tmp_path, clock):
     store = DiskSnapshotStore(tmp_path / "snapshots", max_history=50, max_age_days=1)
-    old = store.save(_state([Message.user("two days ago")]))
+    old = store.save(session_state([Message.user("two days ago")]))
     clock.advance(86_400 * 2)
-    recent = store.save(_state([Message.user("an hour ago")]))
+    recent = store.save(session_state([Message.user("an hour ago")]))
     clock.advance(3_600)
-    current = store.save(_state([Message.user("now")]))
+    current = store.save(session_state([Message.user("now")]))
     assert [v.version for v in store.history(SID)] == [current, recent]
     with pytest.raises(SnapshotNotFound, match=f"{old} of session {SID} is not kept"):
         store.load(SID, old, fall_back=False)
@@ -260,7 +250,7 @@ def test_garbage_collection_keeps_messages_shared_with_live_versions(tmp_path):
     root = tmp_path / "snapshots"
     store = DiskSnapshotStore(root, max_history=1)
     for pairs in range(1, 6):
-        store.save(_state(_growing(pairs)))
+        store.save(session_state(_growing(pairs)))
     assert store.load(SID).state.conversation == _growing(5)
     assert store.load(SID, store.history(SID)[1].version).state.conversation == _growing(4)
     store.close()
@@ -268,8 +258,8 @@ def test_garbage_collection_keeps_messages_shared_with_live_versions(tmp_path):
 
 
 def test_sessions_lists_newest_first_and_filters_by_workspace(store):
-    store.save(_state([Message.user("a")], saved_at=1.0).model_copy(update={"session_id": "older"}))
-    store.save(_state([Message.user("b"), Message.assistant(TextBlock(text="the answer"))], saved_at=2.0))
+    store.save(session_state([Message.user("a")], saved_at=1.0).model_copy(update={"session_id": "older"}))
+    store.save(session_state([Message.user("b"), Message.assistant(TextBlock(text="the answer"))], saved_at=2.0))
     store.save(SessionState(session_id="elsewhere", cwd="/other", model="m", saved_at=3.0))
     assert [s.session_id for s in store.sessions(Path("/work/ws"))] == [SID, "older"]
     assert [s.session_id for s in store.sessions()] == ["elsewhere", SID, "older"]
@@ -283,13 +273,13 @@ def test_sessions_lists_newest_first_and_filters_by_workspace(store):
 def test_a_second_version_of_a_growing_conversation_stores_only_the_new_messages(tmp_path):
     root = tmp_path / "snapshots"
     store = DiskSnapshotStore(root)
-    store.save(_state(_growing(100)))  # 201 messages: 4 chunks of the index
+    store.save(session_state(_growing(100)))  # 201 messages: 4 chunks of the index
     store.close()
     messages_before, chunks_before = _keys(root, "m:"), _keys(root, "c:")
     assert (len(messages_before), len(chunks_before)) == (201, 4)
 
     store = DiskSnapshotStore(root)
-    store.save(_state(_growing(101)))
+    store.save(session_state(_growing(101)))
     store.close()
     messages_after, chunks_after = _keys(root, "m:"), _keys(root, "c:")
     assert messages_after > messages_before and len(messages_after - messages_before) == 2
@@ -299,7 +289,7 @@ def test_a_second_version_of_a_growing_conversation_stores_only_the_new_messages
 def test_identical_messages_are_stored_once(tmp_path):
     root = tmp_path / "snapshots"
     store = DiskSnapshotStore(root)
-    store.save(_state([Message.user("ok"), Message.assistant(TextBlock(text="ok")), Message.user("ok")]))
+    store.save(session_state([Message.user("ok"), Message.assistant(TextBlock(text="ok")), Message.user("ok")]))
     store.close()
     assert len(_keys(root, "m:")) == 2
 
@@ -307,7 +297,7 @@ def test_identical_messages_are_stored_once(tmp_path):
 def test_saving_the_same_state_twice_adds_a_version_but_no_messages(tmp_path):
     root = tmp_path / "snapshots"
     store = DiskSnapshotStore(root)
-    state = _state(_growing(10))
+    state = session_state(_growing(10))
     store.save(state)
     store.save(state)
     store.close()
@@ -319,7 +309,7 @@ def test_saving_the_same_state_twice_adds_a_version_but_no_messages(tmp_path):
 
 def test_compaction_markers_round_trip_through_the_store(tmp_path):
     store = DiskSnapshotStore(tmp_path / "snapshots")
-    state = _state(compacted_conversation())
+    state = session_state(compacted_conversation())
     store.save(state)
     loaded = DiskSnapshotStore(tmp_path / "snapshots").load(SID).state
     assert loaded == state
@@ -329,10 +319,10 @@ def test_compaction_markers_round_trip_through_the_store(tmp_path):
 
 def test_text_that_reads_like_a_marker_loads_as_plain_text(tmp_path):
     body = '[cleared 12 chars of tool output; Recall(id="toolu_0") returns it]'
-    conversation = [*_growing(0), *_interaction(0)]
+    conversation = [*_growing(0), *tool_interaction(0)]
     conversation[2] = Message.tool_results([ToolResultBlock(tool_use_id="toolu_0", content=body)])
     store = DiskSnapshotStore(tmp_path / "snapshots")
-    store.save(_state(conversation))
+    store.save(session_state(conversation))
     loaded = DiskSnapshotStore(tmp_path / "snapshots").load(SID).state.conversation
     assert loaded[2].content[0].content == body and loaded[2].content[0].marker is None
     store.close()
@@ -386,7 +376,7 @@ def _write_schema_1_snapshot(root: Path, conversation: list[dict], **header) -> 
         chunk = b"".join(bytes.fromhex(d) for d in digests)
         chunk_key = hashlib.sha256(chunk).hexdigest()
         cache.set("c:" + chunk_key, chunk)
-        head = {**_state([]).header(), "schema_version": 1, **header}
+        head = {**session_state([]).header(), "schema_version": 1, **header}
         body = pack({"header": head, "chunks": [chunk_key], "count": len(conversation)})
         version = "01700000000000000000"
         cache.set("v:" + version, pack({"schema": 1, "sum": hashlib.sha256(body).hexdigest(), "body": body}))
@@ -445,16 +435,19 @@ def _flip_last_byte(raw: bytes) -> bytes:
     return raw[:-1] + bytes([raw[-1] ^ 0xFF])
 
 
-def _schema_99(raw: bytes) -> bytes:
-    envelope = unpack(raw)
-    envelope["schema"] = 99
-    return pack(envelope)
+def _schema(number: int):
+    def rewrite(raw: bytes) -> bytes:
+        envelope = unpack(raw)
+        envelope["schema"] = number
+        return pack(envelope)
+
+    return rewrite
 
 
 ENVELOPE_DAMAGE = {
     "flipped byte": (_flip_last_byte, "fails its checksum"),
     "truncated": (lambda raw: raw[: len(raw) // 2], "cannot be decoded"),
-    "unknown schema": (_schema_99, "has schema 99; this Workingset reads schemas 1 to 2"),
+    "no known schema": (_schema(0), "has no known schema (0)"),
     "garbage": (lambda raw: b"\xc1\xff garbage, not msgpack \x00\x01", "cannot be decoded"),
     "wrong type": (lambda raw: pack([1, 2, 3]), "cannot be decoded"),
 }
@@ -463,9 +456,9 @@ ENVELOPE_DAMAGE = {
 def _two_versions(root: Path) -> tuple[str, str, SessionState]:
     """v1 intact (3 messages), v2 current (5 messages, two of them only in v2)."""
     store = DiskSnapshotStore(root)
-    intact = _state(_growing(1), mode="plan", goal=GoalState(condition="tests pass", since_index=0))
+    intact = session_state(_growing(1), mode="plan", goal=GoalState(condition="tests pass", since_index=0))
     v1 = store.save(intact)
-    v2 = store.save(_state(_growing(2)))
+    v2 = store.save(session_state(_growing(2)))
     store.close()
     return v1, v2, intact
 
@@ -523,7 +516,7 @@ def test_a_message_with_undecodable_bytes_is_detected_by_its_digest(tmp_path):
 def test_fallback_skips_several_corrupt_versions_to_the_newest_intact_one(tmp_path):
     root = tmp_path / "snapshots"
     store = DiskSnapshotStore(root)
-    versions = [store.save(_state(_growing(n))) for n in range(1, 5)]
+    versions = [store.save(session_state(_growing(n))) for n in range(1, 5)]
     store.close()
     for v in versions[2:]:
         _edit(root, "v:" + v, b"garbage")
@@ -538,10 +531,10 @@ def test_no_intact_version_is_a_clear_error_and_nothing_is_changed(tmp_path):
     root = tmp_path / "snapshots"
     v1, v2, _ = _two_versions(root)
     for v in (v1, v2):
-        _edit(root, "v:" + v, _schema_99(_dump(root)["v:" + v]))
+        _edit(root, "v:" + v, _schema(0)(_dump(root)["v:" + v]))
     before = _dump(root)
     store = DiskSnapshotStore(root)
-    with pytest.raises(SnapshotCorrupt, match=f"{v2} has schema 99.*no intact older version exists"):
+    with pytest.raises(SnapshotCorrupt, match=f"{v2} has no known schema.*no intact older version exists"):
         store.load(SID)
     store.close()
     assert _dump(root) == before
@@ -576,9 +569,9 @@ def test_saving_after_a_fallback_keeps_the_corrupt_version_untouched_in_history(
 
 
 def test_restore_makes_an_old_version_current_and_keeps_the_rest_in_history(store):
-    v1 = store.save(_state(_growing(1), mode="plan"))
-    v2 = store.save(_state(_growing(2)))
-    v3 = store.save(_state([], reason="clear"))
+    v1 = store.save(session_state(_growing(1), mode="plan"))
+    v2 = store.save(session_state(_growing(2)))
+    v3 = store.save(session_state([], reason="clear"))
     v4 = store.restore(SID, v1)
     history = store.history(SID)
     assert [v.version for v in history] == [v4, v3, v2, v1]
@@ -608,7 +601,7 @@ def test_a_store_under_a_regular_file_fails_with_a_snapshot_error(tmp_path):
     (tmp_path / "file").write_text("not a directory")
     store = DiskSnapshotStore(tmp_path / "file" / "snapshots")
     with pytest.raises(SnapshotError, match="could not write snapshot"):
-        store.save(_state(_growing(1)))
+        store.save(session_state(_growing(1)))
 
 
 # -- concurrent writers ------------------------------------------------------------------
@@ -713,10 +706,10 @@ def test_a_writer_whose_versions_another_writer_rotated_out_still_writes_intact_
 def test_retired_versions_leave_history_at_once_and_their_data_in_batches(tmp_path):
     root = tmp_path / "snapshots"
     store = DiskSnapshotStore(root, max_history=8)  # retirements are collected 2 at a time
-    versions = [store.save(_state([Message.user(f"conversation {n}")])) for n in range(10)]
+    versions = [store.save(session_state([Message.user(f"conversation {n}")])) for n in range(10)]
     assert [v.version for v in store.history(SID)] == list(reversed(versions[-9:]))
     assert len(_keys(root, "v:")) == 10  # one retired version waits for the next one
-    versions.append(store.save(_state([Message.user("conversation 10")])))
+    versions.append(store.save(session_state([Message.user("conversation 10")])))
     assert [v.version for v in store.history(SID)] == list(reversed(versions[-9:]))
     store.close()
     assert _keys(root, "v:") == {"v:" + v for v in versions[-9:]}

@@ -1,3 +1,5 @@
+import pytest
+
 from agents.messages import Message, TextBlock, ToolUseBlock
 from agents.ports import ToolSchema
 from agents.tokens import CharRatioEstimator, estimate_request_tokens
@@ -47,3 +49,61 @@ def test_incremental_estimate_matches_a_full_recount_after_growth_and_rewrite():
     assert running.total(messages) == estimate_messages_tokens(counter, messages)
     rewritten = messages[:5] + [Message.user("short")] + messages[6:]
     assert running.total(rewritten) == estimate_messages_tokens(counter, rewritten)
+
+
+# -- calibration against the provider's counts ------------------------------------
+
+
+def test_a_calibrated_counter_starts_as_its_base():
+    from agents.tokens import CalibratedCounter
+
+    message = Message.user("x" * 400)
+    assert CalibratedCounter().count_message(message) == CharRatioEstimator().count_message(message)
+
+
+def test_calibration_scales_estimates_to_what_the_provider_counted():
+    from agents.tokens import CalibratedCounter
+
+    counter = CalibratedCounter()
+    message = Message.user("y" * 4_000)
+    estimated = counter.count_message(message)
+    counter.observe(estimated, int(estimated * 1.5))
+    assert counter.scale == 1.5
+    assert counter.count_message(message) == pytest.approx(estimated * 1.5, rel=0.01)
+    counter.observe(counter.count_message(message), int(estimated * 1.5))
+    assert counter.scale == 1.5  # a confirmed scale stays
+
+
+def test_a_scaled_counter_counts_a_message_it_has_never_seen():
+    from agents.tokens import CalibratedCounter
+
+    counter = CalibratedCounter()
+    counter.observe(1_000, 2_000)
+    fresh = Message.user("z" * 4_000)  # no estimate cached on it yet
+    assert counter.count_message(fresh) == pytest.approx(CharRatioEstimator().count_message(fresh) * 2.0, rel=0.01)
+
+
+def test_calibration_moves_halfway_in_steps_and_stays_in_bounds():
+    from agents.tokens import CalibratedCounter
+
+    counter = CalibratedCounter()
+    counter.observe(1_000, 2_000)
+    counter.observe(2_000, 1_000)  # unscaled 1000 → target 1.0, halfway from 2.0
+    assert counter.scale == 1.5
+    counter.observe(100, 100_000)
+    assert counter.scale <= CalibratedCounter.HIGHEST
+    counter.observe(0, 10)
+    counter.observe(10, 0)  # nothing reported: nothing learned
+    assert counter.observations == 3
+
+
+def test_thinking_signed_counts_unsigned_does_not_and_images_have_a_fixed_cost():
+    from agents.messages import ImageBlock, ImageSource, ThinkingBlock
+    from agents.tokens import IMAGE_TOKENS
+
+    counter = CharRatioEstimator()
+    signed = Message.assistant(ThinkingBlock(thinking="z" * 400, signature="sig"))
+    unsigned = Message.assistant(ThinkingBlock(thinking="z" * 400))
+    assert counter.count_message(signed) > counter.count_message(unsigned)
+    image = Message(role="user", content=(ImageBlock(source=ImageSource(media_type="image/png", data="AAAA")),))
+    assert counter.count_message(image) >= IMAGE_TOKENS

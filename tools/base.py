@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from tools.protected import PROTECTED_DIRS
 
@@ -52,17 +52,27 @@ class ToolOutput(BaseModel):
     is_error: bool = False
 
 
-@dataclass(frozen=True)
-class ToolLimits:
-    """Caps that keep one tool call bounded."""
+class ToolLimits(BaseModel):
+    """Caps that keep one tool call bounded. This is the one definition of them: the
+    settings' `[tools]` section is this model (agents.config), and the session passes
+    the loaded values to every tool call in its ToolContext."""
 
-    bash_timeout_s: float = 120.0
-    bash_output_max_chars: int = 30_000
-    read_max_bytes: int = 2_000_000
-    read_default_lines: int = 2_000
-    grep_max_matches: int = 200
-    glob_max_paths: int = 500
-    recall_max_chars: int = 31_600
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bash_timeout_s: float = Field(120.0, gt=0, description="Wall-clock limit of one Bash call, seconds.")
+    bash_output_max_chars: int = Field(30_000, ge=200, description="Bash output kept (head + tail).")
+    read_max_bytes: int = Field(2_000_000, ge=1, description="Files larger than this are refused by Read.")
+    read_default_lines: int = Field(2_000, ge=1, description="Lines Read returns when no limit is given.")
+    grep_max_matches: int = Field(200, ge=1, description="Matches Grep returns before cutting.")
+    glob_max_paths: int = Field(500, ge=1, description="Paths Glob returns before cutting.")
+    result_max_tokens: int = Field(
+        8_000, ge=16, description="Per-result budget: a longer tool result keeps head + marker + tail."
+    )
+
+    @property
+    def recall_max_chars(self) -> int:
+        """Recall pages stay inside the per-result budget (4 chars/token, minus room for its note)."""
+        return max(self.result_max_tokens * 4 - 400, 200)
 
 
 @dataclass(frozen=True)

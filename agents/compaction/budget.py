@@ -2,35 +2,41 @@
 
     budget = (context_window − max_output_tokens) × ratio
 
-Context windows come from a per-model table (matched by name substring) unless the
-`compact.context_window` setting overrides it.
+The context window is `compact.context_window` when set, else the model's entry in
+the model table (`agents.models`: known models plus the `models` setting). A model
+with no known window is refused with one line asking for `compact.context_window`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from agents.config import CompactSettings
 from agents.errors import ConfigError, PromptTooLong
+from agents.models import ModelEntry, model_info
 
-__all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_WINDOW", "compact_budget", "context_window_for", "check_budget_fits", "refusal_budget"]
-
-CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
-    ("claude", 200_000),
-    ("scripted", 200_000),
-)
-DEFAULT_CONTEXT_WINDOW = 200_000
+__all__ = ["compact_budget", "context_window_for", "check_budget_fits", "refusal_budget"]
 
 
-def context_window_for(model_name: str, override: int | None = None) -> int:
+def context_window_for(model: Any, override: int | None = None, models: Mapping[str, ModelEntry] | None = None) -> int:
+    """The window for a ModelClient, spec or name; a ConfigError when nobody knows it."""
     if override is not None:
         return override
-    for needle, window in CONTEXT_WINDOWS:
-        if needle in model_name:
-            return window
-    return DEFAULT_CONTEXT_WINDOW
+    window = model_info(model, models).context_window
+    if window is None:
+        name = model if isinstance(model, str) else getattr(model, "name", "?")
+        raise ConfigError(
+            f"the context window of {name} is not known; set compact.context_window to it "
+            "(e.g. WORKINGSET_COMPACT__CONTEXT_WINDOW=32768)"
+        )
+    return window
 
 
-def compact_budget(model_name: str, max_output_tokens: int, settings: CompactSettings) -> int:
-    window = context_window_for(model_name, settings.context_window)
+def compact_budget(
+    model: Any, max_output_tokens: int, settings: CompactSettings, models: Mapping[str, ModelEntry] | None = None
+) -> int:
+    window = context_window_for(model, settings.context_window, models)
     if max_output_tokens >= window:
         raise ConfigError(
             f"max output tokens ({max_output_tokens}) leave no room in the context window of {window}; "

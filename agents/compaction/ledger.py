@@ -9,7 +9,10 @@ point, so the next call writes everything after it again.
     next_call_net = 1.25 × (tokens_after − unchanged_prefix) − 0.1 × invalidated
     per_call_save = 0.1 × (tokens_before − tokens_after)      (every later call)
 
-Money = tokens × the model's input price per million tokens (`PRICES_PER_MTOK`).
+Money = tokens × the model's input price per million tokens, from the model table
+(`agents.models`); a model of unknown price is estimated at the reference price
+(`agents.models.REFERENCE_INPUT_PRICE`) — these are estimates of relative cache cost,
+not what a run cost (that is `agents.models.usage_cost_usd`, None when unknown).
 """
 
 from __future__ import annotations
@@ -21,13 +24,13 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agents.messages import Message
-from agents.ports import Usage
+from agents.models import input_price_per_mtok, usage_cost_usd
 from agents.tokens import TokenCounter
 
 __all__ = [
     "CACHE_READ_MULTIPLIER",
     "CACHE_WRITE_MULTIPLIER",
-    "PRICES_PER_MTOK",
+    "OUTPUT_PRICE_MULTIPLIER",
     "CompactionEvent",
     "input_price_per_mtok",
     "priced_event",
@@ -37,24 +40,7 @@ __all__ = [
 
 CACHE_WRITE_MULTIPLIER = 1.25
 CACHE_READ_MULTIPLIER = 0.1
-
-# Base input price, USD per million tokens, matched by model-name substring (first match).
-PRICES_PER_MTOK: tuple[tuple[str, float], ...] = (
-    ("opus-4-5", 5.0),
-    ("opus", 15.0),
-    ("haiku-4-5", 1.0),
-    ("haiku", 0.8),
-    ("sonnet", 3.0),
-)
-DEFAULT_PRICE_PER_MTOK = 3.0
-
-
-def input_price_per_mtok(model_name: str) -> float:
-    for needle, price in PRICES_PER_MTOK:
-        if needle in model_name:
-            return price
-    return DEFAULT_PRICE_PER_MTOK
-
+OUTPUT_PRICE_MULTIPLIER = 5.0  # output at 5x input, as Claude prices it (for estimates only)
 
 class CompactionEvent(BaseModel):
     """One compaction, as it appears in the `--json` stream and the trace."""
@@ -79,21 +65,6 @@ class CompactionEvent(BaseModel):
     @property
     def tokens_freed(self) -> int:
         return self.tokens_before - self.tokens_after
-
-
-OUTPUT_PRICE_MULTIPLIER = 5.0  # Claude models price output at 5x input
-
-
-def usage_cost_usd(usage: Usage, model_name: str) -> float:
-    """What a call's usage costs at list prices, cache writes and reads included."""
-    price = input_price_per_mtok(model_name) / 1_000_000
-    billed = (
-        usage.input_tokens
-        + CACHE_WRITE_MULTIPLIER * usage.cache_creation_input_tokens
-        + CACHE_READ_MULTIPLIER * usage.cache_read_input_tokens
-        + OUTPUT_PRICE_MULTIPLIER * usage.output_tokens
-    )
-    return billed * price
 
 
 def unchanged_prefix_tokens(

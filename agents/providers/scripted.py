@@ -3,6 +3,10 @@
 The script holds the root session's assistant turns, scripts for subagents keyed by
 the Agent call's description, and the judge's verdicts. Each client replays its own
 part from the start; when it runs out it answers `final_text` and ends the turn.
+
+A turn may also end the way a real provider's reply can (`stop_reason: max_tokens`,
+`refusal`, `pause_turn`), carry a reasoning block (`thinking`), or send tool arguments
+that are not JSON (`raw_input`), so every stop reason can be run offline.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import ConfigError, Overloaded, PromptTooLong
-from agents.messages import TextBlock, ToolUseBlock
-from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.messages import TextBlock, ThinkingBlock, ToolUseBlock
+from agents.ports import ModelRequest, ModelResponse, ReplyBlock, Usage
+from agents.providers.base import ProviderContext
 from agents.tokens import CharRatioEstimator, IncrementalEstimate, estimate_prefix_tokens
 
-__all__ = ["Script", "ScriptedModelClient", "ScriptedTurn", "load_script"]
+__all__ = ["Script", "ScriptedModelClient", "ScriptedTurn", "load_script", "make_client"]
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -32,6 +37,7 @@ class ScriptedToolCall(BaseModel):
     name: str = Field(description="Tool name, e.g. Read.")
     input: dict[str, Any] = Field(default_factory=dict, description="Tool input.")
     id: str | None = Field(None, description="tool_use id; generated when absent.")
+    raw_input: str | None = Field(None, description="Arguments sent as this text instead of `input` (e.g. broken JSON).")
 
 
 class ScriptedTurn(BaseModel):
@@ -39,10 +45,14 @@ class ScriptedTurn(BaseModel):
 
     model_config = _STRICT
     text: str | None = Field(None, description="Text block before any tool calls.")
+    thinking: str | None = Field(None, description="An (unsigned) reasoning block before the text.")
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list, description="tool_use blocks.")
     sleep_ms: int = Field(0, ge=0, description="Simulated latency before answering.")
     error: Literal["prompt_too_long", "overloaded"] | None = Field(
         None, description="Raise this provider error instead of answering (consumes the turn)."
+    )
+    stop_reason: Literal["max_tokens", "refusal", "pause_turn"] | None = Field(
+        None, description="End the reply this way instead of naturally (or with tool_use)."
     )
 
 
@@ -96,6 +106,11 @@ def _load_script(path: Path, size: int, mtime_ns: int) -> Script:
         raise ConfigError(f"scripted model file {path}: '{loc}': {first['msg']} (see README, 'Scripted models')") from exc
 
 
+def make_client(name: str, context: ProviderContext) -> ScriptedModelClient:
+    """The `scripted:` provider factory: `name` is the script's path."""
+    return ScriptedModelClient.from_file(context.resolve(name), role=context.role)
+
+
 class ScriptedModelClient:
     """Replays one agent's turns. `role` is "root", "judge" or "subagent:<description>"."""
 
@@ -128,13 +143,15 @@ class ScriptedModelClient:
         return ScriptedModelClient(self.script, role=role, source=self.name.removeprefix("scripted:"))
 
     async def create(self, request: ModelRequest) -> ModelResponse:
+        stop: str | None = None
         if self.role == "judge":
-            blocks = self._judge_reply()
+            blocks: list[ReplyBlock] = list(self._judge_reply())
         elif self.role == "summarizer":
-            blocks = self._summary_reply()
+            blocks = list(self._summary_reply())
         else:
-            blocks = await self._next_turn_blocks()
-        stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn"
+            blocks, stop = await self._next_turn()
+        if stop is None:
+            stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn"
         usage = Usage(
             input_tokens=estimate_prefix_tokens(self._counter, system=request.system, tools=request.tools)
             + self._estimate.total(request.messages),
@@ -157,10 +174,10 @@ class ScriptedModelClient:
         self._cursor += 1
         return [TextBlock(text=text)]
 
-    async def _next_turn_blocks(self) -> list[TextBlock | ToolUseBlock]:
+    async def _next_turn(self) -> tuple[list[ReplyBlock], str | None]:
         turns = self._agent.turns
         if self._cursor >= len(turns):
-            return [TextBlock(text=self._agent.final_text)]
+            return [TextBlock(text=self._agent.final_text)], None
         turn = turns[self._cursor]
         self._cursor += 1
         if turn.sleep_ms:
@@ -169,10 +186,17 @@ class ScriptedModelClient:
             raise PromptTooLong("scripted: prompt is too long")
         if turn.error == "overloaded":
             raise Overloaded("scripted: overloaded", status_code=529, attempts=1)
-        blocks: list[TextBlock | ToolUseBlock] = []
+        blocks: list[ReplyBlock] = []
+        if turn.thinking:
+            blocks.append(ThinkingBlock(thinking=turn.thinking))
         if turn.text:
             blocks.append(TextBlock(text=turn.text))
         for n, call in enumerate(turn.tool_calls):
             tool_id = call.id or f"toolu_{self._id_prefix}_{self._cursor:04d}_{n}"
-            blocks.append(ToolUseBlock(id=tool_id, name=call.name, input=call.input))
-        return blocks or [TextBlock(text=self._agent.final_text)]
+            if call.raw_input is not None:
+                blocks.append(ToolUseBlock(id=tool_id, name=call.name, raw_input=call.raw_input))
+            else:
+                blocks.append(ToolUseBlock(id=tool_id, name=call.name, input=call.input))
+        if not any(not isinstance(b, ThinkingBlock) for b in blocks) and turn.stop_reason is None:
+            blocks.append(TextBlock(text=self._agent.final_text))
+        return blocks, turn.stop_reason

@@ -1,17 +1,22 @@
 """The compaction-strategy benchmark: replay agent trajectories under each strategy and
 compare tokens, cache-aware cost and the evidence each working set keeps.
 
-    workingset bench compaction [--traces PATH] [--strategies a,b:k=v,...] [--baseline NAME]
-                                [--context-window N] [--summarizer SPEC] [--pricing-model NAME]
+    workingset bench compaction [--traces PATH] [--strategies a,b:k=v,preset,...] [--presets]
+                                [--baseline NAME] [--context-window N] [--summarizer SPEC]
+                                [--pricing-model NAME] [--tokenizer estimate|tekken|usage|anthropic]
+                                [--cache-breakpoints LIST] [--cache-lookback N] [--cache-min-tokens N]
+                                [--cache-ttl S] [--cache-gap S] [--output-tokens recorded|estimate]
+                                [--cluster instance|framework|run] [--resamples N] [--seed N]
                                 [--out DIR] [--json] [--strict] [--local] [--address ADDR]
-                                [--synthetic N] [--seed N] [--resamples N]
-                                [--live TASKS.jsonl --model SPEC [--concurrency N]]
+                                [--synthetic N] [--live TASKS.jsonl --model SPEC [--concurrency N]]
 
 Without `--traces` the data are SYNTHETIC (`synthetic.py`: deterministic generated
 trajectories, labelled so in every output); `--traces` takes trace files, folders and
 Workingset trace dirs (`benchmarks/traces`). `raw` and the baseline are always run: they
 are the references of the paired ratios. Outputs in `--out` (default
-bench-results/compaction): results.json, report.md, pareto.png, tokens_per_step.png; the
+bench-results/compaction): results.json (settings, provenance — commit, versions, argv,
+SHA-256 of every trace — every run and summary), report.md (with how to rerun),
+pareto.png, tokens_per_step.png; the
 terminal gets the summary table (or, with `--json`, the JSON document). `--live` also
 runs batch-eval tasks once per strategy (`live.py`). Exit codes: 0 all replays ran, 1
 some replay failed (named in the outputs), 2 a usage error (unknown strategy or bad
@@ -24,72 +29,122 @@ compiled from the history so far under the strategy, exactly as in a live run. `
 runs without per-result clipping; every other strategy with the default per-result
 budget (`tools.result_max_tokens`, 8,000 tokens). The compact budget is
 (context window - 4,096 max output) x 0.8; the default context window is 32,000 tokens
-(budget 22,323), small enough that compaction matters on these trajectories.
+(budget 22,323), small enough that compaction matters on these trajectories. Peer
+presets (`presets.py`) are named specs over the strategies with their sources.
 
 ## Metrics
 
-All token figures are Workingset's estimates (`agents/tokens.py`: characters / 4 for
-text, / 3.2 for JSON, plus per-message and per-block framing). A *call* is one model
-call the recorded agent made; a replay's extra call after the recording ends is not
-measured.
+A *call* is one model call the recorded agent made (one assistant message of the trace);
+the extra call a replay makes after the recording ends is not measured. Tokens are counted
+by the measuring counter (`--tokenizer`, default `estimate`: the harness's own
+`agents/tokens.py`, characters / 4 for text, / 3.2 for JSON, + 4 per message, + 3 per
+block, + 8 per tool schema); the replayed harness always decides *when* to compact with
+its own estimator, as it would live.
 
-- **Input tokens per call**: the estimate of the compiled request (system prompt + tool
-  schemas + messages). **Cumulative** = their sum over the trace's calls; **peak** = their
+- **Input tokens per call**: the count of the compiled request — system prompt + tool
+  schemas + messages. **Cumulative** = their sum over the trace's calls, **peak** = their
   maximum.
-- **Cache-aware cost**: prompt caching is simulated per call. The cached prefix of call k
-  is its longest common prefix with call k-1, in tokens, compared message by message:
-  system prompt + tool schemas first (both equal, or no prefix at all), then whole
-  messages while equal. The prefix is billed as a cache read (0.1x the base input
-  price), the rest as a cache write (1.25x); the first call writes everything. Output
-  tokens are not counted: every strategy is replayed with the same recorded replies, so
-  they are the same for all. Cache lifetime, minimum cacheable size and breakpoint
-  limits are ignored. Prices: `agents/compaction/ledger.py` (input USD per million
-  tokens by model name; `--pricing-model`, default claude-sonnet-4-5 = $3), one model
-  for every trace, since the recorded models are not in the table and only ratios are
-  compared.
-- **Summarizer calls and their share of cost**: every Summarizer call is metered. Its
-  input is what a model summarizer is sent (summarizer system prompt + the older
-  history + the handoff request), its output the summary returned; its cost is input
-  at 1x + output at 5x the base input price (no caching). This applies to `extractive`
-  too, as if a model had written the same summary. **Cost** = calls' cache-aware cost +
-  summarizer cost; **share** = summarizer cost / cost.
-- **Compaction events**: the applied `compaction` events of the run, by kind (`clear`,
-  `summary`, ...), and the failed ones.
+- **Infeasible call**: a call whose input tokens exceed the context window minus the
+  output reserve (4,096 tokens, the replay's `agent.max_output_tokens`): a real API would
+  refuse it. Counted per run (`infeasible_calls`, `first_infeasible_call`) and per
+  strategy (calls, traces). A strategy with at least one is marked ⚠ in the table, the
+  report and the plots, and is left off the Pareto front. Replayed models never refuse,
+  so such a run goes on; its later figures describe requests that could not be sent.
+- **Cost** (`anthropic` model; every parameter has a flag). The prompt is a sequence of
+  blocks in the API's order: each tool schema, the system prompt, each content block of
+  each message (a block's tokens: its body + 3; the first block of a message also + 4).
+  A *breakpoint* is a block with `cache_control`; by default where Workingset's Anthropic
+  provider puts them: the last tool schema, the system prompt, the last block of the last
+  message (`--cache-breakpoints tools,system,last_message`). A cache *entry* is the hash
+  of the prefix ending at a block. For call k at time t_k:
+  1. *read*: for each breakpoint p, the positions p, p−1, …, p−L+1 (L =
+     `--cache-lookback`, default 20, the API's documented lookback) are checked, nearest
+     first, for a live entry; the longest prefix found is read. An entry is live if it
+     was written or read at most TTL seconds before t_k (`--cache-ttl`, default 300 s,
+     the API's 5-minute cache);
+  2. *write*: every breakpoint after the read prefix whose prefix holds at least the
+     minimum cacheable length writes an entry (`--cache-min-tokens`; default by the
+     pricing model's name: 4,096 for Opus 4.5/4.6 and Haiku 4.5, 2,048 for Haiku 3/3.5,
+     1,024 otherwise — Anthropic's documented minimums). Cache-write tokens run from the
+     end of the read prefix to the furthest written breakpoint;
+  3. the rest of the prompt is plain input; the read entry (and the breakpoint entries
+     it covers) is refreshed to t_k.
+  Call cost = price × (0.1 × read + 1.25 × write + 1 × plain + 5 × output), price = the
+  pricing model's input USD per token (`--pricing-model`, default claude-sonnet-4-5 =
+  $3 per million; `agents/compaction/ledger.py`). *Output* = the recorded usage's output
+  tokens where the trace has them, else the count of the recorded reply
+  (`--output-tokens recorded|estimate`); it is the same for every strategy (the replies
+  are the recorded ones), so it narrows every ratio towards 1, as on a real bill. t_k =
+  the trace's own time of call k (mini-SWE-agent, OpenHands); a trace without times gets
+  `--cache-gap` seconds between calls (default none: nothing expires). A *summarizer
+  call* is priced as a request of its own: its input = summarizer system prompt + the
+  older history + the handoff request, its output = the summary; input written at 1.25×
+  when at least the minimum cacheable length (breakpoints on its system prompt and last
+  message, nothing to read), else 1×; output 5×. This applies to `extractive` too, as if
+  a model had written the same summary. **Cost** = calls + summarizer calls;
+  **summarizer share** = summarizer cost / cost.
+- **Cost (lcp, legacy)**: the earlier model, kept for comparison: the cached prefix of
+  call k is its longest common prefix with call k−1 (system + tools all or nothing, then
+  whole equal messages), read at 0.1×, the rest written at 1.25×; no output; summarizer
+  input 1× + output 5×; no breakpoints, lookback, minimum or TTL.
+- **Compaction events**: the applied `compaction` events of the run, by kind, and the
+  failed ones.
 - **Evidence items** of a text: paths (`a/b`, at least one `/`, ending on a letter or
   digit), file names with a known extension (`fields.py`), dotted identifiers
-  (`self.root.opts`), CamelCase / lowerCamel identifiers and snake_case identifiers
-  (all of >= 4 characters), quoted strings of 6-80 characters (`'...'` or `"..."`, one
-  line), error messages (the rest of the line after `SomethingError:` or
-  `SomethingException:`, 6-120 characters), and numbers of >= 3 digits. An item
-  *occurs* in a text when it appears there as a whole token (an edge of the item that
-  is a letter, digit or `_` must not touch another one).
-- **Needed evidence** of call k: the items of the action the model produced at call k
-  (its text + the input values of its tool uses) whose first occurrence in the
-  recorded conversation (task, assistant text, tool-use inputs, tool results, in order)
-  is in a tool result before that action. Items the task or the agent itself wrote
-  first are not needed evidence.
-- **Grounding recall**: of the needed items of every call, the fraction that occurs in
-  the working set compiled for that call (system prompt + every block's text: text,
-  tool-use name and inputs, tool-result bodies). Pooled over the trace's calls
-  (visible items / needed items); undefined for a trace with no needed items.
-- **Recoverable recall**: the fraction that is visible, or for which some earlier tool
-  result holding the item is still reachable: a block with that tool_use id is kept
-  (the ToolUse or its result, even cleared or clipped) or the id is named in the text
-  (a `Recall(id="...")` marker, a summary's provenance). Recall returns the body.
-- **Oracle ratio**: the oracle working set of call k keeps only what grounds the action:
-  the request prefix (system + tools) + the task message + one assistant message with
-  the tool uses of the needed items' first producing results + one user message with
-  those results, unclipped. Oracle ratio = cumulative input tokens / cumulative oracle
-  tokens (1.0 would be a working set as small as the evidence needs).
+  (`self.root.opts`), CamelCase / lowerCamel and snake_case identifiers (all ≥ 4
+  characters), quoted strings of 6–80 characters (one line), error messages (the rest of
+  the line after `SomethingError:` / `SomethingException:`, 6–120 characters), numbers of
+  ≥ 3 digits. An item *occurs* in a text when it appears there as a whole token (an edge
+  of the item that is a letter, digit or `_` must not touch another). The *maximal*
+  items of a set are those not occurring in a longer item of the same set.
+- **Tool evidence** of call k: the maximal items of the action the model produced at call
+  k (its text + the input values of its tool uses) that, in the conversation before that
+  action, occur in at least one tool result and in nothing else — not the system prompt,
+  not the task or any other user text, not the agent's own earlier text or tool inputs.
+  Its *producers* are the tool uses whose results hold it.
+- **Tool-evidence recall**: of the tool evidence of every call, the fraction that occurs
+  in the working set compiled for that call (system prompt + the text of every block:
+  text, tool-use name and input values, tool-result bodies), pooled over the trace's calls
+  (visible / needed); undefined for a trace with none. Since such an item was nowhere
+  but in tool results, it is visible only if a result that holds it was kept or a
+  strategy's own text (a summary) carried it. The items missed at each call are listed
+  in `results.json` (`runs[].missed`: call, message index, items) and, the first few per
+  run, in the report's drill-down. **Recoverable (tool evidence)**: visible, or one of
+  its producers is still reachable — a block with that tool_use id is kept (the use or
+  its result, even cleared or clipped) or the id is named in the text (a
+  `Recall(id="…")` marker, a summary's provenance).
+- **Grounding recall (legacy)** and **recoverable recall (legacy)**: the earlier
+  measures, kept for comparison: needed = every item of the action (not de-duplicated)
+  whose first occurrence in the whole recorded conversation is a tool result before the
+  action, visible/recoverable as above. An item the agent echoed in its own text stays
+  needed and visible after its result is gone, which is why `mask:keep=0` scores well
+  on it.
+- **Oracle ratio**: cumulative input tokens / cumulative oracle tokens, where the oracle
+  working set of call k is the request prefix (system + tools) + the task message + one
+  assistant message with the tool uses of the first producer of each tool-evidence item
+  + one user message with those results, unclipped.
+- **Token check** (per trace, strategy-independent): for each call whose usage the trace
+  records, the context it was sent as loaded (system prompt + the messages before it) is
+  counted by the estimator and by Tekken and set beside the recorded input tokens;
+  pooled (sum ÷ sum) per family (source · model). The recorded agent rendered that context
+  its own way (its tool schemas, chat text; moatless re-renders whole files every step),
+  so this bounds the estimator's error rather than measuring it exactly.
 
 ## Statistics
 
-Per trace, each strategy is paired with `raw` and with the baseline (`--baseline`,
-default clear-then-summarize): ratio = metric(strategy) / metric(reference), for
-cumulative tokens, cost and peak tokens. Across traces the report gives the median
-ratio with a 95% percentile-bootstrap interval (2,000 resamples of traces, seeded with
-`--seed`: the same inputs give the same intervals). Recalls are summarised by their
-mean over traces with the same bootstrap, and also as the mean paired difference
-from the baseline. The report adds pooled ratios (sum over traces / sum over traces),
-where long traces weigh more than in the median.
+Per trace, each strategy is paired with `raw` and with the baseline (`--baseline`, default
+clear-then-summarize): ratio = metric(strategy) / metric(reference) for cumulative tokens,
+cost, cost (lcp) and peak tokens; difference for recalls. Across traces: the median ratio
+and the mean recall (and mean paired recall difference), each with a 95% percentile
+bootstrap interval (`--resamples`, default 2,000; seeded by `--seed` and the statistic's
+name, so the same inputs give the same intervals). The bootstrap resamples *clusters*
+(`--cluster`): by default task instances (all runs of one SWE-bench instance, whatever
+the framework or model, are drawn together), or frameworks, or single runs. **Pooled**
+ratios are sum ÷ sum over the traces both ran on (long traces weigh more). **Paired
+tests** against the baseline: the Wilcoxon signed-rank test (two-sided, zero
+differences split, `zero_method="zsplit"`) on the log of the per-trace ratio for cost
+and tokens and on the per-trace difference for tool-evidence and legacy grounding recall;
+at least 5 pairs, all-equal pairs give p = 1; the p-values of one metric across the
+strategies are Holm-adjusted. **Per framework** (trace source): traces, median and pooled
+cost ÷ raw, mean tool-evidence recall, infeasible calls.
 """

@@ -18,18 +18,26 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from agents.compaction import STRATEGIES, make_strategy
 from agents.errors import ConfigError
+from benchmarks.traces import FORMATS
 
+from .cache_model import CacheSettings
 from .data import Inputs, load_inputs, synthetic_inputs
 from .live import run_live
 from .plots import write_plots
-from .report import build_document, markdown_report, print_live, print_table
+from .presets import PRESETS, resolve_spec
+from .provenance import provenance
+from .report import build_document, markdown_report
 from .runner import BenchConfig, run_local, run_on_ray
-from .stats import summarize_strategies
+from .stats import framework_breakdown, summarize_strategies
+from .terminal import print_live, print_table
+from .token_check import family_tokens
+from .tokenizers import TOKENIZERS, check_tokenizer
 
 __all__ = ["COMMAND", "BenchCommand", "parse_strategies"]
 
 DEFAULT_OUT = Path("bench-results") / "compaction"
 DEFAULT_SYNTHETIC = 8
+SUPPORTED = "supported: " + ", ".join(f.name for f in FORMATS) + ", workingset-trace dir"
 
 
 def parse_strategies(text: str | None) -> list[str]:
@@ -51,7 +59,7 @@ def parse_strategies(text: str | None) -> list[str]:
 def _validate(specs: list[str]) -> None:
     for spec in specs:
         try:
-            make_strategy(spec)
+            make_strategy(resolve_spec(spec))
         except ConfigError as exc:
             raise ConfigError(f"--strategies: {exc}") from exc
         except (TypeError, ValueError) as exc:
@@ -61,6 +69,8 @@ def _validate(specs: list[str]) -> None:
 
 def _strategies(args: argparse.Namespace) -> list[str]:
     specs = parse_strategies(args.strategies)
+    if args.presets:
+        specs += list(PRESETS)
     for required in (args.baseline, "raw"):  # the references of every paired ratio
         if required not in specs:
             specs.insert(0, required)
@@ -74,12 +84,31 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="trace file, folder or Workingset trace dir (repeatable); default: synthetic trajectories")
     p.add_argument("--synthetic", type=int, default=DEFAULT_SYNTHETIC, metavar="N",
                    help=f"how many synthetic trajectories without --traces (default {DEFAULT_SYNTHETIC})")
-    p.add_argument("--strategies", help="comma-separated strategy specs, e.g. raw,window:keep=10 (default: all registered)")
+    p.add_argument("--strategies", help="comma-separated strategy specs or peer preset names, e.g. raw,window:last=10,"
+                   "swe-agent-last5 (default: all registered strategies)")
+    p.add_argument("--presets", action="store_true", help=f"also run every peer preset ({', '.join(PRESETS)})")
     p.add_argument("--baseline", default="clear-then-summarize", help="second reference of the paired ratios (default: clear-then-summarize)")
     p.add_argument("--context-window", type=int, default=32_000, help="context window in tokens (default 32000)")
     p.add_argument("--summarizer", default="extractive", help="extractive (default, offline) or a model spec")
     p.add_argument("--pricing-model", default="claude-sonnet-4-5", help="model whose input price is used (default claude-sonnet-4-5)")
+    p.add_argument("--tokenizer", choices=TOKENIZERS, default="estimate",
+                   help="what measures tokens: the harness estimator (default), tekken (offline BPE), usage "
+                        "(estimator scaled by each trace's recorded usage), anthropic (count_tokens; needs a key)")
     p.add_argument("--resamples", type=int, default=2_000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--cluster", choices=("instance", "framework", "run"), default="instance",
+                   help="what the bootstrap resamples: task instances (default), frameworks, or single runs")
+    cache = p.add_argument_group("cost model (anthropic prompt caching; README, 'Cost')")
+    defaults = CacheSettings()
+    cache.add_argument("--cache-breakpoints", default=",".join(defaults.breakpoints),
+                       help="where cache_control goes: any of tools,system,last_message (default: all three, as the harness)")
+    cache.add_argument("--cache-lookback", type=int, default=defaults.lookback_blocks,
+                       help=f"blocks checked for a hit before each breakpoint (default {defaults.lookback_blocks})")
+    cache.add_argument("--cache-min-tokens", type=int, help="minimum cacheable prefix (default: by the pricing model's family)")
+    cache.add_argument("--cache-ttl", type=float, default=defaults.ttl_s, help=f"cache lifetime in seconds (default {defaults.ttl_s:.0f})")
+    cache.add_argument("--cache-gap", type=float,
+                       help="seconds between calls for traces without timestamps (default: none, nothing expires)")
+    cache.add_argument("--output-tokens", choices=("recorded", "estimate"), default=defaults.output_tokens,
+                       help="output tokens priced: the recorded usage where present (default) or the estimate")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the synthetic data (default 0)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
@@ -100,11 +129,22 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         raise ConfigError("--resamples must be >= 0, --synthetic and --concurrency >= 1")
     if args.live is not None and not args.live.is_file():
         raise ConfigError(f"--live {args.live}: no such task file")
+    check_tokenizer(args.tokenizer)
     return BenchConfig(
         strategies=_strategies(args), baseline=args.baseline, context_window=args.context_window,
         summarizer=args.summarizer, pricing_model=args.pricing_model, resamples=args.resamples,
-        seed=args.seed, strict=args.strict,
+        seed=args.seed, strict=args.strict, tokenizer=args.tokenizer, cluster=args.cluster, cache=_cache(args),
     )
+
+
+def _cache(args: argparse.Namespace) -> CacheSettings:
+    points = tuple(p.strip() for p in args.cache_breakpoints.split(",") if p.strip())
+    try:
+        return CacheSettings(breakpoints=points, lookback_blocks=args.cache_lookback, min_cacheable_tokens=args.cache_min_tokens,
+                             ttl_s=args.cache_ttl, default_gap_s=args.cache_gap, output_tokens=args.output_tokens)
+    except ValueError as exc:
+        first = str(exc).splitlines()
+        raise ConfigError(f"cost model settings: {' '.join(first[1:3]) if len(first) > 2 else exc}") from exc
 
 
 def _inputs(args: argparse.Namespace) -> Inputs:
@@ -121,9 +161,13 @@ def run_compaction(args: argparse.Namespace) -> int:
     started = time.perf_counter()  # the wall time covers loading, replays (and Ray start-up) and statistics
     config = _config(args)
     inputs = _inputs(args)
+    # Before any replay: the commit and trace hashes are those of what this run reads.
+    origin = provenance([] if inputs.synthetic else [t.path for _, t in inputs.traces])
     err = Console(stderr=True)
     for path, reason in inputs.skipped:
         print(f"skipping {path}: {reason}", file=sys.stderr)
+    for path in inputs.ignored:
+        print(f"skipping {path}: not a trace in a format the benchmark reads ({SUPPORTED})", file=sys.stderr)
     total = len(inputs.traces) * len(config.strategies)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
@@ -133,13 +177,19 @@ def run_compaction(args: argparse.Namespace) -> int:
             bar.update(task, advance=1, description=f"{result.trace[:40]} · {result.strategy}")
 
         if args.local:
-            runs, runtime = run_local(inputs.traces, config, advance), "in-process (--local)"
+            measured, runtime = run_local(inputs.traces, config, advance), "in-process (--local)"
         else:
-            runs, runtime = run_on_ray(inputs.traces, config, advance, address=args.address), "Ray"
+            measured, runtime = run_on_ray(inputs.traces, config, advance, address=args.address), "Ray"
+    runs = measured.runs
+    frameworks = {label: t.source for label, t in inputs.traces}
+    clusters = None if config.cluster == "run" else {
+        label: (t.task_id if config.cluster == "instance" else t.source) for label, t in inputs.traces}
     summaries = summarize_strategies(runs, config.strategies, baseline=config.baseline,
-                                     resamples=config.resamples, seed=config.seed)
+                                     resamples=config.resamples, seed=config.seed, clusters=clusters)
     wall = time.perf_counter() - started
-    doc = build_document(inputs, config, runs, summaries, wall_time_s=wall, runtime=runtime)
+    doc = build_document(inputs, config, runs, summaries, wall_time_s=wall, runtime=runtime,
+                         frameworks=framework_breakdown(runs, config.strategies, frameworks),
+                         tokens=measured.tokens, families=family_tokens(measured.tokens), origin=origin)
     if args.live is not None:
         doc["live"] = _live(args, config, err)
         doc["wall_time_s"] = round(time.perf_counter() - started, 2)

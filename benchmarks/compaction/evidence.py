@@ -1,20 +1,28 @@
 """Evidence: what each recorded action uses that it could only have learned from a tool result.
 
-Strategy-independent, so it is computed once per trace (see the package docstring,
-"Grounding recall", for the definitions these functions implement).
+Strategy-independent, so it is computed once per trace. Two needs per call (definitions in
+the package docstring, "Tool-evidence recall" and "Grounding recall (legacy)"):
+
+- tool evidence: the action's maximal items that, before the call, occur in some tool
+  result and nowhere else — not in the system prompt, the task, other user text, the
+  agent's own text or tool inputs;
+- legacy: every item of the action whose first occurrence in the conversation is a tool
+  result before the call (an item the agent echoed later still counts; overlaps count
+  twice).
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.tokens import CharRatioEstimator, TokenCounter
 from benchmarks.traces import Trace
+
+from .items import action_text, block_text, contains_item, extract_items, find_item, maximal_items
 
 __all__ = [
     "CallNeeds",
@@ -26,95 +34,19 @@ __all__ = [
     "trace_evidence",
 ]
 
-_EXTENSIONS = (
-    "py|pyi|pyx|c|h|cc|cpp|hpp|rs|go|java|kt|js|jsx|ts|tsx|rb|php|sh|toml|cfg|ini|yaml|yml|json"
-    "|md|rst|txt|html|css|pony|lock"
-)
-# A path: segments joined by "/", at least one "/", ending on a word character.
-_PATH = re.compile(r"(?<![\w.~-])(?:[\w.~-]*/)+[\w.-]*\w")
-# A bare file name with a known extension (not the tail of a longer path).
-_FILE = re.compile(rf"(?<![\w./-])[\w-]+\.(?:{_EXTENSIONS})\b")
-_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")
-_CAMEL = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+)\b")
-_SNAKE = re.compile(r"\b_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*\b")
-_QUOTED = re.compile(r"\"([^\"\n]{6,80})\"|'([^'\n]{6,80})'")
-_ERROR_MESSAGE = re.compile(r"\b\w*(?:Error|Exception)\b:[ \t]*([^\n]{6,120})", re.MULTILINE)
-_NUMBER = re.compile(r"\b\d{3,}\b")
-MIN_ITEM_CHARS = 4
-MAX_ITEM_CHARS = 200
-
-
-def extract_items(text: str) -> set[str]:
-    """The evidence items of a text: paths, file names, dotted identifiers, CamelCase and
-    snake_case identifiers (>= 4 chars), quoted strings (6-80 chars), error messages
-    (the text after `XxxError:` / `XxxException:`), numbers of >= 3 digits."""
-    items: set[str] = set()
-    for pattern in (_PATH, _FILE, _DOTTED, _CAMEL, _SNAKE):
-        items.update(m.group(0) for m in pattern.finditer(text))
-    items.update((m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text))
-    items.update(m.group(1).strip() for m in _ERROR_MESSAGE.finditer(text))
-    items = {i for i in items if MIN_ITEM_CHARS <= len(i) <= MAX_ITEM_CHARS}
-    items.update(m.group(0) for m in _NUMBER.finditer(text))
-    return items
-
-
-def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def find_item(text: str, item: str, start: int = 0) -> int:
-    """The first position >= start where `item` occurs as a whole token: an edge of the item
-    that is a word character must not touch another word character. -1 if none."""
-    left, right = _is_word(item[0]), _is_word(item[-1])
-    at = text.find(item, start)
-    while at != -1:
-        end = at + len(item)
-        if (not left or at == 0 or not _is_word(text[at - 1])) and (
-            not right or end == len(text) or not _is_word(text[end])
-        ):
-            return at
-        at = text.find(item, at + 1)
-    return -1
-
-
-def contains_item(text: str, item: str) -> bool:
-    return find_item(text, item) != -1
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _strings(v)
-    elif value is not None:
-        yield str(value)
-
-
-def block_text(block: TextBlock | ToolUseBlock | ToolResultBlock) -> str:
-    """What a block shows the model: text, a tool use's name and input values, a result body."""
-    if isinstance(block, TextBlock):
-        return block.text
-    if isinstance(block, ToolUseBlock):
-        return "\n".join([block.name, *_strings(block.input)])
-    return block.content
-
-
-def action_text(message: Message) -> str:
-    """A recorded action: its text plus the input values of its tool uses."""
-    return "\n".join(block_text(b) for b in message.content if not isinstance(b, ToolResultBlock))
-
 
 @dataclass(frozen=True)
 class CallNeeds:
-    """One recorded model call. `items[j]` came first from a tool result; `producers[j]` are
-    the tool_use ids of every earlier result that holds it. `oracle_tokens` excludes the
-    request prefix (system + tools), which the metrics add from the replayed request."""
+    """One recorded model call. `tool_items[j]` is tool evidence; `tool_producers[j]` the
+    tool_use ids of the earlier results that hold it. `items` / `producers` are the legacy
+    needs. `oracle_tokens` (task + the first producer of each tool-evidence item) excludes
+    the request prefix (system + tools), which the metrics add from the replayed request."""
 
     message_index: int
     items: tuple[str, ...] = ()
     producers: tuple[tuple[str, ...], ...] = ()
+    tool_items: tuple[str, ...] = ()
+    tool_producers: tuple[tuple[str, ...], ...] = ()
     oracle_tokens: int = 0
 
 
@@ -125,6 +57,10 @@ class TraceEvidence:
     @property
     def needed_items(self) -> int:
         return sum(len(c.items) for c in self.calls.values())
+
+    @property
+    def tool_evidence_items(self) -> int:
+        return sum(len(c.tool_items) for c in self.calls.values())
 
 
 @dataclass(frozen=True)
@@ -169,29 +105,49 @@ class _Corpus:
             self._cache[item] = found
         return found
 
+    def before(self, item: str, message_index: int) -> list[_Block]:
+        return [self.blocks[h] for h in self.blocks_with(item) if self.blocks[h].message < message_index]
+
+
+def _legacy_needs(corpus: _Corpus, items: set[str], i: int) -> tuple[list[str], list[tuple[str, ...]]]:
+    needed, producers = [], []
+    for item in sorted(items):
+        holders = corpus.blocks_with(item)
+        first = corpus.blocks[holders[0]] if holders else None
+        if first is None or first.message >= i or first.kind != "tool_result":
+            continue
+        needed.append(item)
+        producers.append(tuple(b.tool_id for b in corpus.before(item, i) if b.kind == "tool_result"))
+    return needed, producers
+
+
+def _tool_needs(corpus: _Corpus, system: str, items: set[str], i: int) -> tuple[list[str], list[tuple[str, ...]]]:
+    needed, producers = [], []
+    for item in maximal_items(items):
+        earlier = corpus.before(item, i)
+        if not earlier or any(b.kind != "tool_result" for b in earlier) or contains_item(system, item):
+            continue
+        needed.append(item)
+        producers.append(tuple(b.tool_id for b in earlier))
+    return needed, producers
+
 
 def trace_evidence(trace: Trace, counter: TokenCounter | None = None) -> TraceEvidence:
-    """For each recorded action: the evidence items it uses whose first appearance in the
-    conversation was a tool result, their producers, and the oracle's tokens."""
+    """For each recorded action: its tool evidence and legacy needs, their producers, and
+    the oracle's tokens."""
     counter = counter or CharRatioEstimator()
     corpus = _Corpus(trace.messages)
+    results = {b.tool_id: b.block for b in corpus.blocks if b.kind == "tool_result"}
     task_tokens = counter.count_message(trace.messages[0])
     evidence = TraceEvidence()
     for i, message in enumerate(trace.messages):
         if message.role != "assistant":
             continue
-        items, producers, first_producers = [], [], {}
-        for item in sorted(extract_items(action_text(message))):
-            holders = corpus.blocks_with(item)
-            first = corpus.blocks[holders[0]] if holders else None
-            if first is None or first.message >= i or first.kind != "tool_result":
-                continue
-            ids = tuple(corpus.blocks[h].tool_id for h in holders
-                        if corpus.blocks[h].message < i and corpus.blocks[h].kind == "tool_result")
-            items.append(item)
-            producers.append(ids)
-            first_producers[ids[0]] = corpus.blocks[holders[0]].block
-        evidence.calls[i] = CallNeeds(i, tuple(items), tuple(producers),
+        items = extract_items(action_text(message))
+        legacy, legacy_producers = _legacy_needs(corpus, items, i)
+        tool, tool_producers = _tool_needs(corpus, trace.system, items, i)
+        first_producers = {p[0]: results[p[0]] for p in tool_producers}
+        evidence.calls[i] = CallNeeds(i, tuple(legacy), tuple(legacy_producers), tuple(tool), tuple(tool_producers),
                                       task_tokens + _oracle_tokens(trace, first_producers, counter))
     return evidence
 

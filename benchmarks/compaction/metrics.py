@@ -1,22 +1,34 @@
-"""Measure one replay (trace x strategy): tokens, cache-aware cost, summarizer share,
-compactions, grounding and recoverable recall, oracle ratio (definitions: package docstring)."""
+"""Measure one replay (trace x strategy): tokens, feasibility, cost under the API cache
+model and the legacy longest-common-prefix model, summarizer share, compactions,
+tool-evidence recall (with the missed items per call), legacy grounding and recoverable
+recall, oracle ratio (definitions: package docstring)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
 from agents.messages import Message
 from agents.ports import ModelRequest
 from agents.tokens import CharRatioEstimator, TokenCounter, estimate_prefix_tokens
-from benchmarks.replay import ReplayResult
+from benchmarks.replay import MAX_OUTPUT_TOKENS, ReplayResult
 
-from .cache_cost import SummarizerCall, request_costs, summarizer_cost_usd
-from .evidence import TraceEvidence, block_text, contains_item
+from .cache_cost import SummarizerCall, request_costs, request_tokens, summarizer_cost_usd
+from .cache_model import CacheSettings, PromptCache, call_times
+from .evidence import CallNeeds, TraceEvidence, block_text, contains_item
 
-__all__ = ["RunMetrics", "WorkingSetView", "measure_replay"]
+__all__ = ["MissedItems", "RunMetrics", "WorkingSetView", "measure_replay"]
+
+
+class MissedItems(BaseModel):
+    """Tool evidence the working set of one call did not show."""
+
+    call: int  # 1-based model call
+    message_index: int
+    items: list[str]
 
 
 class RunMetrics(BaseModel):
@@ -28,25 +40,47 @@ class RunMetrics(BaseModel):
     tokens_per_call: list[int] = Field(default_factory=list)
     cumulative_tokens: int = 0
     peak_tokens: int = 0
-    cached_tokens: int = 0
+    context_limit: int = 0  # window - output reserve
+    infeasible_calls: int = 0
+    first_infeasible_call: int | None = None
+    # the `anthropic` cost model
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    plain_input_tokens: int = 0
+    output_tokens: int = 0
     main_cost_usd: float = 0.0
+    output_cost_usd: float = 0.0
     summarizer_calls: int = 0
     summarizer_input_tokens: int = 0
     summarizer_output_tokens: int = 0
     summarizer_cost_usd: float = 0.0
     cost_usd: float = 0.0
     summarizer_share: float = 0.0
+    # the `lcp` cost model (legacy)
+    lcp_cached_tokens: int = 0
+    cost_lcp_usd: float = 0.0
     compactions: dict[str, int] = Field(default_factory=dict)
     compaction_failures: int = 0
+    tool_evidence_items: int = 0
+    tool_evidence_visible: int = 0
+    tool_evidence_recoverable: int = 0
+    tool_evidence_recall: float | None = None
+    tool_evidence_recoverable_recall: float | None = None
+    missed: list[MissedItems] = Field(default_factory=list)
     needed_items: int = 0
     visible_items: int = 0
     recoverable_items: int = 0
-    grounding_recall: float | None = None
-    recoverable_recall: float | None = None
+    grounding_recall: float | None = None  # legacy
+    recoverable_recall: float | None = None  # legacy
     oracle_tokens: int = 0
     oracle_ratio: float | None = None
+    token_scale: float | None = None  # the measuring counter's scale, when scaled
     seconds: float = 0.0
     error: str | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return self.infeasible_calls == 0
 
 
 class WorkingSetView:
@@ -77,10 +111,71 @@ class WorkingSetView:
         return "\n".join(parts), frozenset(ids)
 
 
+@dataclass
+class _Recall:
+    needed: int = 0
+    visible: int = 0
+    recoverable: int = 0
+
+    def add(self, items: Sequence[str], producers: Sequence[Sequence[str]], text: str, ids: frozenset[str]) -> list[str]:
+        missed = []
+        for item, holders in zip(items, producers, strict=True):
+            self.needed += 1
+            if contains_item(text, item):
+                self.visible += 1
+                self.recoverable += 1
+                continue
+            missed.append(item)
+            if any(p in ids for p in holders):
+                self.recoverable += 1
+        return missed
+
+    def recall(self) -> float | None:
+        return self.visible / self.needed if self.needed else None
+
+    def reachable(self) -> float | None:
+        return self.recoverable / self.needed if self.needed else None
+
+
 def _count_compactions(replay: ReplayResult) -> tuple[dict[str, int], int]:
     kinds = Counter(e.kind for e in replay.compactions if e.applied)
     failures = sum(1 for e in replay.compactions if e.failed)
     return dict(sorted(kinds.items())), failures
+
+
+def _output_tokens(replay: ReplayResult, k: int, message_index: int, counter: TokenCounter, cache: CacheSettings) -> int:
+    recorded = replay.trace.call_record(k).output_tokens
+    if cache.output_tokens == "recorded" and recorded is not None:
+        return recorded
+    return counter.count_message(replay.trace.messages[message_index])
+
+
+def _api_costs(replay: ReplayResult, measured: list[tuple[int, int]], counter: TokenCounter, pricing_model: str,
+               cache: CacheSettings) -> tuple[PromptCache, list]:
+    model = PromptCache(counter, pricing_model, cache)
+    times = call_times([replay.trace.call_record(k).timestamp for k, _ in measured], cache.default_gap_s)
+    costs = [model.call(replay.requests[k], now, _output_tokens(replay, k, i, counter, cache))
+             for (k, i), now in zip(measured, times, strict=True)]
+    return model, costs
+
+
+def _evidence(replay: ReplayResult, evidence: TraceEvidence, measured: list[tuple[int, int]], counter: TokenCounter):
+    view = WorkingSetView([u.id for u in replay.trace.tool_uses])
+    tool, legacy, missed, oracle = _Recall(), _Recall(), [], 0
+    for k, message_index in measured:
+        request = replay.requests[k]
+        needs: CallNeeds | None = evidence.calls.get(message_index)
+        if needs is None:
+            continue
+        oracle += estimate_prefix_tokens(counter, system=request.system, tools=request.tools) + needs.oracle_tokens
+        if not needs.items and not needs.tool_items:
+            continue
+        text, ids = view.show(request)
+        lost = tool.add(needs.tool_items, needs.tool_producers, text, ids)
+        legacy.add(needs.items, needs.producers, text, ids)
+        if lost:
+            missed.append(MissedItems(call=k + 1, message_index=message_index, items=lost))
+    return tool, legacy, missed, oracle
 
 
 def measure_replay(
@@ -91,58 +186,48 @@ def measure_replay(
     pricing_model: str,
     summarizer_calls: Sequence[SummarizerCall] = (),
     counter: TokenCounter | None = None,
+    cache: CacheSettings | None = None,
+    context_window: int | None = None,
+    max_output_tokens: int = MAX_OUTPUT_TOKENS,
+    token_scale: float | None = None,
 ) -> RunMetrics:
     """Only calls the recorded agent made are measured: a replay's extra call after the
     recording ends (answered None) is left out."""
     counter = counter or CharRatioEstimator()
-    costs = request_costs(replay.requests, counter, pricing_model)
-    view = WorkingSetView([u.id for u in replay.trace.tool_uses])
+    cache = cache or CacheSettings()
     measured = [(k, i) for k, i in enumerate(replay.answered) if i is not None]
-    tokens, needed, visible, recoverable, oracle = [], 0, 0, 0, 0
-    for k, message_index in measured:
-        request = replay.requests[k]
-        tokens.append(replay.estimated_tokens[k] if k < len(replay.estimated_tokens) else costs[k].tokens)
-        needs = evidence.calls.get(message_index)
-        if needs is None:
-            continue
-        oracle += estimate_prefix_tokens(counter, system=request.system, tools=request.tools) + needs.oracle_tokens
-        if not needs.items:
-            continue
-        text, ids = view.show(request)
-        for item, producers in zip(needs.items, needs.producers, strict=True):
-            needed += 1
-            if contains_item(text, item):
-                visible += 1
-                recoverable += 1
-            elif any(p in ids for p in producers):
-                recoverable += 1
-    main_cost = sum(costs[k].cost_usd for k, _ in measured)
-    summ_cost = sum(summarizer_cost_usd(c, pricing_model) for c in summarizer_calls)
+    tokens = [request_tokens(replay.requests[k], counter) for k, _ in measured]
+    limit = (context_window - max_output_tokens) if context_window else 0
+    over = [n for n, t in enumerate(tokens, start=1) if limit and t > limit]
+    prompt_cache, api = _api_costs(replay, measured, counter, pricing_model, cache)
+    summarizer = [prompt_cache.fresh_call(c.input_tokens, c.output_tokens) for c in summarizer_calls]
+    lcp = request_costs(replay.requests, counter, pricing_model)
+    lcp_main = sum(lcp[k].cost_usd for k, _ in measured)
+    tool, legacy, missed, oracle = _evidence(replay, evidence, measured, counter)
     kinds, failures = _count_compactions(replay)
+    main_cost = sum(c.cost_usd for c in api)
+    summ_cost = sum(c.cost_usd for c in summarizer)
     total_cost = main_cost + summ_cost
+    output_cost = sum(c.output for c in api) * prompt_cache.price * cache.output_multiplier
     cumulative = sum(tokens)
     return RunMetrics(
-        trace=trace_label,
-        strategy=replay.strategy,
-        calls=len(measured),
-        tokens_per_call=tokens,
-        cumulative_tokens=cumulative,
-        peak_tokens=max(tokens, default=0),
-        cached_tokens=sum(costs[k].cached_tokens for k, _ in measured),
-        main_cost_usd=main_cost,
+        trace=trace_label, strategy=replay.strategy, calls=len(measured), tokens_per_call=tokens,
+        cumulative_tokens=cumulative, peak_tokens=max(tokens, default=0), context_limit=limit,
+        infeasible_calls=len(over), first_infeasible_call=over[0] if over else None,
+        cache_read_tokens=sum(c.cache_read for c in api), cache_write_tokens=sum(c.cache_write for c in api),
+        plain_input_tokens=sum(c.plain for c in api), output_tokens=sum(c.output for c in api),
+        main_cost_usd=main_cost, output_cost_usd=output_cost,
         summarizer_calls=len(summarizer_calls),
         summarizer_input_tokens=sum(c.input_tokens for c in summarizer_calls),
         summarizer_output_tokens=sum(c.output_tokens for c in summarizer_calls),
-        summarizer_cost_usd=summ_cost,
-        cost_usd=total_cost,
+        summarizer_cost_usd=summ_cost, cost_usd=total_cost,
         summarizer_share=summ_cost / total_cost if total_cost else 0.0,
-        compactions=kinds,
-        compaction_failures=failures,
-        needed_items=needed,
-        visible_items=visible,
-        recoverable_items=recoverable,
-        grounding_recall=visible / needed if needed else None,
-        recoverable_recall=recoverable / needed if needed else None,
-        oracle_tokens=oracle,
-        oracle_ratio=cumulative / oracle if oracle else None,
+        lcp_cached_tokens=sum(lcp[k].cached_tokens for k, _ in measured),
+        cost_lcp_usd=lcp_main + sum(summarizer_cost_usd(c, pricing_model) for c in summarizer_calls),
+        compactions=kinds, compaction_failures=failures,
+        tool_evidence_items=tool.needed, tool_evidence_visible=tool.visible, tool_evidence_recoverable=tool.recoverable,
+        tool_evidence_recall=tool.recall(), tool_evidence_recoverable_recall=tool.reachable(), missed=missed,
+        needed_items=legacy.needed, visible_items=legacy.visible, recoverable_items=legacy.recoverable,
+        grounding_recall=legacy.recall(), recoverable_recall=legacy.reachable(),
+        oracle_tokens=oracle, oracle_ratio=cumulative / oracle if oracle else None, token_scale=token_scale,
     )

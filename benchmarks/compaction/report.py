@@ -1,36 +1,50 @@
-"""The benchmark's outputs: one JSON document, a markdown report, a terminal table."""
+"""The benchmark's outputs: one JSON document and a markdown report (terminal tables:
+`terminal.py`)."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
 
 import benchmarks.compaction as package
 
 from .data import Inputs
 from .metrics import RunMetrics
+from .presets import NOT_EXPRESSIBLE, PRESETS
+from .provenance import provenance
 from .runner import BenchConfig
-from .stats import Interval, StrategySummary
+from .stats import FrameworkRow, Interval, StrategySummary
+from .token_check import FamilyTokens, TraceTokens
 
-__all__ = ["build_document", "markdown_report", "print_live", "print_table"]
+__all__ = ["SYNTHETIC_NOTE", "build_document", "fmt_interval", "markdown_report", "summary_cells"]
 
 SYNTHETIC_NOTE = "SYNTHETIC data: generated trajectories, not recorded agent runs"
+EXCEEDS = "⚠ "
 
 
 def build_document(
     inputs: Inputs, config: BenchConfig, runs: Sequence[RunMetrics], summaries: Sequence[StrategySummary],
     *, wall_time_s: float, runtime: str, figures: dict[str, str] | None = None,
+    frameworks: Sequence[FrameworkRow] = (), tokens: Sequence[TraceTokens] = (), families: Sequence[FamilyTokens] = (),
+    origin: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """`origin`: the provenance taken when the run started (commit, versions, hashes);
+    taken now when not given."""
+    summary = []
+    for s in summaries:
+        row = s.model_dump()
+        row["exceeds_window"] = s.exceeds_window
+        summary.append(row)
     return {
         "benchmark": "compaction",
         "synthetic": inputs.synthetic,
         "data": SYNTHETIC_NOTE if inputs.synthetic else inputs.description,
         "settings": config.model_dump(),
+        "presets": {name: PRESETS[name].model_dump() for name in config.strategies if name in PRESETS},
         "runtime": runtime,
         "wall_time_s": round(wall_time_s, 2),
+        "provenance": origin or provenance([] if inputs.synthetic else [t.path for _, t in inputs.traces]),
         "traces": [
             {"label": label, "source": t.source, "task_id": t.task_id, "model": t.model, "path": t.path,
              "calls": sum(m.role == "assistant" for m in t.messages)}
@@ -38,13 +52,15 @@ def build_document(
         ],
         "skipped": [{"path": p, "reason": r} for p, r in inputs.skipped],
         "ignored": inputs.ignored,
-        "summary": [s.model_dump() for s in summaries],
+        "summary": summary,
+        "frameworks": [f.model_dump() for f in frameworks],
+        "token_check": {"traces": [t.model_dump() for t in tokens], "families": [f.model_dump() for f in families]},
         "runs": [r.model_dump() for r in runs],
         "figures": figures or {},
     }
 
 
-def _iv(value: dict | Interval | None, digits: int = 2, pct: bool = False) -> str:
+def fmt_interval(value: dict | Interval | None, digits: int = 2, pct: bool = False) -> str:
     if value is None:
         return "—"
     iv = value if isinstance(value, Interval) else Interval.model_validate(value)
@@ -55,84 +71,54 @@ def _iv(value: dict | Interval | None, digits: int = 2, pct: bool = False) -> st
     return f"{iv.value:.{digits}f} [{iv.lo:.{digits}f}–{iv.hi:.{digits}f}]"
 
 
+def _num(v: float | None, digits: int = 2) -> str:
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def _p(test: dict | None) -> str:
+    if not test or test.get("p_holm") is None:
+        return "—"
+    p = test["p_holm"]
+    return f"{p:.3f}" if p >= 0.001 else "<0.001"
+
+
+def _pct_diff(iv: dict | None) -> str:
+    if iv is None:
+        return "—"
+    return f"{iv['value']:+.0%} [{iv['lo']:+.0%}, {iv['hi']:+.0%}]"
+
+
 def _compactions(kinds: dict[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none"
 
 
+def strategy_label(s: dict) -> str:
+    return (EXCEEDS if s["exceeds_window"] else "") + s["strategy"]
+
+
+def _infeasible(s: dict) -> str:
+    return f"{s['infeasible_calls']} ({s['traces_infeasible']} traces)" if s["infeasible_calls"] else "0"
+
+
 SUMMARY_COLUMNS = (
-    "strategy", "traces", "tokens ÷ raw", "cost ÷ raw", "tokens ÷ base", "cost ÷ base", "peak tokens",
-    "grounding recall", "recoverable recall", "oracle ratio", "summ. calls (cost share)", "compactions",
+    "strategy", "traces", "infeasible calls", "cost ÷ raw", "pooled cost ÷ raw", "cost ÷ base", "p cost (Holm)",
+    "tokens ÷ raw", "peak tokens", "tool-evidence recall", "Δ vs base", "p recall (Holm)", "recoverable (tool ev.)",
+    "grounding recall (legacy)", "cost ÷ raw (lcp, legacy)", "summ. calls (cost share)", "compactions",
 )
 
 
-def _summary_row(s: dict) -> list[str]:
+def summary_cells(s: dict) -> list[str]:
     failed = f" ({s['failed']} failed)" if s["failed"] else ""
     return [
-        s["strategy"], f"{s['traces']}{failed}",
-        _iv(s["vs_raw"]["cumulative_tokens"]), _iv(s["vs_raw"]["cost_usd"]),
-        _iv(s["vs_baseline"]["cumulative_tokens"]), _iv(s["vs_baseline"]["cost_usd"]),
-        _iv(s["peak_tokens"], 0), _iv(s["grounding_recall"], pct=True), _iv(s["recoverable_recall"], pct=True),
-        _iv(s["oracle_ratio"], 1), f"{s['summarizer_calls']} ({s['summarizer_share']:.1%})", _compactions(s["compactions"]),
+        strategy_label(s), f"{s['traces']}{failed}", _infeasible(s),
+        fmt_interval(s["vs_raw"]["cost_usd"]), _num(s["pooled_vs_raw"]["cost_usd"]), fmt_interval(s["vs_baseline"]["cost_usd"]),
+        _p(s["tests"].get("cost_usd")),
+        fmt_interval(s["vs_raw"]["cumulative_tokens"]), fmt_interval(s["peak_tokens"], 0),
+        fmt_interval(s["tool_evidence_recall"], pct=True), _pct_diff(s["tool_evidence_recall_minus_baseline"]),
+        _p(s["tests"].get("tool_evidence_recall")), fmt_interval(s["tool_evidence_recoverable_recall"], pct=True),
+        fmt_interval(s["grounding_recall"], pct=True), fmt_interval(s["vs_raw"]["cost_lcp_usd"]),
+        f"{s['summarizer_calls']} ({s['summarizer_share']:.1%})", _compactions(s["compactions"]),
     ]
-
-
-TERMINAL_COLUMNS = (
-    "strategy", "traces", "tokens ÷ raw", "cost ÷ raw", "cost ÷ base", "peak tokens",
-    "grounding recall", "recoverable recall", "summ. calls (share)", "compactions",
-)
-
-
-def _terminal_row(s: dict) -> list[str]:
-    """Like the markdown row, fewer columns, each interval under its value."""
-    two = lambda text: text.replace(" [", "\n[")  # noqa: E731
-    row = _summary_row(s)
-    return [row[0], row[1], two(row[2]), two(row[3]), two(row[5]), two(row[6]), two(row[7]), two(row[8]), row[10], row[11]]
-
-
-def print_table(doc: dict[str, Any], console: Console) -> None:
-    title = f"Compaction strategies — {len(doc['traces'])} traces, context window {doc['settings']['context_window']:,}"
-    if doc["synthetic"]:
-        title += f" — {SYNTHETIC_NOTE}"
-    table = Table(title=title, title_justify="left")
-    for name in TERMINAL_COLUMNS:
-        table.add_column(name, overflow="fold", no_wrap=name != "compactions", min_width=12 if name == "compactions" else None)
-    for s in doc["summary"]:
-        table.add_row(*_terminal_row(s))
-    console.print(table)
-    console.print(f"ratios: median over traces [95% bootstrap]; recalls: mean [95% bootstrap]; "
-                  f"base = {doc['settings']['baseline']}; wall time {doc['wall_time_s']:.1f} s ({doc['runtime']})")
-    for item in doc["skipped"]:
-        console.print(f"skipped {item['path']}: {item['reason']}")
-    for r in doc["runs"]:
-        if r["error"]:
-            console.print(f"failed {r['trace']} under {r['strategy']}: {r['error']}")
-
-
-LIVE_COLUMNS = ("strategy", "tasks", "passed", "pass rate", "gained vs base", "lost vs base", "both passed",
-                "both not passed", "not comparable", "cost", "compactions")
-
-
-def _live_rows(live: dict) -> list[list[str]]:
-    rows = []
-    for x in live["strategies"]:
-        f = x["flips_vs_baseline"]
-        rows.append([x["strategy"], str(x["tasks"]), str(x["passed"]), _iv(x["pass_rate"], pct=True), str(f["gained"]),
-                     str(f["lost"]), str(f["both_passed"]), str(f["both_not_passed"]), str(f["not_comparable"]),
-                     f"${x['cost_usd']:.4f}", str(x["compactions"])])
-    return rows
-
-
-def print_live(doc: dict[str, Any], console: Console) -> None:
-    live = doc.get("live")
-    if not live:
-        return
-    table = Table(title=f"Live: {live['tasks']} tasks from {live['tasks_file']} per strategy (base = {live['baseline']})",
-                  title_justify="left")
-    for name in LIVE_COLUMNS:
-        table.add_column(name, no_wrap=True)
-    for row in _live_rows(live):
-        table.add_row(*row)
-    console.print(table)
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -148,53 +134,143 @@ def _definitions() -> str:
 
 def _run_row(r: dict) -> list[str]:
     if r["error"]:
-        return [r["trace"], r["strategy"], "failed: " + r["error"], *[""] * 6]
-    recall = lambda v: "—" if v is None else f"{v:.0%}"  # noqa: E731
+        return [r["trace"], r["strategy"], "failed: " + r["error"], *[""] * 8]
+    pct = lambda v: "—" if v is None else f"{v:.0%}"  # noqa: E731
     return [
-        r["trace"], r["strategy"], str(r["calls"]), f"{r['cumulative_tokens']:,}", f"{r['peak_tokens']:,}",
-        f"${r['cost_usd']:.4f}", recall(r["grounding_recall"]), recall(r["recoverable_recall"]), _compactions(r["compactions"]),
+        r["trace"], r["strategy"], str(r["calls"]), str(r["infeasible_calls"]), f"{r['cumulative_tokens']:,}",
+        f"{r['peak_tokens']:,}", f"${r['cost_usd']:.4f}", f"${r['cost_lcp_usd']:.4f}", pct(r["tool_evidence_recall"]),
+        pct(r["grounding_recall"]), _compactions(r["compactions"]),
     ]
 
 
-def markdown_report(doc: dict[str, Any]) -> str:
+def _settings_lines(doc: dict[str, Any]) -> list[str]:
     s = doc["settings"]
-    lines = ["# Compaction-strategy benchmark", ""]
-    if doc["synthetic"]:
-        lines += [f"> **{SYNTHETIC_NOTE}.** Run with `--traces PATH` to measure recorded trajectories.", ""]
-    lines += [
+    cache = s["cache"]
+    return [
         f"- data: {doc['data']}",
         f"- traces: {len(doc['traces'])} measured, {len(doc['skipped'])} skipped, {len(doc['ignored'])} non-trace files ignored",
         f"- strategies: {', '.join(s['strategies'])}; baseline: {s['baseline']}",
-        f"- context window: {s['context_window']:,} tokens; summarizer: {s['summarizer']}; "
-        f"pricing: {s['pricing_model']}; bootstrap: {s['resamples']} resamples, seed {s['seed']}",
+        f"- context window: {s['context_window']:,} tokens (a call over {s['context_window'] - 4096:,} = window − 4,096 "
+        f"output reserve is infeasible); summarizer: {s['summarizer']}; pricing: {s['pricing_model']}; "
+        f"tokens measured by: {s['tokenizer']}",
+        f"- cost model: breakpoints {', '.join(cache['breakpoints'])}; lookback {cache['lookback_blocks']} blocks; "
+        f"minimum cacheable {cache['min_cacheable_tokens'] or 'by model family'}; TTL {cache['ttl_s']:.0f} s "
+        f"(gap without timestamps: {cache['default_gap_s'] or 'none'}); read ×{cache['read_multiplier']}, "
+        f"write ×{cache['write_multiplier']}, output ×{cache['output_multiplier']} ({cache['output_tokens']} output tokens)",
+        f"- statistics: bootstrap {s['resamples']} resamples of {s['cluster']} clusters, seed {s['seed']}; "
+        "Wilcoxon signed-rank vs the baseline, Holm-adjusted per metric",
         f"- wall time: {doc['wall_time_s']:.1f} s ({doc['runtime']})",
-        "", "## Summary", "",
-        "Ratios: median over traces of the per-trace ratio, [95% bootstrap interval]. "
-        "Recalls: mean over traces [95% bootstrap interval].", "",
     ]
-    lines += _md_table(SUMMARY_COLUMNS, [_summary_row(x) for x in doc["summary"]])
-    pooled = lambda v: "—" if v is None else f"{v:.2f}"  # noqa: E731
-    lines += ["", "Pooled over all traces (sum ÷ sum, so long traces weigh more than in the median):", ""]
-    lines += _md_table(["strategy", "tokens ÷ raw", "cost ÷ raw"], [
-        [x["strategy"], pooled(x["pooled_vs_raw"]["cumulative_tokens"]), pooled(x["pooled_vs_raw"]["cost_usd"])]
-        for x in doc["summary"]])
-    diffs = [(x["strategy"], x["grounding_recall_minus_baseline"]) for x in doc["summary"]]
-    lines += ["", f"Grounding recall minus {s['baseline']} (mean paired difference): "
-              + "; ".join(f"{name} {_iv(d)}" for name, d in diffs), ""]
+
+
+def _rerun_lines(doc: dict[str, Any]) -> list[str]:
+    prov = doc["provenance"]
+    project = prov["project"]
+    argv = prov["argv"]
+    command = "workingset bench compaction " + shlex.join(argv[argv.index("compaction") + 1:]) if "compaction" in argv else "workingset bench compaction"
+    dirty = " (uncommitted changes were present)" if project.get("dirty") else ""
+    versions = ", ".join(f"{k} {v}" for k, v in prov["packages"].items() if v)
+    return [
+        "## How to rerun", "",
+        f"1. Check out commit `{project.get('commit') or 'unknown'}`{dirty} and install it: `pip install -e '.[dev]'`.",
+        f"2. Recorded with Python {prov['python']} on {prov['platform']}; {versions}.",
+        f"3. Check the inputs: `results.json` → `provenance.trace_sha256` has the SHA-256 of each of the "
+        f"{len(prov['trace_sha256'])} trace files (`sha256sum FILE`).",
+        f"4. Run `{command}`. The same inputs and seed give the same tables (wall times aside).",
+    ]
+
+
+def _tests_lines(doc: dict[str, Any]) -> list[str]:
+    rows = []
+    for s in doc["summary"]:
+        for metric, t in s["tests"].items():
+            effect = "—" if t["median_effect"] != t["median_effect"] else (
+                f"×{t['median_effect']:.3f}" if t["comparison"] == "log-ratio" else f"{t['median_effect']:+.3f}")
+            p = "—" if t["p_value"] is None else f"{t['p_value']:.4f}"
+            rows.append([s["strategy"], metric, t["comparison"], str(t["n"]), effect, p, _p(t)])
+    return ["## Paired tests against the baseline", "",
+            f"Wilcoxon signed-rank, two-sided, per trace pair with {doc['settings']['baseline']}; costs and tokens on "
+            "the log of the per-trace ratio (effect: median ratio), recalls on the difference (effect: median "
+            "difference); p adjusted with Holm across the strategies of each metric.", "",
+            *_md_table(["strategy", "metric", "compared as", "pairs", "median effect", "p", "p (Holm)"], rows)]
+
+
+def _frameworks_lines(doc: dict[str, Any]) -> list[str]:
+    rows = [[f["framework"], f["strategy"], str(f["traces"]), _num(f["cost_vs_raw_median"]), _num(f["cost_vs_raw_pooled"]),
+             "—" if f["tool_evidence_recall_mean"] is None else f"{f['tool_evidence_recall_mean']:.0%}",
+             str(f["infeasible_calls"])] for f in doc["frameworks"]]
+    return ["## Per framework", "",
+            *_md_table(["framework", "strategy", "traces", "cost ÷ raw (median)", "cost ÷ raw (pooled)",
+                        "tool-evidence recall (mean)", "infeasible calls"], rows)]
+
+
+def _tokens_lines(doc: dict[str, Any]) -> list[str]:
+    rows = [[f["family"], str(f["traces"]), str(f["calls"]), _num(f["estimate_over_recorded"], 3),
+             _num(f["tekken_over_recorded"], 3), _num(f["estimate_over_tekken"], 3)] for f in doc["token_check"]["families"]]
+    return ["## Token counts: the estimator against real counts", "",
+            "Per trace family, pooled over the calls whose usage the trace records: the harness's estimate "
+            "(chars/4) and the Tekken BPE count of the context as loaded, over the input tokens the recorded "
+            "model's API billed for its own rendering of that context (1.000 = exact; below 1 the estimator "
+            "undercounts). The last column needs no recorded usage.", "",
+            *_md_table(["family", "traces", "calls with usage", "estimate ÷ recorded", "Tekken ÷ recorded",
+                        "estimate ÷ Tekken"], rows)]
+
+
+def _presets_lines(doc: dict[str, Any]) -> list[str]:
+    if not doc["presets"]:
+        return []
+    lines = ["## Peer presets", ""]
+    for name, p in doc["presets"].items():
+        lines.append(f"- `{name}` = `{p['spec']}` — {p['peer']}. Source: {p['source']}."
+                     + ("" if p["exact"] else " Approximate.") + (f" {p['gap']}" if p["gap"] else ""))
+    lines += [f"- `{name}` (not run): {text}" for name, text in NOT_EXPRESSIBLE.items()]
+    return [*lines, ""]
+
+
+def _missed_lines(doc: dict[str, Any], limit: int = 3) -> list[str]:
+    lines = ["## Drill-down: tool evidence missed, per call", "",
+             f"The first {limit} calls with missed items of each run (all of them in `results.json`, `runs[].missed`).", ""]
+    for r in doc["runs"]:
+        if r["error"] or not r["missed"]:
+            continue
+        shown = "; ".join(f"call {m['call']}: " + ", ".join(f"`{i}`" for i in m["items"][:6])
+                          + (f" (+{len(m['items']) - 6})" if len(m["items"]) > 6 else "") for m in r["missed"][:limit])
+        lines.append(f"- {r['trace']} · {r['strategy']} ({len(r['missed'])} calls): {shown}")
+    return lines
+
+
+def markdown_report(doc: dict[str, Any]) -> str:
+    lines = ["# Compaction-strategy benchmark", ""]
+    if doc["synthetic"]:
+        lines += [f"> **{SYNTHETIC_NOTE}.** Run with `--traces PATH` to measure recorded trajectories.", ""]
+    exceed = [s["strategy"] for s in doc["summary"] if s["exceeds_window"]]
+    lines += _settings_lines(doc)
+    lines += ["", "## Summary", "",
+              "Ratios: median over traces of the per-trace ratio [95% cluster-bootstrap interval]; pooled = sum ÷ sum. "
+              "Recalls: mean over traces [95% interval]; Δ vs base: mean paired difference [95% interval]. "
+              f"{EXCEEDS}marks a strategy that sent at least one request over the window (infeasible calls); "
+              "it is left off the Pareto front.", ""]
+    if exceed:
+        lines += [f"**Exceed the window:** {', '.join(exceed)}.", ""]
+    lines += _md_table(SUMMARY_COLUMNS, [summary_cells(x) for x in doc["summary"]])
+    lines += ["", *_tests_lines(doc), "", *_frameworks_lines(doc), "", *_tokens_lines(doc), "", *_presets_lines(doc)]
     if doc["figures"]:
         lines += ["## Figures", ""] + [f"![{name}]({path})" for name, path in doc["figures"].items()] + [""]
     lines += ["## Per trace", ""]
-    lines += _md_table(["trace", "strategy", "calls", "cumulative tokens", "peak", "cost", "grounding", "recoverable", "compactions"],
-                       [_run_row(r) for r in doc["runs"]])
+    lines += _md_table(["trace", "strategy", "calls", "infeasible", "cumulative tokens", "peak", "cost", "cost (lcp)",
+                        "tool evidence", "grounding (legacy)", "compactions"], [_run_row(r) for r in doc["runs"]])
+    lines += ["", *_missed_lines(doc)]
     if doc.get("live"):
+        from .terminal import LIVE_COLUMNS, live_rows
+
         live = doc["live"]
         lines += ["", "## Live runs", "",
                   f"{live['tasks']} tasks from `{live['tasks_file']}`, each run once per strategy (model: "
                   f"{live['model'] or 'the tasks’ own'}). Pass rate: mean over tasks [95% bootstrap]; flips are paired "
                   f"per task against {live['baseline']} (errors are not comparable).", ""]
-        lines += _md_table(LIVE_COLUMNS, _live_rows(live))
+        lines += _md_table(LIVE_COLUMNS, live_rows(live))
         lines += [f"- invalid task line: {text}" for text in live["invalid"]]
     if doc["skipped"]:
         lines += ["", "## Skipped inputs", ""] + [f"- `{x['path']}`: {x['reason']}" for x in doc["skipped"]]
-    lines += ["", _definitions(), ""]
+    lines += ["", *_rerun_lines(doc), "", _definitions(), ""]
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Run every trace x strategy replay: on Ray (one remote task each) or in this process.
 
-Evidence is strategy-independent, so it is computed once per trace (on Ray: one task per
-trace, whose result every strategy task of that trace receives by reference).
+Evidence needs, the token check and the measuring counter's scale are strategy-independent,
+so they are computed once per trace (on Ray: one task per trace, whose result every
+strategy task of that trace receives by reference).
 Summaries go through the Summarizer port: `extractive` runs inside each task; a model
 spec runs on Ray through the CompactorPool, in-process through the model client.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -18,15 +20,18 @@ from agents.compaction import ExtractiveSummarizer, load_summarizer
 from agents.config import SummarizerSettings
 from agents.errors import WorkingsetError
 from agents.ports import Summarizer
-from agents.tokens import CharRatioEstimator
 from benchmarks.replay import replay_trace
 from benchmarks.traces import Trace
 
 from .cache_cost import MeteredSummarizer
+from .cache_model import CacheSettings
 from .evidence import TraceEvidence, trace_evidence
 from .metrics import RunMetrics, measure_replay
+from .presets import resolve_spec
+from .token_check import TraceTokens, trace_tokens
+from .tokenizers import make_counter, trace_scale
 
-__all__ = ["BenchConfig", "BenchFailed", "measure", "run_local", "run_on_ray"]
+__all__ = ["BenchConfig", "BenchFailed", "Measured", "PerTrace", "measure", "per_trace", "run_local", "run_on_ray"]
 
 Progress = Callable[[RunMetrics], None]
 
@@ -44,21 +49,45 @@ class BenchConfig(BaseModel):
     resamples: int = Field(2_000, ge=0)
     seed: int = 0
     strict: bool = False
+    tokenizer: str = "estimate"
+    cluster: str = "instance"
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+
+
+@dataclass(frozen=True)
+class PerTrace:
+    """The strategy-independent part of one trace's measurement, computed once."""
+
+    evidence: TraceEvidence
+    tokens: TraceTokens
+    scale: float | None = None  # the measuring counter's per-trace scale
+
+
+class Measured(BaseModel):
+    """Everything the replays produced: one RunMetrics per trace x strategy, and per trace
+    the token check (estimator against recorded usage and Tekken)."""
+
+    runs: list[RunMetrics]
+    tokens: list[TraceTokens]
 
 
 async def measure(
-    label: str, trace: Trace, evidence: TraceEvidence, spec: str, config: BenchConfig, summarizer: Summarizer | None = None
+    label: str, trace: Trace, evidence: TraceEvidence, spec: str, config: BenchConfig, summarizer: Summarizer | None = None,
+    scale: float | None = None,
 ) -> RunMetrics:
     """Replay one trace under one strategy and measure it; a failure is a result with `error`."""
     started = time.perf_counter()
-    counter = CharRatioEstimator()
-    meter = MeteredSummarizer(summarizer or ExtractiveSummarizer(), counter)
     try:
-        replay = await replay_trace(trace, strategy=spec, context_window=config.context_window, summarizer=meter)
+        counter = make_counter(config.tokenizer, scale)
+        meter = MeteredSummarizer(summarizer or ExtractiveSummarizer(), counter)
+        replay = await replay_trace(trace, strategy=resolve_spec(spec), context_window=config.context_window,
+                                    summarizer=meter)
         metrics = measure_replay(
             replay, evidence, trace_label=label, pricing_model=config.pricing_model,
-            summarizer_calls=meter.calls, counter=counter,
+            summarizer_calls=meter.calls, counter=counter, cache=config.cache,
+            context_window=config.context_window, token_scale=scale,
         )
+        metrics.strategy = spec  # a preset keeps its own name
     except Exception as exc:  # one broken replay must not lose the others' results
         metrics = RunMetrics(trace=label, strategy=spec, error=f"{type(exc).__name__}: {exc}")
     metrics.seconds = time.perf_counter() - started
@@ -76,34 +105,40 @@ def _local_summarizer(config: BenchConfig) -> Summarizer | None:
     return load_summarizer(SummarizerSettings(spec=config.summarizer))
 
 
-async def _run_local(traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None) -> list[RunMetrics]:
+async def _run_local(traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None) -> Measured:
     summarizer = _local_summarizer(config)
-    results = []
+    results, tokens = [], []
     for label, trace in traces:
-        evidence = trace_evidence(trace)
+        once = per_trace(label, trace, config.tokenizer)
+        tokens.append(once.tokens)
         for spec in config.strategies:
-            result = await measure(label, trace, evidence, spec, config, summarizer)
+            result = await measure(label, trace, once.evidence, spec, config, summarizer, once.scale)
             _check(result, config)
             results.append(result)
             if progress:
                 progress(result)
-    return results
+    return Measured(runs=results, tokens=tokens)
 
 
-def run_local(traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None = None) -> list[RunMetrics]:
+def run_local(traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None = None) -> Measured:
     """Every task in this process, one after another (`--local`)."""
     return asyncio.run(_run_local(traces, config, progress))
+
+
+def per_trace(label: str, trace: Trace, tokenizer: str = "estimate") -> PerTrace:
+    """The strategy-independent part: evidence needs, the token check, the counter's scale."""
+    return PerTrace(evidence=trace_evidence(trace), tokens=trace_tokens(label, trace), scale=trace_scale(tokenizer, trace))
 
 
 # -- Ray ---------------------------------------------------------------------------------
 
 
-def _evidence_task(trace: Trace) -> TraceEvidence:
-    return trace_evidence(trace)
+def _per_trace_task(label: str, trace: Trace, tokenizer: str) -> PerTrace:
+    return per_trace(label, trace, tokenizer)
 
 
-def _measure_task(label: str, trace: Trace, evidence: TraceEvidence, spec: str, config: dict, summarizer) -> RunMetrics:
-    return asyncio.run(measure(label, trace, evidence, spec, BenchConfig.model_validate(config), summarizer))
+def _measure_task(label: str, trace: Trace, once: PerTrace, spec: str, config: dict, summarizer) -> RunMetrics:
+    return asyncio.run(measure(label, trace, once.evidence, spec, BenchConfig.model_validate(config), summarizer, once.scale))
 
 
 def _pool(config: BenchConfig):
@@ -121,22 +156,24 @@ def _pool(config: BenchConfig):
 def run_on_ray(
     traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None = None, *, address: str | None = None
 ) -> list[RunMetrics]:
-    """One Ray task per trace x strategy (1 CPU each), results in submission order."""
+    """One Ray task per trace x strategy (1 CPU each), results in submission order; the
+    per-trace task (evidence, token check) runs once and its result goes by reference."""
     import ray
 
     from cluster.runtime import connect
 
     connect(address)
-    evidence_task = ray.remote(num_cpus=1, max_retries=0)(_evidence_task)
+    per_trace_task = ray.remote(num_cpus=1, max_retries=0)(_per_trace_task)
     measure_task = ray.remote(num_cpus=1, max_retries=0)(_measure_task)
     summarizer = _pool(config)
     dumped = config.model_dump()
-    refs, order = [], {}
+    refs, order, once_refs = [], {}, []
     for label, trace in traces:
         trace_ref = ray.put(trace)
-        evidence_ref = evidence_task.remote(trace_ref)
+        once_ref = per_trace_task.remote(label, trace_ref, config.tokenizer)
+        once_refs.append(once_ref)
         for spec in config.strategies:
-            ref = measure_task.remote(label, trace_ref, evidence_ref, spec, dumped, summarizer)
+            ref = measure_task.remote(label, trace_ref, once_ref, spec, dumped, summarizer)
             order[ref] = len(refs)
             refs.append(ref)
     results: list[RunMetrics | None] = [None] * len(refs)
@@ -153,4 +190,5 @@ def run_on_ray(
         for ref in pending:
             ray.cancel(ref, force=True)
         raise
-    return [r for r in results if r is not None]
+    tokens = [once.tokens for once in ray.get(once_refs)]
+    return Measured(runs=[r for r in results if r is not None], tokens=tokens)

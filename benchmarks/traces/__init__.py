@@ -17,24 +17,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import anthropic_messages, mini_swe_agent, moatless, openhands, swe_agent, workingset
+from . import (
+    anthropic_messages,
+    mini_swe_agent,
+    moatless,
+    nebius,
+    openhands,
+    openhands_v1,
+    swe_agent,
+    workingset,
+)
 from .anthropic_messages import load_anthropic_messages, to_anthropic_messages
 from .mini_swe_agent import load_mini_swe_agent
 from .moatless import load_moatless
 from .model import (
     NO_OBSERVATION,
+    CallRecord,
     Trace,
     UnknownTraceFormat,
     model_calls,
     read_json_documents,
 )
+from .nebius import load_nebius
 from .openhands import load_openhands
+from .openhands_v1 import load_openhands_v1
 from .swe_agent import load_swe_agent
 from .workingset import is_trace_dir, load_trace_dir
 
 __all__ = [
     "FORMATS",
     "NO_OBSERVATION",
+    "CallRecord",
     "Trace",
     "TraceFormat",
     "UnknownTraceFormat",
@@ -43,7 +56,9 @@ __all__ = [
     "load_anthropic_messages",
     "load_mini_swe_agent",
     "load_moatless",
+    "load_nebius",
     "load_openhands",
+    "load_openhands_v1",
     "load_swe_agent",
     "load_trace_dir",
     "load_trace_file",
@@ -68,9 +83,12 @@ FORMATS: list[TraceFormat] = [
     TraceFormat(workingset.SESSION_SOURCE, workingset.detect_session, workingset.parse_session),
     TraceFormat(workingset.TRACE_SOURCE, workingset.detect_trace_call, workingset.parse_trace_call),
     TraceFormat(mini_swe_agent.SOURCE, mini_swe_agent.detect, mini_swe_agent.parse),
+    # V1 events also carry `action` / `observation` keys, so V1 goes before V0's detector.
+    TraceFormat(openhands_v1.SOURCE, openhands_v1.detect, openhands_v1.parse),
     TraceFormat(openhands.SOURCE, openhands.detect, openhands.parse),
     TraceFormat(moatless.SOURCE, moatless.detect, moatless.parse),
     TraceFormat(swe_agent.SOURCE, swe_agent.detect, swe_agent.parse),
+    TraceFormat(nebius.SOURCE, nebius.detect, nebius.parse),
     TraceFormat(anthropic_messages.SOURCE, anthropic_messages.detect, anthropic_messages.parse),
 ]
 

@@ -17,12 +17,15 @@ from typing import Any
 from agents.messages import ToolResultBlock, ToolUseBlock
 
 from .model import (
+    CallRecord,
     ConversationBuilder,
     Trace,
     UnknownTraceFormat,
     parse_arguments,
     read_json_documents,
     text_of,
+    unix_time,
+    usage_record,
 )
 
 __all__ = ["SOURCE", "detect", "load_mini_swe_agent", "parse"]
@@ -74,6 +77,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
             messages=builder.messages,
             final_patch=final_patch,
             path=str(path),
+            calls=builder.calls,
         )
     ]
 
@@ -88,9 +92,10 @@ def load_mini_swe_agent(path: str | Path) -> list[Trace]:
 class _Pending:
     """An assistant step whose results are still being collected."""
 
-    def __init__(self, thought: str, uses: list[ToolUseBlock], awaits_user: bool) -> None:
+    def __init__(self, thought: str, uses: list[ToolUseBlock], awaits_user: bool, call: CallRecord) -> None:
         self.thought, self.uses, self.results = thought, uses, []
         self.awaits_user = awaits_user  # old format: the next user message is the observation
+        self.call = call
 
 
 def _walk(builder: ConversationBuilder, messages: list[dict[str, Any]]) -> str | None:
@@ -101,7 +106,7 @@ def _walk(builder: ConversationBuilder, messages: list[dict[str, Any]]) -> str |
     def flush() -> None:
         nonlocal pending
         if pending is not None:
-            builder.step(pending.thought, pending.uses, pending.results)
+            builder.step(pending.thought, pending.uses, pending.results, pending.call)
             pending = None
 
     for m in messages:
@@ -129,6 +134,7 @@ def _assistant_step(builder: ConversationBuilder, m: dict[str, Any], n: int) -> 
     # DeepSeek-reasoner leaves `content` empty and puts the reasoning aside; the reasoning is
     # then the only record of the thought.
     thought = text_of(m.get("content")) or text_of(m.get("reasoning_content"))
+    call = _call_record(m)
     calls = m.get("tool_calls") or []
     if calls:
         uses = [
@@ -139,15 +145,24 @@ def _assistant_step(builder: ConversationBuilder, m: dict[str, Any], n: int) -> 
             )
             for k, c in enumerate(calls)
         ]
-        return _Pending(thought, uses, awaits_user=False)
+        return _Pending(thought, uses, awaits_user=False, call=call)
     blocks = _BASH_BLOCK.findall(thought)
     if len(blocks) != 1:
-        return _Pending(thought, [], awaits_user=False)  # a format error: nothing was run
+        return _Pending(thought, [], awaits_user=False, call=call)  # a format error: nothing was run
     use = ToolUseBlock(
         id=builder.unique_id(None, f"step-{n}"), name="bash", input={"command": blocks[0]}
     )
     # The command now lives in the tool_use; keep only the reasoning around it as text.
-    return _Pending(_BASH_BLOCK.sub("", thought).strip(), [use], awaits_user=True)
+    return _Pending(_BASH_BLOCK.sub("", thought).strip(), [use], awaits_user=True, call=call)
+
+
+def _call_record(m: dict[str, Any]) -> CallRecord:
+    """Usage and time of one call: v2 keeps them in `extra.response.usage` and
+    `extra.timestamp`; v1 keeps the raw completion (`usage`, `created`) in `extra.response`."""
+    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+    response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+    when = unix_time(extra.get("timestamp")) or unix_time(response.get("created"))
+    return usage_record(response.get("usage"), when)
 
 
 def _result_id(pending: _Pending, m: dict[str, Any]) -> str:

@@ -13,7 +13,15 @@ from typing import Any
 
 from agents.messages import ToolResultBlock, ToolUseBlock
 
-from .model import ConversationBuilder, Trace, UnknownTraceFormat, read_json_documents, text_of
+from .model import (
+    CallRecord,
+    ConversationBuilder,
+    Trace,
+    UnknownTraceFormat,
+    read_json_documents,
+    text_of,
+    usage_record,
+)
 
 __all__ = ["SOURCE", "detect", "load_moatless", "parse"]
 
@@ -62,7 +70,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
                     is_error=bool(properties.get("fail_reason")),
                 )
             )
-        builder.step(text_of(action.get("scratch_pad")), [use], results)
+        builder.step(text_of(action.get("scratch_pad")), [use], results, _call_record(node))
     last = branch[-1]
     agent = doc.get("agent") or {}
     completion = agent.get("completion") if isinstance(agent.get("completion"), dict) else {}
@@ -77,6 +85,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
             messages=builder.messages,
             final_patch=_patch(last),
             path=str(path),
+            calls=builder.calls,
         )
     ]
 
@@ -108,6 +117,14 @@ def _recorded_call(node: dict[str, Any]) -> tuple[str | None, str | None]:
     if len(uses) == 1:
         return uses[0].get("name"), uses[0].get("id")
     return None, None
+
+
+def _call_record(node: dict[str, Any]) -> CallRecord:
+    """The raw Anthropic usage of the step's completion (the litellm summary beside it leaves
+    cache reads out of `prompt_tokens`); moatless records no time."""
+    build = (node.get("completions") or {}).get("build_action") or {}
+    response = build.get("response") if isinstance(build.get("response"), dict) else {}
+    return usage_record(response.get("usage") or build.get("usage"))
 
 
 def _name_from_class(cls: Any) -> str:

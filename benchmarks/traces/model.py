@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from agents.messages import (
     Message,
@@ -24,6 +24,7 @@ from agents.messages import (
 
 __all__ = [
     "NO_OBSERVATION",
+    "CallRecord",
     "ConversationBuilder",
     "Trace",
     "UnknownTraceFormat",
@@ -31,6 +32,8 @@ __all__ = [
     "parse_arguments",
     "read_json_documents",
     "text_of",
+    "unix_time",
+    "usage_record",
 ]
 
 # The result given to a recorded tool call whose observation the file does not hold (e.g. the
@@ -42,9 +45,28 @@ class UnknownTraceFormat(ValueError):
     """The file is not JSON/JSONL, or no loader recognises its content."""
 
 
+class CallRecord(BaseModel):
+    """What the file says about one recorded model call, where it says it: the provider's
+    own token counts for the prompt it was sent and the reply it wrote (`input_tokens`
+    includes cached tokens), and when the call was made (Unix seconds)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    timestamp: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == _NO_RECORD
+
+
+_NO_RECORD = CallRecord()
+
+
 class Trace(BaseModel):
     """One agent run. `messages` starts with the task as a user message; it is validated to be
-    protocol complete so replay code never has to repair it."""
+    protocol complete so replay code never has to repair it. `calls`, when not empty, has one
+    record per model call (per assistant message, in order)."""
 
     source: str
     task_id: str
@@ -54,6 +76,7 @@ class Trace(BaseModel):
     messages: list[Message]
     final_patch: str | None = None
     path: str
+    calls: list[CallRecord] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check_shape(self) -> Trace:
@@ -62,7 +85,16 @@ class Trace(BaseModel):
         problems = protocol_problems(self.messages, allow_trailing_uses=False)
         if problems:
             raise ValueError(f"{self.path} ({self.task_id}): not protocol complete: {problems[:3]}")
+        if all(c.empty for c in self.calls):
+            self.calls = []
+        elif len(self.calls) != sum(m.role == "assistant" for m in self.messages):
+            raise ValueError(f"{self.path} ({self.task_id}): {len(self.calls)} call records for "
+                             f"{sum(m.role == 'assistant' for m in self.messages)} model calls")
         return self
+
+    def call_record(self, k: int) -> CallRecord:
+        """The record of the k-th model call (an empty one when the file has none)."""
+        return self.calls[k] if k < len(self.calls) else _NO_RECORD
 
     @property
     def task(self) -> str:
@@ -84,6 +116,7 @@ class ConversationBuilder:
 
     def __init__(self, task: str) -> None:
         self.messages: list[Message] = [Message.user(task)]
+        self.calls: list[CallRecord] = []  # one per assistant message appended
         self._ids: set[str] = set()
 
     def unique_id(self, preferred: str | None, fallback: str) -> str:
@@ -102,9 +135,11 @@ class ConversationBuilder:
         thought: str,
         uses: Sequence[ToolUseBlock] = (),
         results: Iterable[ToolResultBlock] = (),
+        call: CallRecord | None = None,
     ) -> None:
         """One model call: its thought and tool uses, then (if it used tools) one user message
-        answering every use in order; a use with no recorded result gets NO_OBSERVATION."""
+        answering every use in order; a use with no recorded result gets NO_OBSERVATION.
+        `call` is what the file recorded about the call (usage, time)."""
         blocks: list[TextBlock | ToolUseBlock] = []
         if thought.strip():
             blocks.append(TextBlock(text=thought))
@@ -112,6 +147,7 @@ class ConversationBuilder:
         if not blocks:
             return  # an empty assistant turn carries nothing and is invalid for the API
         self.messages.append(Message.assistant(*blocks))
+        self.calls.append(call or _NO_RECORD)
         if uses:
             by_id = {r.tool_use_id: r for r in results}
             answered = [
@@ -176,3 +212,43 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
     except (TypeError, json.JSONDecodeError):
         return {"arguments": str(raw)}
     return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def usage_record(usage: Any, timestamp: float | None = None) -> CallRecord:
+    """A CallRecord from an OpenAI-style (`prompt_tokens`, `completion_tokens`,
+    `prompt_tokens_details.cached_tokens`) or Anthropic-style (`input_tokens` + cache
+    fields, `output_tokens`) usage dict; anything unreadable is left unknown."""
+    if not isinstance(usage, dict):
+        return CallRecord(timestamp=timestamp)
+    if "prompt_tokens" in usage:
+        details = usage.get("prompt_tokens_details") or {}
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+        return CallRecord(input_tokens=_int(usage.get("prompt_tokens")),
+                          output_tokens=_int(usage.get("completion_tokens")),
+                          cached_tokens=cached if cached is not None else _int(usage.get("cached_tokens")),
+                          timestamp=timestamp)
+    base = _int(usage.get("input_tokens"))
+    read = _int(usage.get("cache_read_input_tokens")) or 0
+    written = _int(usage.get("cache_creation_input_tokens")) or 0
+    return CallRecord(input_tokens=None if base is None else base + read + written,
+                      output_tokens=_int(usage.get("output_tokens")),
+                      cached_tokens=read or _int(usage.get("cached_tokens")), timestamp=timestamp)
+
+
+def unix_time(value: Any) -> float | None:
+    """Seconds since the epoch from a number or an ISO-8601 string; None if neither."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and value:
+        from datetime import UTC, datetime
+
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    return None

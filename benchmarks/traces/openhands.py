@@ -23,6 +23,8 @@ from .model import (
     parse_arguments,
     read_json_documents,
     text_of,
+    unix_time,
+    usage_record,
 )
 
 __all__ = ["SOURCE", "detect", "load_openhands", "parse"]
@@ -91,6 +93,7 @@ def _parse_run(doc: dict[str, Any], path: str | Path, n: int) -> Trace:
         messages=builder.messages,
         final_patch=patch,
         path=str(path),
+        calls=builder.calls,
     )
 
 
@@ -226,7 +229,10 @@ def _emit(
             results.append(
                 ToolResultBlock(tool_use_id=use.id, content=text_of(content), is_error=is_error)
             )
-    builder.step("\n\n".join(thoughts), uses, results)
+    first = group[0][0]
+    response = (first.get("tool_call_metadata") or {}).get("model_response") or {}
+    builder.step("\n\n".join(thoughts), uses, results,
+                 usage_record(response.get("usage"), unix_time(first.get("timestamp"))))
 
 
 def _tool_input(action: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:

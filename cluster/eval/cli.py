@@ -5,7 +5,7 @@
                     [--keep-workspaces] [--repos DIR] [--max-turns N] [--max-tokens N]
                     [--max-cost USD] [--wall-s S] [--actors N] [--grade-concurrency N]
                     [--allow RULE] [--deny RULE] [--no-sandbox] [--trust-workspace]
-                    [--swebench-runner CMD]
+                    [--swebench-runner CMD] [--reject-test-changes]
 
 Headless permissions and settings: see settings.py.
 
@@ -31,22 +31,9 @@ from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.settings import eval_settings, preflight
 from cluster.eval.swebench import DEFAULT_RUNNER
 from cluster.eval.tasks import load_tasks
+from cluster.flags import add_setting_flags, add_trust_flag, positive_float, positive_int
 
 __all__ = ["COMMAND", "EvalCommand"]
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {value:g}")
-    return value
 
 
 async def _stoppable(batch):
@@ -71,30 +58,23 @@ class EvalCommand:
         )
         p.add_argument("tasks", help="task file: JSON Lines (or one JSON array), one task per row")
         p.add_argument("--out", required=True, help="results directory; rerunning the same command resumes it")
-        p.add_argument("--model", help="model spec: anthropic:<model> or scripted:<file>")
-        p.add_argument("--summarizer", help="summarizer spec: extractive (default) or a model spec")
-        p.add_argument("--strategy", help="compaction strategy (default: clear-then-summarize)")
-        p.add_argument("--concurrency", type=_positive_int, default=4, help="tasks at once (default 4)")
-        p.add_argument("--local", action="store_true", help="run sessions in this process instead of on Ray")
-        p.add_argument("--address", help="join this Ray cluster instead of starting an embedded one")
-        p.add_argument("--actors", type=_positive_int, help="SessionActors on Ray (default: one per 16 concurrent)")
-        p.add_argument("--grade-concurrency", type=_positive_int,
+        p.add_argument("--concurrency", type=positive_int, default=4, help="tasks at once (default 4)")
+        p.add_argument("--actors", type=positive_int, help="SessionActors on Ray (default: one per 16 concurrent)")
+        p.add_argument("--grade-concurrency", type=positive_int,
                        help="setup and test commands at once (default: 2 per core, at least 4)")
         p.add_argument("--json", action="store_true", help="stream per-task events as JSON lines instead of progress")
         p.add_argument("--strict", action="store_true", help="refuse to start when any task line is invalid")
         p.add_argument("--retry-failed", action="store_true", help="run again the tasks whose last result is not passed")
-        p.add_argument("--keep-workspaces", action="store_true", help="keep each task's workspace under OUT/workspaces")
+        p.add_argument("--keep-workspaces", action="store_true",
+                       help="keep each task's workspace under OUT/workspaces and its grading copy under OUT/grading")
+        p.add_argument("--reject-test-changes", action="store_true",
+                       help="fail a patch that changes test infrastructure (conftest.py, tests, pytest configuration) "
+                       "instead of grading it, unless the task sets grading.reject_test_changes")
         p.add_argument("--repos", type=Path, help="SWE-bench rows: directory holding owner__name or name clones")
         p.add_argument("--swebench-runner", default=DEFAULT_RUNNER, help=f"SWE-bench rows: test runner (default: {DEFAULT_RUNNER})")
-        p.add_argument("--max-turns", type=_positive_int, help="model calls per task, unless the task sets budgets.turns")
-        p.add_argument("--max-tokens", type=_positive_int, help="tokens per task, unless the task sets budgets.tokens")
-        p.add_argument("--max-cost", type=_positive_float, metavar="USD", help="cost per task, unless the task sets budgets.cost_usd")
-        p.add_argument("--wall-s", type=_positive_float, help="agent wall clock per task, unless the task sets budgets.wall_s")
-        p.add_argument("--allow", action="append", default=[], metavar="RULE", help="extra allow rule (repeatable)")
-        p.add_argument("--deny", action="append", default=[], metavar="RULE", help="deny rule (repeatable)")
-        p.add_argument("--no-sandbox", action="store_true", help="run Bash, setup and grading without bubblewrap")
-        p.add_argument("--trust-workspace", action="store_true",
-                       help="trust ./.workingset/config.toml for the batch (task repositories are never trusted)")
+        p.add_argument("--wall-s", type=positive_float, help="agent wall clock per task, unless the task sets budgets.wall_s")
+        add_setting_flags(p, "eval")
+        add_trust_flag(p)
         return p
 
     def run(self, args: argparse.Namespace) -> int:
@@ -116,7 +96,7 @@ class EvalCommand:
             host = RayHost(actors=args.actors or default_actors(args.concurrency))
         options = EvalOptions(out=Path(args.out), concurrency=args.concurrency, keep_workspaces=args.keep_workspaces,
                               retry_failed=args.retry_failed, wall_s=args.wall_s, invalid=invalid,
-                              command_slots=args.grade_concurrency)
+                              command_slots=args.grade_concurrency, reject_test_changes=args.reject_test_changes)
         runner = EvalRunner(settings, loaded.tasks, options, host=host, reporter=reporter)
         try:
             summary = asyncio.run(_stoppable(runner.run()))

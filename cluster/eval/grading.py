@@ -1,14 +1,12 @@
-"""Commands in a task's workspace, inside the Bash sandbox: setup, grading, and the
-git steps that read what the agent left (the patch, the hidden tests).
+"""The task's own commands, inside the Bash sandbox: setup (in the agent's workspace,
+and again in the grading copy) and the test command (in the grading copy).
 
-Everything that runs after the agent has had the workspace goes through the sandbox,
-git included: the agent could have written `.git/config` (an fsmonitor, a filter
-driver), and those must not run on the host. Commands go through `BashTool` with the
-runner `command_runner(settings, writable=(".git",))` gives (bubblewrap unless
-`--no-sandbox`): the workspace the only writable place — `.git` included here, unlike
-for the agent, because the patch is taken with a temporary index in `.git` — no
-network, the sandbox's limits, the process tree killed when it ends. A result that a
-limit or the timeout ended has no exit code: it never counts as a pass.
+They go through `BashTool` with the runner `command_runner(settings)` gives (bubblewrap
+unless `--no-sandbox`): the directory they run in the only writable place (its `.git`
+read-only, as for the agent: nothing of the harness writes there any more), no network,
+the sandbox's limits, the process tree killed when it ends. A result that a limit or the
+timeout ended has no exit code: it never counts as a pass. Git on the host never runs
+here: see trusted_git.py.
 """
 
 from __future__ import annotations
@@ -19,10 +17,11 @@ from pathlib import Path
 
 from agents.assembly import command_runner
 from agents.config import WorkingsetSettings
+from agents.errors import WorkingsetError
 from tools.base import ToolContext, ToolError, ToolLimits
 from tools.bash import BashInput, BashTool
 
-__all__ = ["CommandResult", "GradeResult", "GradingError", "SandboxedShell"]
+__all__ = ["CommandResult", "GradeResult", "GradingError", "SandboxedShell", "write_log"]
 
 _EXIT = re.compile(r"\nexit code: (-?\d+|None)\Z")
 _TIMED_OUT = "Command timed out after "
@@ -42,6 +41,11 @@ class CommandResult:
         return "\n".join(self.output.strip().splitlines()[-lines:])
 
 
+def write_log(log_path: Path, command: str, result: CommandResult) -> None:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(f"$ {command}\n{result.output}\n[exit code: {result.exit_code}]\n", encoding="utf-8")
+
+
 @dataclass(frozen=True)
 class GradeResult:
     passed: bool
@@ -53,8 +57,7 @@ class SandboxedShell:
     """Runs commands in a workspace through BashTool and the configured sandbox."""
 
     def __init__(self, settings: WorkingsetSettings, *, output_max_chars: int = 60_000):
-        # `.git` stays writable here: the patch is taken with a temporary index in .git.
-        self.runner = command_runner(settings, writable=(".git",))
+        self.runner = command_runner(settings)
         self.output_max_chars = output_max_chars
         self.tool = BashTool()
 
@@ -79,8 +82,7 @@ class SandboxedShell:
         """Run the test command; its output goes to `log_path`. A timeout raises
         GradingError (the task becomes an error row: the result says nothing)."""
         result = await self.run(command, workspace, timeout_s)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_path.write_text(f"$ {command}\n{result.output}\n[exit code: {result.exit_code}]\n", encoding="utf-8")
+        write_log(log_path, command, result)
         if result.timed_out:
             raise GradingError(f"the test command timed out after {timeout_s:g} s (log: {log_path})")
         if result.exit_code is None:
@@ -88,5 +90,5 @@ class SandboxedShell:
         return GradeResult(result.exit_code == 0, result.exit_code, log_path)
 
 
-class GradingError(Exception):
+class GradingError(WorkingsetError):
     """The grader gave no verdict."""

@@ -40,6 +40,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from cluster.eval.report import describe_cost
+
 __all__ = ["JsonReporter", "ProgressReporter", "Reporter"]
 
 
@@ -91,7 +93,7 @@ class ProgressReporter:
         tokens = self.tokens + sum(t for t, _ in self.live.values())
         cost = self.cost + sum(c for _, c in self.live.values())
         return (f"running {self.running} · [green]passed {s.get('passed', 0)}[/] · [red]failed {s.get('failed', 0)}[/] · "
-                f"other {other} · {tokens:,} tok · ${cost:.4f}")
+                f"other {other} · {tokens:,} tok" + (f" · ${cost:.4f}" if cost else ""))
 
     def _refresh(self, advance: int = 0) -> None:
         if self.bar is not None:
@@ -129,9 +131,10 @@ class ProgressReporter:
         self.tokens += tokens
         self.cost += result.get("cost_usd", 0.0)
         detail = f" · {escape(result['error'])}" if result.get("error") else ""
+        cost = describe_cost(result.get("cost_usd", 0.0), result.get("unpriced_calls", 0), result.get("pricing"))
         self.progress.console.print(
             f"[{_STYLE.get(status, 'white')}]{status:>7}[/] {escape(task_id)} · {result.get('turns', 0)} turns · "
-            f"{tokens:,} tok · ${result.get('cost_usd', 0.0):.4f} · {result.get('wall_s', 0.0):.1f} s{detail}"
+            f"{tokens:,} tok · {cost} · {result.get('wall_s', 0.0):.1f} s{detail}"
         )
         self._refresh(advance=1)
 
@@ -140,9 +143,12 @@ class ProgressReporter:
         s = summary
         per_solved = s["cost_per_solved_usd"]
         solved = f" (${per_solved:.4f} per solved task)" if per_solved is not None else ""
+        cost = f"${s['cost_usd']:.4f}{solved}" if s["cost_usd"] is not None else "not priced"
+        if s.get("unpriced_tasks") and s["cost_usd"] is not None:
+            cost += f" + {s['unpriced_tasks']} unpriced tasks"
         self.console.print(
             f"[bold]{'interrupted' if interrupted else 'done'}[/]: {s['statuses']['passed']}/{s['finished']} passed "
-            f"({s['pass_rate'] * 100:.1f} %) · ${s['cost_usd']:.4f}{solved} · "
+            f"({s['pass_rate'] * 100:.1f} %) · {cost} · "
             f"wall p50 {s['wall_s']['p50'] or 0:.1f} s, p95 {s['wall_s']['p95'] or 0:.1f} s"
         )
 

@@ -7,6 +7,12 @@ batch reports what finished and a rerun's report covers the whole set.
     cost_per_task_usd     total cost / finished
     cost_per_solved_usd   total cost / passed (what one solved task costs, failures included)
     wall_s                p50 / p95 / mean / max of the per-task wall time (linear interpolation)
+    touching_tests        tasks whose patch changes test infrastructure (patch_touches_tests);
+                          of them, passed_touching_tests passed: read those grades with care
+
+Cost counts only calls of known price. A run of a scripted model or of a model whose
+price is unknown shows as such ("scripted", "unknown price"), never as $0; when no
+task was priced the cost figures are None ("–").
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 
 from cluster.eval.results import STATUSES, ResultRow
 
-__all__ = ["percentile", "summarize", "write_report", "write_summary"]
+__all__ = ["describe_cost", "percentile", "summarize", "write_report", "write_summary"]
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -40,7 +46,10 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
     n = len(rows)
     statuses = Counter(r.status for r in rows)
     passed = statuses["passed"]
-    cost = sum(r.cost_usd for r in rows)
+    unpriced = [r for r in rows if r.unpriced_calls]
+    # rows with no model call (an error before the agent) neither price nor unprice the batch
+    priced_any = any(r.cost_usd or r.pricing in ("list", "configured", "mixed") for r in rows)
+    cost = sum(r.cost_usd for r in rows) if priced_any or not unpriced else None
     tokens = {
         "input": sum(r.input_tokens for r in rows),
         "output": sum(r.output_tokens for r in rows),
@@ -58,8 +67,10 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
         "statuses": {s: statuses[s] for s in STATUSES},
         "pass_rate": _round(passed / n if n else 0.0, 4),
         "cost_usd": _round(cost),
-        "cost_per_task_usd": _round(cost / n if n else None),
-        "cost_per_solved_usd": _round(cost / passed if passed else None),
+        "cost_per_task_usd": _round(cost / n if n and cost is not None else None),
+        "cost_per_solved_usd": _round(cost / passed if passed and cost is not None else None),
+        "unpriced_tasks": len(unpriced),
+        "unpriced_kinds": sorted({r.pricing or "unknown" for r in unpriced}),
         "tokens": tokens,
         "tokens_per_task": _round(tokens["total"] / n if n else None, 1),
         "turns_per_task": _round(sum(r.turns for r in rows) / n if n else None, 2),
@@ -69,6 +80,8 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
             "mean": _round(sum(walls) / n if n else None, 3),
             "max": _round(max(walls) if walls else None, 3),
         },
+        "touching_tests": sum(1 for r in rows if r.patch_touches_tests),
+        "passed_touching_tests": sum(1 for r in rows if r.patch_touches_tests and r.status == "passed"),
         "compactions": sum(r.compactions for r in rows),
         "retries": sum(r.retries for r in rows),
         "actor_restarts": sum(r.actor_restarts for r in rows),
@@ -87,6 +100,28 @@ def _money(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}"
 
 
+_UNPRICED_LABEL = {"scripted": "scripted", "unknown": "unknown price", "mixed": "unpriced"}
+
+
+def describe_cost(cost_usd: float, unpriced_calls: int, pricing: str | None) -> str:
+    """A run's cost as people should read it: dollars only for what has a price."""
+    if not unpriced_calls:
+        return _money(cost_usd)
+    label = _UNPRICED_LABEL.get(pricing or "unknown", "unpriced")
+    if not cost_usd:
+        return label
+    return f"{_money(cost_usd)} + {unpriced_calls} {label} calls"
+
+
+def _cost_line(s: dict) -> str:
+    money = f"{_money(s['cost_usd'])} total · {_money(s['cost_per_task_usd'])} per task · " \
+            f"{_money(s['cost_per_solved_usd'])} per solved task"
+    if s.get("unpriced_tasks"):
+        kinds = ", ".join(_UNPRICED_LABEL.get(k, k) for k in s.get("unpriced_kinds", []))
+        money += f" · {s['unpriced_tasks']} tasks not priced ({kinds})"
+    return money
+
+
 def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f} s"
 
@@ -99,7 +134,9 @@ def _cell(text: str | None, limit: int = 120) -> str:
 
 def _row_note(row: ResultRow) -> str:
     parts = [row.error] if row.error else []
-    if row.status in ("timeout", "budget") and row.tests_passed is not None:
+    if row.patch_touches_tests:
+        parts.append(f"patch touches tests: {', '.join(row.patch_touches_tests)}")
+    if row.status in ("timeout", "budget", "truncated", "refused") and row.tests_passed is not None:
         parts.append(f"tests {'passed' if row.tests_passed else 'failed'} anyway")
     parts += row.notes
     return _cell("; ".join(p for p in parts if p))
@@ -119,13 +156,13 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         "| | |",
         "|---|---|",
         f"| pass rate | {s['pass_rate'] * 100:.1f} % ({st['passed']} / {s['finished']}) |",
-        f"| passed / failed / error / timeout / budget | {' / '.join(str(st[k]) for k in STATUSES)} |",
-        f"| cost | {_money(s['cost_usd'])} total · {_money(s['cost_per_task_usd'])} per task · "
-        f"{_money(s['cost_per_solved_usd'])} per solved task |",
+        f"| {' / '.join(STATUSES)} | {' / '.join(str(st[k]) for k in STATUSES)} |",
+        f"| cost | {_cost_line(s)} |",
         f"| tokens | {t['total']:,} (in {t['input']:,} · out {t['output']:,} · cache read {t['cache_read']:,} · "
         f"cache write {t['cache_creation']:,}) |",
         f"| wall per task | p50 {_seconds(s['wall_s']['p50'])} · p95 {_seconds(s['wall_s']['p95'])} · "
         f"max {_seconds(s['wall_s']['max'])} |",
+        f"| patches touching tests | {s['touching_tests']} ({s['passed_touching_tests']} of them passed) |",
         f"| compactions | {s['compactions']} |",
         f"| retries · actor restarts | {s['retries']} · {s['actor_restarts']} |",
         "",
@@ -136,7 +173,7 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
     ]
     for row in sorted(rows, key=lambda r: r.task_id):
         lines.append(
-            f"| {_cell(row.task_id, 60)} | {row.status} | {row.turns} | {row.tokens:,} | {_money(row.cost_usd)} | "
+            f"| {_cell(row.task_id, 60)} | {row.status} | {row.turns} | {row.tokens:,} | {describe_cost(row.cost_usd, row.unpriced_calls, row.pricing)} | "
             f"{_seconds(row.wall_s)} | {row.compactions} | {row.patch_path or '–'} | {_row_note(row)} |"
         )
     if invalid:

@@ -7,11 +7,18 @@ A task interrupted by Ctrl-C has no row, so the rerun picks it up. A torn last l
 
 Statuses:
     passed   the agent finished and the test command exited 0
-    failed   the agent finished and the test command exited non-zero
+    failed   the agent finished and the test command exited non-zero, or its patch could
+             not be graded (does not apply, over the size cap, changes test infrastructure
+             where the task rejects that, breaks the setup command): `error` says why
     error    the task could not be run or graded: missing repository, failing setup,
              model or harness error, grader timeout (see `error`)
-    timeout  the agent passed its wall-clock budget (budgets.wall_s); still graded
-    budget   the agent hit its turn, token or cost budget; still graded
+    timeout    the agent passed its wall-clock budget (budgets.wall_s); still graded
+    budget     the agent hit its turn, token or cost budget; still graded
+    truncated  the agent's replies were cut off at the output token limit; still graded
+    refused    the provider refused to go on (stop reason `refusal`); still graded
+
+`cost_usd` is what the calls of known price cost; `unpriced_calls` counts the others
+(scripted models, models of unknown price), and `pricing` says which kind the run was.
 """
 
 from __future__ import annotations
@@ -27,8 +34,8 @@ from cluster.eval.tasks import Task
 
 __all__ = ["STATUSES", "ResultRow", "ResultsFile", "plan_run", "write_predictions"]
 
-Status = Literal["passed", "failed", "error", "timeout", "budget"]
-STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget")
+Status = Literal["passed", "failed", "error", "timeout", "budget", "truncated", "refused"]
+STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget", "truncated", "refused")
 
 
 class ResultRow(BaseModel):
@@ -44,16 +51,21 @@ class ResultRow(BaseModel):
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = Field(0, description="Model calls whose price is unknown (not in cost_usd).")
+    pricing: str | None = Field(None, description="list, configured, scripted, unknown or mixed.")
     wall_s: float = Field(0.0, description="The whole task: workspace, setup, agent, grading.")
     agent_wall_s: float = 0.0
     compactions: int = 0
     compaction_kinds: dict[str, int] = Field(default_factory=dict)
     patch_path: str | None = Field(None, description="The agent's diff, relative to the out dir (None: no change).")
+    patch_touches_tests: list[str] = Field(
+        default_factory=list, description="Files of the patch that are test infrastructure (conftest.py, test "
+        "modules, pytest configuration, files the hidden tests replace; see cluster/eval/patch_audit.py).")
     session_id: str | None = None
     model: str = ""
     strategy: str = ""
     base_commit: str | None = None
-    error: str | None = None
+    error: str | None = Field(None, description="Why an error row has no verdict, or why a failed row was not graded.")
     retries: int = Field(0, description="Runs again after lost infrastructure (at most 1).")
     actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")
     notes: list[str] = Field(default_factory=list)

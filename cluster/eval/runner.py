@@ -1,6 +1,6 @@
 """The batch: N workers take tasks from the list; each task runs (task_flow.py)
 
-    workspace -> setup (sandboxed) -> agent session -> patch -> [test patch] -> grade -> row
+    base + workspace -> setup -> agent session -> patch -> grade in a fresh copy -> row
 
 and its row is appended to results.jsonl the moment it ends. A task's failure is its
 own row (status error and why); the batch goes on. Lost infrastructure (an actor that
@@ -23,13 +23,13 @@ from typing import Any
 
 from agents.config import WorkingsetSettings
 from cluster.eval.grading import SandboxedShell
-from cluster.eval.layout import OutDir
+from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.progress import Reporter
 from cluster.eval.report import summarize, write_report, write_summary
 from cluster.eval.results import ResultRow, ResultsFile, plan_run, write_predictions
 from cluster.eval.task_flow import Retry, TaskFlow, describe
 from cluster.eval.tasks import Task
-from cluster.eval.workspaces import Workspaces, safe_name
+from cluster.eval.workspaces import Workspaces
 
 __all__ = ["EvalOptions", "EvalRunner"]
 
@@ -42,6 +42,7 @@ class EvalOptions:
     retry_failed: bool = False
     wall_s: float | None = None  # agent wall-clock budget for tasks that set none
     command_slots: int | None = None  # setup and test commands at once (default: 2 per core, at least 4)
+    reject_test_changes: bool = False  # fail patches that change test infrastructure (unless the task says)
     invalid: list[str] = field(default_factory=list)  # task-file problems, for the report
 
 
@@ -55,7 +56,7 @@ class EvalRunner:
         self.host = host
         self.reporter = reporter
         self.shell = SandboxedShell(self.settings)
-        self.workspaces = Workspaces(self.out.workspaces, self.out.repos, self.shell, keep=options.keep_workspaces)
+        self.workspaces = Workspaces(self.out, keep=options.keep_workspaces)
         self.results = ResultsFile(self.out.results)
         self._attempts: dict[str, int] = {}
         # Setup and test commands are bounded apart from the sessions: they use CPU, the
@@ -63,7 +64,7 @@ class EvalRunner:
         commands = asyncio.Semaphore(options.command_slots or max(4, 2 * (os.cpu_count() or 1)))
         self.flow = TaskFlow(self.settings, self.out, host=host, reporter=reporter, workspaces=self.workspaces,
                              shell=self.shell, commands=commands, wall_s=options.wall_s,
-                             keep_workspaces=options.keep_workspaces)
+                             keep_workspaces=options.keep_workspaces, reject_test_changes=options.reject_test_changes)
 
     # -- the batch ----------------------------------------------------------------------
 

@@ -25,14 +25,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from agents.config import WorkingsetSettings, load_workspace_settings
 from agents.errors import ConfigError
 from cluster.eval.layout import OutDir
-from cluster.eval.tasks import Task, absolute_spec
+from cluster.eval.tasks import Task
+from cluster.flags import setting_overrides
 
 __all__ = ["EVAL_ALLOW", "eval_settings", "preflight", "task_settings"]
 
@@ -42,27 +42,10 @@ EVAL_ALLOW = ["Bash", "Agent"]
 def eval_settings(args: argparse.Namespace) -> WorkingsetSettings:
     """The batch's settings: flags over environment and config files, headless."""
     cwd = Path.cwd()
-    flags: dict[str, Any] = {
-        "home": str(OutDir(Path(args.out)).home),
-        "permissions": {"mode": "accept-edits", "headless": "deny-asks",
-                        "allow": [*EVAL_ALLOW, *args.allow], "deny": list(args.deny)},
-    }
-    if args.model:
-        flags["model"] = absolute_spec(args.model, cwd)
-    nested = {
-        "summarizer": {"spec": absolute_spec(args.summarizer, cwd)},
-        "compact": {"strategy": args.strategy},
-        "agent": {"max_turns": args.max_turns},
-        "subagents": {"tree_max_tokens": args.max_tokens, "tree_max_cost_usd": args.max_cost},
-        "cluster": {"address": args.address},
-        "sandbox": {"enabled": False} if args.no_sandbox else {},
-    }
-    for section, values in nested.items():
-        given = {k: v for k, v in values.items() if v is not None}
-        if given:
-            flags[section] = given
-    if args.local:
-        flags["runtime"] = "local"
+    flags = setting_overrides(args, "eval", cwd)
+    flags["home"] = str(OutDir(Path(args.out)).home)
+    permissions = flags.setdefault("permissions", {})
+    permissions.update(mode="accept-edits", headless="deny-asks", allow=[*EVAL_ALLOW, *permissions.get("allow", [])])
     loaded = load_workspace_settings(cwd, flags, trusted=True if getattr(args, "trust_workspace", False) else None)
     if loaded.notice:
         print(f"workingset: notice: {loaded.notice}", file=sys.stderr)
@@ -77,7 +60,7 @@ def preflight(settings: WorkingsetSettings, tasks: list[Task]) -> None:
     from agents.providers import load_model_client
 
     if any(t.model is None for t in tasks):
-        load_model_client(settings.model)
+        load_model_client(settings.model, settings=settings.providers)
     load_summarizer(settings.summarizer)
     make_strategy(settings.compact.strategy)
 

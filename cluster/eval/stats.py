@@ -3,8 +3,9 @@ totals a result row reports (model calls, tokens, cost, compactions, actor failu
 
 Tokens and cost count each session once: the root's own `model_call` events, plus
 each subagent's own usage from its `subagent_finished` event (subagent ids contain a
-dot, `<root>.<n>`). Cost is at list prices (`usage_cost_usd`), cache reads and writes
-included, priced by the task's model.
+dot, `<root>.<n>`). Cost is what each `model_call` event says it cost at the model's
+prices (cache reads and writes included); a call whose price is unknown (a scripted
+model, an unpriced open model) adds no dollars and is counted in `unpriced_calls`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import IO
 
 from pydantic import BaseModel
 
-from agents.compaction.ledger import usage_cost_usd
 from agents.ports import Usage
 
 __all__ = ["TaskStats"]
@@ -35,12 +35,21 @@ class TaskStats:
         self.turns = 0
         self.usage = Usage()
         self.cost_usd = 0.0
+        self.unpriced_calls = 0
+        self.pricings: set[str] = set()
         self.compactions: Counter[str] = Counter()
         self.actor_failures = 0
         self._log: IO[str] | None = None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = log_path.open("a", encoding="utf-8", buffering=1)  # line-buffered: tail -f works
+
+    @property
+    def pricing(self) -> str | None:
+        """list / configured / scripted / unknown, or mixed; None before any call."""
+        if len(self.pricings) > 1:
+            return "mixed"
+        return next(iter(self.pricings), None)
 
     @property
     def tokens(self) -> int:
@@ -56,11 +65,12 @@ class TaskStats:
         if kind == "model_call" and is_root:
             self.turns += 1
             self.usage = self.usage + event.usage
-            self.cost_usd += usage_cost_usd(event.usage, self.model_name)
+            self._price(event.cost_usd, event.pricing)
             changed = True
         elif kind == "subagent_finished":
             self.usage = self.usage + event.usage
             self.cost_usd += event.cost_usd
+            self.unpriced_calls += event.unpriced_calls
             changed = True
         elif kind == "compaction" and event.applied:
             self.compactions[event.kind] += 1
@@ -68,6 +78,13 @@ class TaskStats:
             self.actor_failures += 1
         if changed and self.on_change is not None:
             self.on_change(self)
+
+    def _price(self, cost: float | None, pricing: str) -> None:
+        self.pricings.add(pricing)
+        if cost is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += cost
 
     def note(self, kind: str, **fields) -> None:
         """An eval-level line in the same log (phases, retries), so one file tells the story."""

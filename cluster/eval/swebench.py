@@ -3,12 +3,14 @@
 A row with `instance_id` is read as SWE-bench: `repo` ("owner/name") is looked up
 under the repositories directory (`--repos DIR`, default: the task file's folder) as
 `DIR/owner__name`, then `DIR/name`; `base_commit` is the ref; `problem_statement`
-becomes the instruction; `test_patch` is applied after the agent (the hidden tests);
+becomes the instruction; `test_patch` holds the hidden tests: the files it names are
+taken as the base has them with the test patch applied, replacing the agent's versions
+in the grading copy (the harness's "restore the test files, then apply the test patch");
 the grader runs FAIL_TO_PASS + PASS_TO_PASS (lists, or JSON strings of lists, as the
 dataset stores them) with pytest (`--swebench-runner` changes the runner). The gold
 `patch` is never shown to the agent. Other dataset fields are ignored, except these
 eval fields, which override: setup_command, test_command, timeouts, budgets, model,
-strategy.
+strategy, grading.
 
 A repository that is not found does not make the row malformed: the task gets an
 error row naming the places looked at, and the batch goes on.
@@ -27,7 +29,7 @@ __all__ = ["DEFAULT_RUNNER", "is_swebench_row", "swebench_task", "test_ids"]
 
 DEFAULT_RUNNER = "python -m pytest -q -p no:cacheprovider"
 
-_OVERRIDES = ("setup_command", "test_command", "timeouts", "budgets", "model", "strategy")
+_OVERRIDES = ("setup_command", "test_command", "timeouts", "budgets", "model", "strategy", "grading")
 
 _TEMPLATE = """Resolve the following issue in this repository ({repo}).
 

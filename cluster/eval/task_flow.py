@@ -1,15 +1,19 @@
 """One task's flow, from workspace to result row:
 
-    workspace -> setup (sandboxed) -> agent session -> patch -> [test patch] -> grade
+    base + workspace -> setup (sandboxed) -> agent session -> patch (host, read only)
+    -> grade in a fresh copy (grade_stage.py: patch, setup, hidden tests, test command)
 
 Each stage that fails ends the task with an error row saying why (`TaskEnded`); a lost
 session actor or runtime raises `Retry` for the batch to run the task once more. The
-workspace is removed whatever happens (unless kept), and a cancelled task (Ctrl-C)
-closes its session first.
+agent's workspace is removed as soon as its patch is taken, the base and the grading
+copy when the task ends, whatever happens (the directories stay with --keep-workspaces),
+and a cancelled task (Ctrl-C) closes its session first.
 
 Status: passed / failed from the grader when the agent ended its turn; `timeout` when
 the agent passed its wall-clock budget; `budget` when it hit its turn, token or cost
-budget (both still graded: `tests_passed` says how it stood); `error` otherwise.
+budget; `truncated` when its replies were cut off at the output limit; `refused` when
+the provider refused to go on (all still graded: `tests_passed` says how it stood);
+`error` otherwise.
 """
 
 from __future__ import annotations
@@ -19,29 +23,29 @@ import time
 from typing import Any
 
 from agents.config import WorkingsetSettings
-from agents.errors import ConfigError
+from agents.errors import ConfigError, WorkingsetError
 from agents.handle import SessionHandle
 from agents.ports import Usage
-from cluster.eval.grading import GradingError, SandboxedShell
+from cluster.eval.errors import PatchNotGradable, TaskEnded
+from cluster.eval.grade_stage import GradeStage
+from cluster.eval.grading import SandboxedShell, write_log
 from cluster.eval.hosts import SessionHost
-from cluster.eval.layout import OutDir
+from cluster.eval.layout import OutDir, safe_name
+from cluster.eval.patches import Patch
 from cluster.eval.progress import Reporter
 from cluster.eval.results import ResultRow
 from cluster.eval.settings import task_settings
 from cluster.eval.stats import TaskStats
 from cluster.eval.tasks import Task
-from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces, safe_name
+from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces
 
-__all__ = ["Retry", "TaskEnded", "TaskFlow", "describe"]
+__all__ = ["Retry", "TaskEnded", "TaskFlow", "describe", "status_for"]
 
 _BUDGET_REASONS = ("turn_limit", "budget")
+_STATUS_OF_REASON = {"truncated": "truncated", "refusal": "refused"}
 
 
-class TaskEnded(Exception):
-    """The task ends here with an error row."""
-
-
-class Retry(Exception):
+class Retry(WorkingsetError):
     """Lost infrastructure: the task may run once more. Carries what the lost attempt
     spent, so the row counts it."""
 
@@ -50,6 +54,7 @@ class Retry(Exception):
         self.actor_failures = stats.actor_failures if stats else 0
         self.usage = stats.usage if stats else Usage()
         self.cost_usd = stats.cost_usd if stats else 0.0
+        self.unpriced_calls = stats.unpriced_calls if stats else 0
 
     def charge(self, row: ResultRow) -> ResultRow:
         u = self.usage
@@ -60,7 +65,19 @@ class Retry(Exception):
             "cache_read_tokens": row.cache_read_tokens + u.cache_read_input_tokens,
             "cache_creation_tokens": row.cache_creation_tokens + u.cache_creation_input_tokens,
             "cost_usd": round(row.cost_usd + self.cost_usd, 6),
+            "unpriced_calls": row.unpriced_calls + self.unpriced_calls,
         })
+
+
+def status_for(reason: str, *, passed: bool | None) -> str:
+    """A graded task's status from how the agent's turn ended (module docstring)."""
+    if reason == "timeout":
+        return "timeout"
+    if reason in _BUDGET_REASONS:
+        return "budget"
+    if reason in _STATUS_OF_REASON:
+        return _STATUS_OF_REASON[reason]
+    return "passed" if passed else "failed"
 
 
 def describe(exc: BaseException) -> str:
@@ -73,7 +90,7 @@ class TaskFlow:
 
     def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: SessionHost, reporter: Reporter,
                  workspaces: Workspaces, shell: SandboxedShell, commands: asyncio.Semaphore,
-                 wall_s: float | None, keep_workspaces: bool):
+                 wall_s: float | None, keep_workspaces: bool, reject_test_changes: bool = False):
         self.settings = settings
         self.out = out
         self.host = host
@@ -83,6 +100,7 @@ class TaskFlow:
         self._commands = commands
         self.wall_s = wall_s
         self.keep_workspaces = keep_workspaces
+        self.grader = GradeStage(out, workspaces, shell, commands, reject_test_changes=reject_test_changes)
 
     async def attempt(self, task: Task, attempt: int, *, retries: int = 0, notes: list[str] | None = None) -> ResultRow:
         started, clock = time.time(), time.monotonic()
@@ -104,12 +122,13 @@ class TaskFlow:
             row.update(status="error", error=str(exc))
         finally:
             stats.close()
-            await self.workspaces.remove(workspace)
+            await self.workspaces.discard(name)
         u = stats.usage
         row.update(
             turns=stats.turns, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
             cache_read_tokens=u.cache_read_input_tokens, cache_creation_tokens=u.cache_creation_input_tokens,
-            cost_usd=round(stats.cost_usd, 6), compactions=sum(stats.compactions.values()),
+            cost_usd=round(stats.cost_usd, 6), unpriced_calls=stats.unpriced_calls, pricing=stats.pricing,
+            compactions=sum(stats.compactions.values()),
             compaction_kinds=dict(stats.compactions), actor_restarts=stats.actor_failures, session_id=stats.session_id,
             wall_s=round(time.monotonic() - clock, 3), finished_at=time.time(),
             workspace=str(workspace) if self.keep_workspaces and workspace.exists() else None,
@@ -131,15 +150,11 @@ class TaskFlow:
         reason = await self._agent(task, ws, settings, stats, row)
         row["stop_reason"] = reason
         self._phase(task, stats, "patch")
-        await self._patch(ws, name, row)
+        patch = await self._patch(ws, name, row)
+        await self.workspaces.remove(ws.path)  # only read once: the grade never looks at it
         self._phase(task, stats, "grade")
-        passed = await self._grade(task, ws, name, row)
-        if reason == "timeout":
-            row["status"] = "timeout"
-        elif reason in _BUDGET_REASONS:
-            row["status"] = "budget"
-        else:
-            row["status"] = "passed" if passed else "failed"
+        passed = await self.grader.grade(task, ws, patch, name, row) if patch is not None else None
+        row["status"] = status_for(reason, passed=passed)  # passed None: not graded, `error` says why
 
     async def _prepare(self, task: Task, name: str) -> Workspace:
         try:
@@ -150,11 +165,11 @@ class TaskFlow:
             raise TaskEnded(f"workspace: {exc}") from None
 
     async def _setup(self, task: Task, ws: Workspace, name: str) -> None:
+        assert task.setup_command
         async with self._commands:
             result = await self.shell.run(task.setup_command, ws.path, task.timeouts.setup_s)
         log = self.out.logs / name / "setup.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(f"$ {task.setup_command}\n{result.output}\n[exit code: {result.exit_code}]\n", encoding="utf-8")
+        write_log(log, task.setup_command, result)
         if result.timed_out:
             raise TaskEnded(f"setup timed out after {task.timeouts.setup_s:g} s (log: {self.out.rel(log)})")
         if not result.ok:
@@ -193,32 +208,22 @@ class TaskFlow:
             if handle is not None:
                 await self.host.close(handle)
 
-    async def _patch(self, ws: Workspace, name: str, row: dict) -> None:
+    async def _patch(self, ws: Workspace, name: str, row: dict) -> Patch | None:
+        """The agent's patch, kept in the out dir; None when it cannot be graded (`error`)."""
         path = self.out.patches / f"{name}.diff"
         try:
             patch = await self.workspaces.diff(ws)
-        except WorkspaceError as exc:
-            row["notes"].append(str(exc))
-            patch = ""
-        if patch.strip():
+        except PatchNotGradable as exc:
+            path.unlink(missing_ok=True)
+            row["error"] = str(exc)
+            return None
+        except (WorkspaceError, OSError) as exc:
+            raise TaskEnded(f"the patch could not be taken: {exc}") from None
+        row["notes"].extend(patch.notes)
+        if patch.data.strip():
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(patch, encoding="utf-8")
+            path.write_bytes(patch.data)
             row["patch_path"] = self.out.rel(path)
         else:
             path.unlink(missing_ok=True)  # an earlier attempt's patch is not this one's
-
-    async def _grade(self, task: Task, ws: Workspace, name: str, row: dict) -> bool:
-        if task.test_patch:
-            try:
-                await self.workspaces.apply(ws, task.test_patch, task.timeouts.test_s)
-            except WorkspaceError as exc:
-                raise TaskEnded(str(exc)) from None
-        log = self.out.logs / name / "grade.log"
-        row["grade_log"] = self.out.rel(log)
-        try:
-            async with self._commands:
-                result = await self.shell.grade(task.test_command, ws.path, task.timeouts.test_s, log)
-        except GradingError as exc:
-            raise TaskEnded(str(exc).replace(str(log), self.out.rel(log))) from None
-        row.update(tests_passed=result.passed, test_exit_code=result.exit_code)
-        return result.passed
+        return patch

@@ -9,9 +9,10 @@
 | `repo` | a local directory (relative paths: from the task file's folder) or a git URL (cloned once per batch) |
 | `ref` | branch, tag or commit to start from (default: the repository's HEAD; a plain directory has none) |
 | `instruction` | the prompt the agent gets |
-| `setup_command` | run in the workspace (sandboxed) before the agent; a non-zero exit is an error row |
-| `test_command` | the grader, run in the workspace (sandboxed) after the agent: exit 0 = passed |
-| `test_patch` | a diff applied after the agent and before grading (hidden tests, as in SWE-bench) |
+| `setup_command` | run (sandboxed) in the workspace before the agent, and in the grading copy before the tests; a non-zero exit is an error row (in the grading copy: a failed row) |
+| `test_command` | the grader, run (sandboxed) in a fresh copy of the base with only the agent's patch applied: exit 0 = passed |
+| `test_patch` | the hidden tests, as in SWE-bench: a diff against the base, placed last in the grading copy (its files replace the agent's versions) |
+| `grading` | `reject_test_changes`: fail a patch that changes test infrastructure (default: the `--reject-test-changes` flag) |
 | `timeouts` | `setup_s` (workspace + setup command, default 600), `test_s` (grader, default 600) |
 | `budgets` | `turns` (model calls), `tokens`, `cost_usd` (whole agent tree), `wall_s` (agent wall clock) |
 | `model`, `strategy` | per-task overrides of `--model` and `--strategy` |
@@ -34,9 +35,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agents.errors import ConfigError
+from agents.errors import ConfigError, WorkingsetError
 
-__all__ = ["Budgets", "LoadedTasks", "Task", "TaskProblem", "Timeouts", "absolute_spec", "is_url", "load_tasks"]
+__all__ = ["Budgets", "GradingRules", "LoadedTasks", "Task", "TaskProblem", "Timeouts", "absolute_spec", "is_url",
+           "load_tasks"]
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -55,6 +57,13 @@ class Budgets(BaseModel):
     wall_s: float | None = Field(None, gt=0, description="Wall-clock seconds for the agent's turn; passing it is status timeout.")
 
 
+class GradingRules(BaseModel):
+    model_config = _STRICT
+    reject_test_changes: bool | None = Field(
+        None, description="Fail a patch that changes test infrastructure (patch_audit.py) instead of grading it; "
+        "None: the batch's --reject-test-changes.")
+
+
 class Task(BaseModel):
     """One evaluation task."""
 
@@ -65,7 +74,8 @@ class Task(BaseModel):
     instruction: str = Field(min_length=1, description="The agent's prompt.")
     setup_command: str | None = Field(None, min_length=1, description="Run before the agent, sandboxed.")
     test_command: str = Field(min_length=1, description="The grader: exit 0 means passed.")
-    test_patch: str | None = Field(None, description="Diff applied after the agent, before grading.")
+    test_patch: str | None = Field(None, description="Hidden tests: a diff against the base, placed last for grading.")
+    grading: GradingRules = Field(default_factory=GradingRules)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     budgets: Budgets = Field(default_factory=Budgets)
     model: str | None = Field(None, min_length=1, description="Model spec for this task.")
@@ -97,7 +107,7 @@ class LoadedTasks:
         return [p.describe(self.path) for p in self.problems]
 
 
-class RowError(Exception):
+class RowError(WorkingsetError):
     """A row that cannot become a task: which field, and why."""
 
     def __init__(self, field: str | None, message: str):

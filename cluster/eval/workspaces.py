@@ -1,183 +1,89 @@
-"""A fresh, isolated git workspace per task; the source repository is only read.
+"""A task's directories: its trusted base, the agent's workspace, the grading copy.
 
-- a git repository (its top level, or a bare one): `git clone` into the workspace, at
-  the source's HEAD or at the ref (checked out detached); the clone's `origin` is
-  removed, so nothing in the workspace points back at the source. Objects are
-  hard-linked by git where it can (read-only, never rewritten); uncommitted changes in
-  the source are not taken.
-- a plain directory (or one inside another repository): copied, then `git init` and
-  one base commit, so the patch is a diff like any other.
-- a git URL: cloned once per batch into `<out>/repos/` (a mirror), then as above.
+    source --(host)--> base (bare, private state) --clone--> workspace (the agent's)
+                                                  \\--clone--> grading copy (+ patch, + hidden tests)
 
-The patch and the hidden tests go through `SandboxedShell` (see grading.py): after the
-agent, the workspace's `.git` is the agent's and git must not run it on the host.
+The base is made by the host from the source (base_repo.py) and never written by a
+sandbox. The agent's workspace is a clone of it, at the ref, its objects copied and
+nothing pointing back. After the agent, the workspace is only read, as a plain work
+tree of the base (patches.py), and then removed: grading happens in a fresh clone of
+the base with only the patch applied, and the hidden tests placed last
+(hidden_tests.py). Whatever the agent left outside its patch — a rewritten `.git`,
+ignored files, build junk, a process still writing — never reaches the grade.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
-import os
-import re
 import shutil
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.eval.grading import SandboxedShell
-from cluster.eval.tasks import Task, is_url
+from cluster.eval.base_repo import Base, TrustedBases, clone_at
+from cluster.eval.errors import WorkspaceError
+from cluster.eval.hidden_tests import HiddenFile, hidden_tests
+from cluster.eval.layout import OutDir, safe_name
+from cluster.eval.patch_audit import CONFIG_FILES
+from cluster.eval.patches import MAX_PATCH_BYTES, Patch, apply_patch, take_patch
+from cluster.eval.tasks import Task
 
 __all__ = ["Workspace", "WorkspaceError", "Workspaces", "safe_name"]
-
-_IDENTITY = ["-c", "user.name=workingset-eval", "-c", "user.email=eval@workingset.invalid", "-c", "commit.gpgsign=false"]
-_JUNK = ("__pycache__", "*.pyc", ".pytest_cache")
-_JUNK_PATHSPECS = "':(exclude,glob)**/__pycache__/**' ':(exclude,glob)**/*.pyc' ':(exclude,glob)**/.pytest_cache/**'"
-_PATCH = ".git/workingset-eval.patch"
-_INDEX = ".git/workingset-eval.index"
-_TEST_PATCH = ".git/workingset-test.patch"
-
-
-class WorkspaceError(Exception):
-    """The workspace could not be made or read; the message names the repository and why."""
 
 
 @dataclass(frozen=True)
 class Workspace:
     path: Path
-    base_commit: str
+    base: Base
 
-
-def safe_name(task_id: str) -> str:
-    """A file name for a task id (readable, and unique through a short hash when changed)."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._")[:80] or "task"
-    if cleaned == task_id:
-        return cleaned
-    return f"{cleaned}-{hashlib.sha256(task_id.encode()).hexdigest()[:8]}"
-
-
-async def _git(*args: str, cwd: Path | None = None, timeout_s: float = 600.0) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
-    proc = await asyncio.create_subprocess_exec(
-        "git", *args, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
-    except TimeoutError:
-        raise WorkspaceError(f"git {args[0]} timed out after {timeout_s:g} s") from None
-    finally:
-        if proc.returncode is None:  # timed out or cancelled: git and what it started go
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-    if proc.returncode != 0:
-        lines = err.decode(errors="replace").strip().splitlines()
-        raise WorkspaceError(f"git {args[0]} failed: {lines[-1] if lines else f'exit code {proc.returncode}'}")
-    return out.decode(errors="replace").strip()
-
-
-def _is_repository_top(path: Path) -> bool:
-    """The top of a work tree (`.git` there: a directory, or a file for a linked worktree
-    or submodule) or a bare repository. A folder inside a repository is not one."""
-    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+    @property
+    def base_commit(self) -> str:
+        return self.base.commit
 
 
 class Workspaces:
-    def __init__(self, root: Path, cache: Path, shell: SandboxedShell, *, keep: bool = False):
-        self.root = root
-        self.cache = cache
-        self.shell = shell
+    """The directories of the batch's tasks, under the out directory."""
+
+    def __init__(self, out: OutDir, *, keep: bool = False, max_patch_bytes: int = MAX_PATCH_BYTES):
+        self.out = out
         self.keep = keep
-        self._locks: dict[str, asyncio.Lock] = {}
+        self.max_patch_bytes = max_patch_bytes
+        self.bases = TrustedBases(out.bases, out.repos)
 
     def path_for(self, name: str) -> Path:
-        return self.root / name
+        return self.out.workspaces / name
+
+    def copy_for(self, name: str) -> Path:
+        return self.out.grading / name
 
     async def prepare(self, task: Task, name: str) -> Workspace:
-        timeout = task.timeouts.setup_s
-        source = await self._source(task, timeout)
+        """The trusted base, and the agent's workspace cloned from it."""
+        base = await self.bases.make(task, name)
         path = self.path_for(name)
-        if path.exists():
-            await asyncio.to_thread(shutil.rmtree, path, True)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if is_url(task.repo) or _is_repository_top(source):
-            if task.ref is None:
-                await _git("clone", "--quiet", str(source), str(path), timeout_s=timeout)
-            else:
-                await _git("clone", "--quiet", "--no-checkout", str(source), str(path), timeout_s=timeout)
-                commit = await self._resolve(path, task.ref, task.repo)
-                await _git("checkout", "--quiet", "--detach", commit, cwd=path, timeout_s=timeout)
-            await _git("remote", "remove", "origin", cwd=path)
-            return Workspace(path, await _git("rev-parse", "HEAD", cwd=path))
-        if task.ref:
-            raise WorkspaceError(f"ref {task.ref!r} given, but {task.repo} is not the top of a git repository")
-        await asyncio.to_thread(shutil.copytree, source, path, symlinks=True, ignore=shutil.ignore_patterns(*_JUNK))
-        await _git("init", "--quiet", cwd=path)
-        await _git("add", "-A", cwd=path, timeout_s=timeout)
-        await _git(*_IDENTITY, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "eval base", cwd=path)
-        return Workspace(path, await _git("rev-parse", "HEAD", cwd=path))
+        await clone_at(base, path, detach=task.ref is not None, timeout_s=task.timeouts.setup_s)
+        return Workspace(path, base)
 
-    async def _source(self, task: Task, timeout_s: float) -> Path:
-        if is_url(task.repo):
-            return await self._mirror(task.repo, timeout_s)
-        source = Path(task.repo).resolve()
-        if not source.is_dir():
-            looked = task.metadata.get("looked_for")
-            if looked:
-                raise WorkspaceError(f"repository {task.metadata.get('swebench_repo')} is not available locally "
-                                     f"(looked for {', '.join(looked)}); pass --repos DIR holding a clone")
-            raise WorkspaceError(f"repository {task.repo} does not exist or is not a directory")
-        return source
+    async def diff(self, ws: Workspace) -> Patch:
+        """What the agent changed since the base commit (see patches.py)."""
+        return await take_patch(ws.base, ws.path, self.out.scratch, wanted=CONFIG_FILES,
+                                max_bytes=self.max_patch_bytes)
 
-    async def _mirror(self, url: str, timeout_s: float) -> Path:
-        """One clone of a URL per batch, shared by the tasks that use it."""
-        target = self.cache / f"{safe_name(url.rstrip('/').rsplit('/', 1)[-1])}-{hashlib.sha256(url.encode()).hexdigest()[:10]}"
-        async with self._locks.setdefault(url, asyncio.Lock()):
-            if not (target / "HEAD").is_file():
-                if target.exists():
-                    await asyncio.to_thread(shutil.rmtree, target, True)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    await _git("clone", "--quiet", "--mirror", url, str(target), timeout_s=timeout_s)
-                except WorkspaceError as exc:
-                    raise WorkspaceError(f"cannot clone {url}: {exc}") from None
-        return target
+    async def hidden_tests(self, ws: Workspace, test_patch: str, timeout_s: float) -> list[HiddenFile]:
+        return await hidden_tests(ws.base, test_patch, self.out.scratch, timeout_s=timeout_s)
 
-    async def _resolve(self, path: Path, ref: str, repo: str) -> str:
-        for candidate in (ref, f"origin/{ref}"):
-            try:
-                return await _git("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", cwd=path)
-            except WorkspaceError:
-                continue
-        raise WorkspaceError(f"ref {ref!r} is not a commit, branch or tag of {repo}")
-
-    async def diff(self, ws: Workspace) -> str:
-        """Everything the agent changed since the base commit, new files included (build
-        junk excluded), as a git patch; taken in the sandbox, without touching the
-        workspace's own index."""
-        command = (
-            f"export GIT_INDEX_FILE={_INDEX}; rm -f {_INDEX} {_PATCH}; "
-            f"git read-tree {ws.base_commit} && git add -A -- . {_JUNK_PATHSPECS} && "
-            f"git diff --cached --binary --no-ext-diff --no-textconv {ws.base_commit} > {_PATCH}; "
-            f"code=$?; rm -f {_INDEX}; exit $code"
-        )
-        result = await self.shell.run(command, ws.path, timeout_s=300)
-        if not result.ok:
-            raise WorkspaceError(f"the patch could not be taken: {result.tail(2) or 'timed out'}")
-        patch_file = ws.path / _PATCH
-        text = patch_file.read_text(encoding="utf-8", errors="replace")
-        patch_file.unlink(missing_ok=True)
-        return text
-
-    async def apply(self, ws: Workspace, patch: str, timeout_s: float) -> None:
-        """Apply the hidden tests (test_patch) before grading."""
-        (ws.path / _TEST_PATCH).write_text(patch if patch.endswith("\n") else patch + "\n", encoding="utf-8")
-        result = await self.shell.run(f"git apply --whitespace=nowarn {_TEST_PATCH}; code=$?; rm -f {_TEST_PATCH}; exit $code",
-                                      ws.path, timeout_s)
-        if not result.ok:
-            raise WorkspaceError(f"the test patch does not apply: {result.tail(2) or 'timed out'}")
+    async def grading_copy(self, ws: Workspace, patch: Patch, name: str, timeout_s: float) -> Path:
+        """A fresh clone of the base at the base commit with the agent's patch applied."""
+        copy = self.copy_for(name)
+        await clone_at(ws.base, copy, detach=True, timeout_s=timeout_s)
+        await apply_patch(ws.base, copy, patch.data, timeout_s=timeout_s)
+        return copy
 
     async def remove(self, path: Path) -> None:
+        """A workspace or grading copy (kept with --keep-workspaces)."""
         if not self.keep:
             await asyncio.to_thread(shutil.rmtree, path, True)
+
+    async def discard(self, name: str) -> None:
+        """Everything of the task: its base always, the directories unless kept."""
+        await self.bases.remove(self.bases.path_for(name))
+        await self.remove(self.path_for(name))
+        await self.remove(self.copy_for(name))

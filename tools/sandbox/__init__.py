@@ -12,20 +12,24 @@ What a command run through `BubblewrapRunner` gets, and which module does it:
     watch.py     which limit a call hit (named in the result), killing the tree
     probe.py     refusing, in one line naming the missing piece and the opt-out
     runner.py    the CommandRunner tying them together
+    config.py    its limits and options, each defined once (the [sandbox] settings)
+    errors.py    SandboxUnavailable, and the probes' kinds of it
 
 Plus bwrap's own: new PID, network, IPC, UTS and cgroup namespaces, no capabilities,
 `--disable-userns`, a new session, death with its parent. The threat model is in the
 README ("Threat model").
 """
 
-from tools.sandbox.probe import SandboxUnavailable, bubblewrap_path
-from tools.sandbox.runner import (
+from tools.sandbox.config import (
     DEFAULT_SANDBOX_ID,
-    BubblewrapRunner,
     SandboxLimits,
+    SandboxOptions,
     check_inside_workspace,
     check_pass_env,
 )
+from tools.sandbox.errors import SandboxUnavailable
+from tools.sandbox.probe import bubblewrap_path
+from tools.sandbox.runner import BubblewrapRunner
 from tools.sandbox.view import SECRET_DIRS, SECRET_FILES, SYSTEM_PATHS
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "SYSTEM_PATHS",
     "BubblewrapRunner",
     "SandboxLimits",
+    "SandboxOptions",
     "SandboxUnavailable",
     "bubblewrap_path",
     "check_inside_workspace",

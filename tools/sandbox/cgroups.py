@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from tools.sandbox.errors import SandboxUnavailable
+
 __all__ = ["CallCgroup", "CgroupTree", "CgroupUnavailable", "CgroupVersion", "locate", "sweep"]
 
 CgroupVersion = Literal["auto", "v1", "v2"]
@@ -38,7 +40,7 @@ _PARENT_NAME = "workingset"
 _counter = itertools.count(1)
 
 
-class CgroupUnavailable(Exception):
+class CgroupUnavailable(SandboxUnavailable):
     """No cgroup hierarchy can hold the command; the message says why."""
 
 

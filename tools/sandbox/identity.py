@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.sandbox import linux
+from tools.sandbox.errors import SandboxUnavailable
 
 __all__ = ["Identity", "IdentityError", "Stage", "host_identity", "reachable"]
 
 
-class IdentityError(Exception):
+class IdentityError(SandboxUnavailable):
     """The sandbox cannot run the command as an unprivileged user; says why."""
 
 

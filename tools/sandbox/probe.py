@@ -21,20 +21,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.base import ToolError
 from tools.sandbox import seccomp
 from tools.sandbox.cgroups import CgroupTree, CgroupUnavailable, CgroupVersion, locate, sweep
+from tools.sandbox.errors import SandboxUnavailable
 from tools.sandbox.identity import Identity, IdentityError, host_identity
 
 __all__ = ["MIN_BWRAP", "Host", "SandboxUnavailable", "bubblewrap_path", "check_host", "explain_bwrap_failure"]
 
 MIN_BWRAP = (0, 8, 0)
 OPT_OUT = "or opt out with --no-sandbox"
-
-
-class SandboxUnavailable(ToolError, RuntimeError):
-    """The sandbox cannot start with its protections on this host, and the user did not
-    opt out. A ToolError, so Bash reports it as an error result instead of crashing."""
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ per-call cgroup; in root mode the idmapped workspace (identity.py); the view
 (view.py); the seccomp filter on a pipe; then the child, between fork and exec, moves
 itself into the cgroup, builds its private stage (root mode), sets its rlimits and
 drops to the sandbox uid before it executes bwrap. The watch (watch.py) takes over
-from there. The runner is a frozen dataclass of settings, so it pickles to Ray workers;
-what it learns about the host is cached per process.
+from there. The runner is a frozen model of its configuration (config.py), so it
+pickles to Ray workers; what it learns about the host is cached per process.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ import resource
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pydantic import Field
+
 from tools.base import CommandLaunch, ToolError
-from tools.protected import PROTECTED_DIRS
-from tools.sandbox.cgroups import CallCgroup, CgroupUnavailable, CgroupVersion
+from tools.sandbox.cgroups import CallCgroup, CgroupUnavailable
+from tools.sandbox.config import SandboxLimits, SandboxOptions
 from tools.sandbox.identity import Identity, Stage, reachable
 from tools.sandbox.linux import describe
 from tools.sandbox.probe import (
@@ -36,75 +37,34 @@ from tools.sandbox.probe import (
 from tools.sandbox.view import View, default_toolchains, environment
 from tools.sandbox.watch import GrowthMeter, SandboxWatch
 
-__all__ = ["DEFAULT_SANDBOX_ID", "BubblewrapRunner", "SandboxLimits", "check_inside_workspace", "check_pass_env"]
+__all__ = ["BubblewrapRunner"]
 
-MiB = 1024**2
-# Outside the ranges distributions, systemd and subuid allocation hand out, and not the
-# kernel's overflow id 65534 (which already names every unmapped file).
-DEFAULT_SANDBOX_ID = 90_000
 _BWRAP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Limits of one command. Memory, processes and CPU time count its whole process
-    tree (a cgroup); file size is per file; /tmp and workspace growth per call."""
-
-    cpu_seconds: float = 300
-    memory_bytes: int = 4096 * MiB
-    processes: int = 512
-    file_size_bytes: int = 1024 * MiB
-    tmp_bytes: int = 512 * MiB
-    workspace_growth_bytes: int = 2048 * MiB
-
 
 _hosts: dict[tuple, Host] = {}
 
 
-_CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
-
-
-def check_pass_env(names: tuple[str, ...] | list[str]) -> None:
-    """Names passed into the sandbox must not look like credentials; raises ValueError."""
-    for name in names:
-        if any(word in name.upper() for word in _CREDENTIAL_WORDS):
-            raise ValueError(
-                f"{name} looks like a credential, and the sandbox never passes credentials to commands; "
-                "give a test a dummy value in its own setup instead"
-            )
-
-
-def check_inside_workspace(names: tuple[str, ...] | list[str]) -> None:
-    """Protected entries name paths inside the workspace; raises ValueError otherwise."""
-    for name in names:
-        parts = Path(name).parts
-        if not parts or Path(name).is_absolute() or ".." in parts:
-            raise ValueError(f"{name!r} is not a path inside the workspace (relative, without '..')")
-
-
-@dataclass(frozen=True)
-class BubblewrapRunner:
+class BubblewrapRunner(SandboxOptions):
     """Runs `bash -c CMD` inside bubblewrap: unprivileged, filtered, limited, allow-listed."""
 
-    limits: SandboxLimits = SandboxLimits()
-    bwrap: str | None = None
-    uid: int = DEFAULT_SANDBOX_ID
-    gid: int = DEFAULT_SANDBOX_ID
-    toolchains: tuple[Path, ...] | None = None  # None: the harness's Python prefix
-    protected: tuple[str, ...] = tuple(sorted(PROTECTED_DIRS))  # read-only inside the workspace
-    pass_env: tuple[str, ...] = ()
-    seccomp: bool = True
-    weak_limits: bool = False
-    cgroup: CgroupVersion = "auto"
-    cgroup_parent: str | None = None
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
 
-    def __post_init__(self) -> None:
-        check_inside_workspace(self.protected)
-        check_pass_env(self.pass_env)
+    @classmethod
+    def configured(cls, config: SandboxLimits | SandboxOptions) -> BubblewrapRunner:
+        """The runner for a model holding the limits' and the options' fields (the
+        settings' `[sandbox]`); toolchain paths are resolved here (`~/.cargo`)."""
+        values = config.model_dump()
+        runner = cls(
+            limits=SandboxLimits(**{name: values[name] for name in SandboxLimits.model_fields}),
+            **{name: values[name] for name in SandboxOptions.model_fields},
+        )
+        if runner.toolchains is None:
+            return runner
+        return runner.model_copy(update={"toolchains": tuple(p.expanduser().resolve() for p in runner.toolchains)})
 
     def allowing_writes(self, *names: str) -> BubblewrapRunner:
         """A copy that leaves these protected workspace entries writable (grading's git index)."""
-        return replace(self, protected=tuple(p for p in self.protected if p not in names))
+        return self.model_copy(update={"protected": tuple(p for p in self.protected if p not in names)})
 
     # --- the host, once per process -------------------------------------------------
 

@@ -39,6 +39,8 @@ import platform
 import struct
 from dataclasses import dataclass
 
+from tools.sandbox.errors import SandboxUnavailable
+
 __all__ = ["DENIED", "SeccompUnsupported", "filter_program", "native_arch"]
 
 # BPF opcodes (linux/filter.h, linux/bpf_common.h).
@@ -121,7 +123,7 @@ _ARCHES = {
 }
 
 
-class SeccompUnsupported(Exception):
+class SeccompUnsupported(SandboxUnavailable):
     """No filter is known for this machine's architecture."""
 
 

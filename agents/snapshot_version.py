@@ -1,0 +1,82 @@
+"""One stored version: its envelope, and reading it back with every digest verified.
+
+    v:<id>  envelope {schema, sum, body}; body = {header, chunks (index chunk keys), count}
+    c:<key> up to 64 message digests, 32 bytes each; key = sha256 of the chunk
+    m:<key> one message, msgpack; key = sha256 of its bytes
+
+A version is corrupt when its envelope, a chunk or a message does not verify; one of a
+schema newer than this Workingset's is refused (SnapshotTooNew), never read as corrupt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from agents.codec import CodecError, decode_message, pack, unpack
+from agents.messages import Message
+from agents.session_state import READABLE_SCHEMAS, SCHEMA_VERSION, SessionState
+from agents.snapshot_errors import SnapshotCorrupt, SnapshotTooNew
+from agents.snapshot_file import SalvagedRows, StoreReader
+from agents.snapshot_index import Delta, StoredIndex, chunk_digests, last_text
+
+__all__ = ["make_envelope", "open_envelope", "read_version"]
+
+
+def make_envelope(header: dict, delta: Delta) -> bytes:
+    body = pack({"header": header, "chunks": delta.chunks, "count": delta.count})
+    return pack({"schema": SCHEMA_VERSION, "sum": hashlib.sha256(body).hexdigest(), "body": body})
+
+
+def open_envelope(raw: object, version: str) -> dict:
+    if raw is None:
+        raise SnapshotCorrupt(f"snapshot version {version} is missing", version=version)
+    try:
+        envelope = unpack(raw)
+        schema = envelope.get("schema")
+        if isinstance(schema, int) and schema > SCHEMA_VERSION:
+            raise SnapshotTooNew(
+                f"snapshot version {version} has schema {schema}; this Workingset reads schemas "
+                f"{READABLE_SCHEMAS[0]} to {SCHEMA_VERSION}; resume it with the newer Workingset that wrote it",
+                found=schema,
+            )
+        if schema not in READABLE_SCHEMAS:
+            raise SnapshotCorrupt(f"snapshot version {version} has no known schema ({schema!r})", version=version)
+        body = envelope["body"]
+        if hashlib.sha256(body).hexdigest() != envelope["sum"]:
+            raise SnapshotCorrupt(f"snapshot version {version} fails its checksum", version=version)
+        return unpack(body)
+    except (CodecError, KeyError, TypeError, AttributeError) as exc:
+        raise SnapshotCorrupt(f"snapshot version {version} cannot be decoded ({exc})", version=version) from exc
+
+
+def read_version(reader: StoreReader | SalvagedRows, version: str, memo: dict[str, Message] | None = None) -> tuple[SessionState, StoredIndex]:
+    """One version, every digest verified; `memo` shares decoded messages across calls."""
+    body = open_envelope(reader.value("v:" + version), version)
+    memo = {} if memo is None else memo
+    try:
+        chunk_keys = list(body["chunks"])
+        chunks = reader.values(["c:" + k for k in chunk_keys])
+        digests: list[str] = []
+        for key in chunk_keys:
+            chunk = chunks.get("c:" + key)
+            if not isinstance(chunk, bytes) or hashlib.sha256(chunk).hexdigest() != key:
+                raise SnapshotCorrupt(f"snapshot version {version}: index chunk {key[:12]} is missing or damaged", version=version)
+            digests += chunk_digests(chunk)
+        wanted = list({d: None for d in digests if d not in memo})
+        found = reader.values(["m:" + d for d in wanted])
+        for digest in wanted:
+            data = found.get("m:" + digest)
+            if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != digest:
+                raise SnapshotCorrupt(f"snapshot version {version}: message {digest[:12]} is missing or damaged", version=version)
+            message = decode_message(data)
+            message.__pydantic_private__["_encoded"] = (digest, data)  # never encoded again
+            memo[digest] = message
+        messages = [memo[d] for d in digests]
+        state = SessionState.model_validate({**body["header"], "conversation": messages})
+    except (CodecError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, SnapshotCorrupt):
+            raise
+        raise SnapshotCorrupt(f"snapshot version {version} does not hold a valid session ({exc})", version=version) from exc
+    # The index holds the messages as stored: a schema-1 upgrade makes new objects of
+    # the ones it types, so a save after it writes those and keeps the rest.
+    return state, StoredIndex(version, messages, digests, chunk_keys, last_text(state.conversation))

@@ -1,0 +1,75 @@
+"""The terminal tables (rich): the summary, and the live runs when there are any."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .report import SYNTHETIC_NOTE, fmt_interval, summary_cells
+
+__all__ = ["LIVE_COLUMNS", "live_rows", "print_live", "print_table"]
+
+TERMINAL_COLUMNS = (
+    "strategy", "traces", "infeasible calls", "cost ÷ raw", "pooled", "cost ÷ base", "p (Holm)", "tool-evidence recall",
+    "Δ vs base", "grounding (legacy)", "cost ÷ raw (lcp)", "summ. calls (share)",
+)
+# positions in report.summary_cells
+_PICK = (0, 1, 2, 3, 4, 5, 6, 9, 10, 13, 14, 15)
+
+
+def _terminal_row(s: dict) -> list[str]:
+    """Like the markdown row, fewer columns, each interval under its value."""
+    cells = summary_cells(s)
+    return [cells[i].replace(" [", "\n[") for i in _PICK]
+
+
+def print_table(doc: dict[str, Any], console: Console) -> None:
+    title = f"Compaction strategies — {len(doc['traces'])} traces, context window {doc['settings']['context_window']:,}"
+    if doc["synthetic"]:
+        title += f" — {SYNTHETIC_NOTE}"
+    table = Table(title=title, title_justify="left")
+    for name in TERMINAL_COLUMNS:
+        table.add_column(name, overflow="fold")
+    for s in doc["summary"]:
+        table.add_row(*_terminal_row(s))
+    console.print(table)
+    exceed = [s["strategy"] for s in doc["summary"] if s["exceeds_window"]]
+    if exceed:
+        console.print(f"⚠ exceed the window on some call (infeasible): {', '.join(exceed)}")
+    console.print(f"ratios: median over traces [95% bootstrap of {doc['settings']['cluster']} clusters]; recalls: mean; "
+                  f"p: Wilcoxon signed-rank vs base, Holm-adjusted; base = {doc['settings']['baseline']}; "
+                  f"wall time {doc['wall_time_s']:.1f} s ({doc['runtime']})")
+    for item in doc["skipped"]:
+        console.print(f"skipped {item['path']}: {item['reason']}")
+    for r in doc["runs"]:
+        if r["error"]:
+            console.print(f"failed {r['trace']} under {r['strategy']}: {r['error']}")
+
+
+LIVE_COLUMNS = ("strategy", "tasks", "passed", "pass rate", "gained vs base", "lost vs base", "both passed",
+                "both not passed", "not comparable", "cost", "compactions")
+
+
+def live_rows(live: dict) -> list[list[str]]:
+    rows = []
+    for x in live["strategies"]:
+        f = x["flips_vs_baseline"]
+        rows.append([x["strategy"], str(x["tasks"]), str(x["passed"]), fmt_interval(x["pass_rate"], pct=True), str(f["gained"]),
+                     str(f["lost"]), str(f["both_passed"]), str(f["both_not_passed"]), str(f["not_comparable"]),
+                     f"${x['cost_usd']:.4f}", str(x["compactions"])])
+    return rows
+
+
+def print_live(doc: dict[str, Any], console: Console) -> None:
+    live = doc.get("live")
+    if not live:
+        return
+    table = Table(title=f"Live: {live['tasks']} tasks from {live['tasks_file']} per strategy (base = {live['baseline']})",
+                  title_justify="left")
+    for name in LIVE_COLUMNS:
+        table.add_column(name, no_wrap=True)
+    for row in live_rows(live):
+        table.add_row(*row)
+    console.print(table)

@@ -1,0 +1,165 @@
+"""The trusted base of a task: a bare git repository the agent never sees or writes.
+
+Made on the host from the task's source, before the agent starts:
+
+- a git repository (its top level, or a bare one): `git clone --mirror` into
+  `<out>/state/bases/<task>.git`, then the ref (or HEAD) resolved to the base commit.
+  Uncommitted changes in the source are not taken.
+- a plain directory (or one inside another repository): every file of it (ignored ones
+  too, build junk not) committed once into a new bare repository, so the patch is a
+  diff like any other.
+- a git URL: mirrored once per batch into `<out>/repos/`, then as above.
+
+No template (no hooks), the harness's own configuration only, and git run through
+trusted_git.py. Objects may be hard-linked to the source's: nothing ever writes them, since
+every clone made from the base for a sandbox to use (the agent's workspace, the grading
+copy) copies its objects (`--no-hardlinks`). A shared inode would let a sandboxed
+command that chmods a pack file rewrite the base, or the user's own repository.
+
+The base lives under the batch's private state (`<out>/state/`), which no sandbox binds
+writable (and, with an allow-list view of the host, none sees at all); it is only read
+after it is made: the patch is taken against it with a scratch index and a
+scratch object directory (patches.py), the hidden tests computed from it
+(hidden_tests.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cluster.eval.errors import GitError, WorkspaceError
+from cluster.eval.layout import safe_name
+from cluster.eval.tasks import Task, is_url
+from cluster.eval.trusted_git import git
+
+__all__ = ["JUNK_PATHSPECS", "Base", "TrustedBases", "clone_at", "scratch_env"]
+
+# Build junk never belongs to a base or a patch.
+JUNK_PATHSPECS = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.pyc", ":(exclude,glob)**/.pytest_cache/**")
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "workingset-eval", "GIT_AUTHOR_EMAIL": "eval@workingset.invalid",
+    "GIT_COMMITTER_NAME": "workingset-eval", "GIT_COMMITTER_EMAIL": "eval@workingset.invalid",
+}
+
+
+@dataclass(frozen=True)
+class Base:
+    git_dir: Path
+    commit: str
+
+
+def scratch_env(base: Base, scratch: Path) -> dict[str, str]:
+    """A private index and object directory over the base: what git writes goes to the
+    scratch directory, the base's own objects are only read."""
+    (scratch / "objects").mkdir(parents=True, exist_ok=True)
+    return {
+        "GIT_INDEX_FILE": str(scratch / "index"),
+        "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(base.git_dir / "objects"),
+    }
+
+
+def _is_repository_top(path: Path) -> bool:
+    """The top of a work tree (`.git` there: a directory, or a file for a linked worktree
+    or submodule) or a bare repository. A folder inside a repository is not one."""
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
+async def clone_at(base: Base, dest: Path, *, detach: bool, timeout_s: float) -> None:
+    """A work tree at the base commit, its objects copied, nothing pointing back at the base.
+    `detach`: at the commit itself; otherwise on the base's HEAD branch."""
+    if dest.exists():
+        await asyncio.to_thread(shutil.rmtree, dest, True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    checkout = [] if not detach else ["--no-checkout"]
+    await git("clone", "--quiet", "--no-hardlinks", "--template=", *checkout, str(base.git_dir), str(dest), timeout_s=timeout_s)
+    if detach:
+        await git("checkout", "--quiet", "--detach", base.commit, cwd=dest, timeout_s=timeout_s)
+    await git("remote", "remove", "origin", cwd=dest)
+
+
+class TrustedBases:
+    """One trusted base per task under `root`; URL mirrors shared under `cache`."""
+
+    def __init__(self, root: Path, cache: Path):
+        self.root = root
+        self.cache = cache
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def path_for(self, name: str) -> Path:
+        return self.root / f"{name}.git"
+
+    async def make(self, task: Task, name: str) -> Base:
+        timeout = task.timeouts.setup_s
+        source = await self._source(task, timeout)
+        git_dir = self.path_for(name)
+        await self.remove(git_dir)
+        git_dir.parent.mkdir(parents=True, exist_ok=True)
+        if is_url(task.repo) or _is_repository_top(source):
+            await git("clone", "--quiet", "--mirror", "--template=", str(source), str(git_dir), timeout_s=timeout)
+            commit = await self._resolve(git_dir, task.ref or "HEAD", task.repo)
+        elif task.ref:
+            raise WorkspaceError(f"ref {task.ref!r} given, but {task.repo} is not the top of a git repository")
+        else:
+            commit = await self._commit_directory(source, git_dir, timeout)
+        # Loose objects into one pack: each clone of the base copies its object files, and
+        # a few large files copy much faster than thousands of small ones.
+        await git("repack", "-d", "-q", git_dir=git_dir, timeout_s=timeout)
+        return Base(git_dir, commit)
+
+    async def remove(self, git_dir: Path) -> None:
+        if git_dir.exists():
+            await asyncio.to_thread(shutil.rmtree, git_dir, True)
+
+    async def _commit_directory(self, source: Path, git_dir: Path, timeout_s: float) -> str:
+        await git("init", "--quiet", "--bare", "--template=", "--initial-branch=main", str(git_dir))
+        with tempfile.TemporaryDirectory(dir=self.root, prefix=".index-") as scratch:
+            env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            pathspecs = "\0".join((".", *JUNK_PATHSPECS)).encode()
+            await git("add", "--all", "--force", "--pathspec-from-file=-", "--pathspec-file-nul", git_dir=git_dir,
+                      work_tree=source, env=env, stdin=pathspecs, timeout_s=timeout_s)
+            tree = (await git("write-tree", git_dir=git_dir, env=env)).decode().strip()
+        commit = (await git("commit-tree", tree, "-m", "eval base", git_dir=git_dir, env=_IDENTITY)).decode().strip()
+        await git("update-ref", "refs/heads/main", commit, git_dir=git_dir)
+        return commit
+
+    async def _source(self, task: Task, timeout_s: float) -> Path:
+        if is_url(task.repo):
+            return await self._mirror(task.repo, timeout_s)
+        source = Path(task.repo).resolve()
+        if not source.is_dir():
+            looked = task.metadata.get("looked_for")
+            if looked:
+                raise WorkspaceError(f"repository {task.metadata.get('swebench_repo')} is not available locally "
+                                     f"(looked for {', '.join(looked)}); pass --repos DIR holding a clone")
+            raise WorkspaceError(f"repository {task.repo} does not exist or is not a directory")
+        return source
+
+    async def _mirror(self, url: str, timeout_s: float) -> Path:
+        """One clone of a URL per batch, shared by the tasks that use it."""
+        target = self.cache / f"{safe_name(url.rstrip('/').rsplit('/', 1)[-1])}-{hashlib.sha256(url.encode()).hexdigest()[:10]}"
+        async with self._locks.setdefault(url, asyncio.Lock()):
+            if not (target / "HEAD").is_file():
+                if target.exists():
+                    await asyncio.to_thread(shutil.rmtree, target, True)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    await git("clone", "--quiet", "--mirror", "--template=", url, str(target), network=True,
+                              timeout_s=timeout_s)
+                except GitError as exc:
+                    raise WorkspaceError(f"cannot clone {url}: {exc}") from None
+        return target
+
+    async def _resolve(self, git_dir: Path, ref: str, repo: str) -> str:
+        for candidate in (ref, f"origin/{ref}"):
+            try:
+                out = await git("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", git_dir=git_dir)
+                return out.decode().strip()
+            except GitError:
+                continue
+        raise WorkspaceError(f"ref {ref!r} is not a commit, branch or tag of {repo}")

@@ -1,0 +1,209 @@
+"""What the fake API servers share: a real starlette app served by uvicorn on 127.0.0.1
+(ephemeral port, background thread), a record of every request, a queue of scripted
+answers, and server-sent events with the failures real streams have (a stall, an
+error event, a dropped connection).
+
+    class MyServer(FakeApiServer):
+        def routes(self): return [Route("/v1/x", self._x, methods=["POST"])]
+
+A subclass checks what it receives the way the real API does and answers a protocol
+mistake with that API's real 400, so a test sees the request a real server would
+refuse (`problems` keeps every one found).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+__all__ = ["FakeApiServer", "RecordedRequest", "StreamFault", "json_error", "pieces", "sse_response"]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: Any  # decoded JSON, or the raw text when it is not JSON
+
+
+@dataclass(frozen=True)
+class StreamFault:
+    """How a streamed answer goes wrong after `after` events: it stalls for `stall_s`,
+    sends `error` (a JSON body) as the next event, or drops the connection."""
+
+    after: int
+    stall_s: float | None = None
+    error: dict[str, Any] | None = None
+    drop: bool = False
+
+
+def _frame(event: str | None, data: Any) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+class _Dropped(Exception):
+    """Raised inside the body generator to cut the connection mid-stream."""
+
+
+def sse_response(
+    events: list[tuple[str | None, Any]], *, fault: StreamFault | None = None, headers: dict[str, str] | None = None,
+    error_event: str | None = "error",
+) -> StreamingResponse:
+    """A text/event-stream of (event name, data) pairs, with an optional fault."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for n, (event, data) in enumerate(events):
+            if fault is not None and n == fault.after:
+                if fault.stall_s is not None:
+                    await asyncio.sleep(fault.stall_s)
+                    return
+                if fault.error is not None:
+                    yield _frame(error_event, fault.error)
+                    return
+                if fault.drop:
+                    raise _Dropped("connection dropped by the fake server")
+            yield _frame(event, data)
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers=headers or {})
+
+
+class FakeApiServer:
+    """Base of the fake Messages and Chat Completions servers."""
+
+    name = "fake-api-server"
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self._bind_port = port  # 0: an ephemeral port
+        self.requests: list[RecordedRequest] = []
+        self.problems: list[str] = []
+        self._queue: deque[Any] = deque()
+        self._lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self.port: int | None = None
+        self.app = Starlette(routes=self.routes())
+
+    def routes(self) -> list[Route]:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError(f"{type(self).__name__} is not started")
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 10.0) -> FakeApiServer:
+        if self._thread is not None:
+            return self
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self._bind_port))
+        self._socket = sock
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app, loop="asyncio", lifespan="off", log_config=None, log_level="critical",
+            access_log=False, timeout_graceful_shutdown=2,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name=f"{self.name}:{self.port}", daemon=True
+        )
+        self._thread.start()
+        waited, step = 0.0, 0.005
+        while not self._server.started:
+            if not self._thread.is_alive() or waited > timeout_s:
+                self.stop()
+                raise RuntimeError(f"{type(self).__name__} failed to start")
+            threading.Event().wait(step)
+            waited += step
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                if self._server is not None:
+                    self._server.force_exit = True
+                self._thread.join(timeout_s)
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def reset(self) -> None:
+        """Forget recorded requests, problems and pending scripted answers."""
+        with self._lock:
+            self.requests.clear()
+            self.problems.clear()
+            self._queue.clear()
+
+    # ---------------------------------------------------------------- scripting
+
+    def push(self, answer: Any) -> None:
+        with self._lock:
+            self._queue.append(answer)
+
+    def next_answer(self, default: Any) -> Any:
+        with self._lock:
+            return self._queue.popleft() if self._queue else default
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+    async def record(self, request: Request) -> RecordedRequest:
+        raw = await request.body()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        recorded = RecordedRequest(
+            method=request.method, path=request.url.path,
+            headers={k.lower(): v for k, v in request.headers.items()}, body=body,
+        )
+        with self._lock:
+            self.requests.append(recorded)
+        return recorded
+
+    def refuse(self, problems: list[str]) -> list[str]:
+        """Keep what a request did wrong; the caller answers the first as the API would."""
+        with self._lock:
+            self.problems.extend(problems)
+        return problems
+
+
+def json_error(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    return Response(json.dumps(body), status_code=status, media_type="application/json", headers=headers or {})
+
+
+def pieces(text: str, size: int) -> list[str]:
+    """`text` cut into chunks of `size` characters (at least one chunk)."""
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
