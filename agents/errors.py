@@ -15,9 +15,12 @@ Workingset's own tree (agents/, cluster/):
     │   └── BudgetExceeded          a token or cost budget (agents.budgets)
     ├── SummaryFailed               no summary could be written (agents.compaction.summary)
     ├── CodecError                  a stored message cannot be decoded (agents.codec)
-    ├── SnapshotError               a snapshot cannot be saved or loaded (agents.snapshot_store)
-    │   ├── SnapshotNotFound
-    │   └── SnapshotCorrupt
+    ├── SnapshotError               a snapshot cannot be saved or loaded (agents.snapshot_errors)
+    │   ├── SnapshotNotFound        no such session or version (reading never creates one)
+    │   ├── SnapshotCorrupt         a version fails its checksum or cannot be decoded
+    │   ├── SnapshotTooNew          written by a newer Workingset (its schema or format is named)
+    │   ├── StoreDamaged            a session's store file is truncated, garbage or foreign
+    │   └── StoreDiskFull           no space on the disk holding the store; the previous state is intact
     ├── MemoryStoreError            a memory file cannot be read or written (agents.memory)
     │   └── MemoryNotFound
     ├── FrontMatterError            a memory or skill file's front-matter is broken (also ValueError)

@@ -608,6 +608,7 @@ def test_a_store_under_a_regular_file_fails_with_a_snapshot_error(tmp_path):
 
 WRITER = """
 import sys
+import time
 from pathlib import Path
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.session_state import SessionState
@@ -628,6 +629,10 @@ for i in range(n):
     ]
     version = store.save(SessionState(session_id="shared", cwd="/ws", model="m", conversation=conversation))
     print(version, flush=True)
+    if not gated:
+        # A session saves once per turn, not back to back: without a pause one writer can
+        # take SQLite's lock again before the other's busy handler wakes, and run alone.
+        time.sleep(0.002)
 store.close()
 """
 
