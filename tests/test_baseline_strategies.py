@@ -678,7 +678,7 @@ def test_user_strategy_by_entry_point(user_module, monkeypatch):
 
 
 async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tmp_path):
-    from agents.loop import Session, SessionPorts
+    from agents.loop import Session, SessionKit, SessionPorts
     from tests.fakes import RecordingModel
     from tools import LocalToolExecutor, ToolContext, ToolRegistry, default_workspace_tools
     from tools.recall import RecallTool
@@ -692,6 +692,8 @@ async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tm
     ports = SessionPorts(
         model=model,
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
         tool_context=ToolContext(workspace=tmp_path),
         artifacts=ArtifactStore(tmp_path / ".artifacts"),
@@ -699,7 +701,7 @@ async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tm
     settings = SessionSettings(
         agent=AgentSettings(max_turns=10), compact=CompactSettings(strategy="mask:keep=1")
     )
-    session = Session(ports, system_prompt="sys", settings=settings)
+    session = Session(ports, kit, system_prompt="sys", settings=settings)
     try:
         outcome = await session.run_turn("read the files")
         assert outcome.reason == "end_turn"
@@ -707,10 +709,10 @@ async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tm
         seen = [b.content for m in model.requests[3].messages for b in m.tool_results_in]
         assert (
             seen[0]
-            == f'[observation elided: {len(session.ports.artifacts.get("r0"))} chars; Recall(id="r0")]'
+            == f'[observation elided: {len(session.kit.artifacts.get("r0"))} chars; Recall(id="r0")]'
         )
         assert seen[1].startswith("[observation elided") and "file 2" in seen[2]
         recalled = session.conversation[-2].tool_results_in[0].content
         assert "file 0 file 0" in recalled
     finally:
-        ports.artifacts.close()
+        kit.artifacts.close()
