@@ -1,34 +1,40 @@
-"""Assemble a Session from settings: the composition root.
+"""A root Session from settings: what the environment provides, read once per tree.
 
-The same function builds a session in one process (`--local`, tests) and inside a
-Ray actor; `RuntimePorts` swaps the implementations that differ there (tool
-executor, summarizer, snapshot store, subagent spawner) without touching the loop.
+`build_session` reads the workspace and the user's setup (plugins, skills, memory,
+project instructions, hooks, permission rules, the sandbox) into a SessionBlueprint
+and assembles the root from it (`agents.blueprint.assemble`, the composition root
+its subagents are assembled by too). The same function builds a session in one
+process (`--local`, tests) and inside a Ray actor; `RuntimePorts` swaps the port
+implementations that differ there (tool executor, summarizer, snapshot store,
+subagent spawner) without touching the loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from agents.blueprint import RootSpec, SessionBlueprint, SpawnerFactory, assemble
 from agents.budgets import Budget
 from agents.compaction import load_summarizer
 from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
 from agents.events import EventSink, Notice, discard_events
 from agents.hooks import HookRunner
-from agents.loop import Session, SessionPorts, new_session_id
-from agents.memory import MemoryStore, memory_section, memory_tools
+from agents.loop import Session, new_session_id
+from agents.memory import MemoryStore, memory_section
+from agents.memory_tools import memory_tools
 from agents.models import model_info
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
 from agents.plugins import LoadedPlugins, apply_bundle, discover_plugins, load_enabled
-from agents.ports import ModelClient, SnapshotStore, SubagentSpawner, Summarizer, ToolExecutor
+from agents.ports import ModelClient, SnapshotStore, Summarizer, ToolExecutor
 from agents.providers import load_model_client
+from agents.session_kit import Approver
 from agents.skills import LoadSkillTool, discover_skills, skill_catalog_section
 from agents.snapshot_store import DiskSnapshotStore
-from agents.subagents import AgentTool, SessionBlueprint
+from agents.subagents import in_process_spawners
 from agents.system_prompt import (
     SystemPrompt,
     base_section,
@@ -38,7 +44,6 @@ from agents.system_prompt import (
     tool_catalog_section,
 )
 from agents.tokens import CalibratedCounter
-from agents.tool_batch import Approver
 from agents.trace import TraceWriter
 from tools.artifacts import ArtifactStore
 from tools.base import CommandRunner, PlainCommandRunner, Tool, ToolContext
@@ -69,7 +74,7 @@ class RuntimePorts:
     summarizer: Summarizer | None = None
     judge: ModelClient | None = None
     snapshots: SnapshotStore | None = None
-    spawner_factory: Callable[[SessionBlueprint, str, Budget], SubagentSpawner] | None = None
+    spawner_factory: SpawnerFactory | None = None  # None: children run in this process
 
 
 def _check_cost_budgets(settings: WorkingsetSettings, model: ModelClient) -> None:
@@ -96,6 +101,7 @@ def session_dir(settings: WorkingsetSettings, session_id: str) -> Path:
 
 
 def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
+    """The settings' snapshot store: the SnapshotStore port (asave, aload) and, for sync callers, save and load."""
     return DiskSnapshotStore(
         settings.home / "snapshots",
         max_history=settings.snapshots.max_history,
@@ -253,46 +259,33 @@ def build_session(
         denied_path_globs=denied_path_globs(permissions),
     )
     executor = runtime.executor or LocalToolExecutor()
-    summarizer = runtime.summarizer or load_summarizer(settings.summarizer)
-    counter = CalibratedCounter()
-    tree = Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd)
     blueprint = SessionBlueprint(
         model_for=model_for,
         executor=executor,
         tools=base_tools,
         tool_context=context,
-        summarizer=summarizer,
-        counter=counter,
+        summarizer=runtime.summarizer or load_summarizer(settings.summarizer),
+        counter=CalibratedCounter(),
         settings=settings.session(),
         subagents=settings.subagents,
         permissions=permissions,
         prompt_for=parts.prompt_for,
         emit=emit,
+        spawner_factory=runtime.spawner_factory or in_process_spawners,
         artifacts=artifacts,
         child_approver=child_approver,
-        spawner_factory=runtime.spawner_factory,
         hooks=hooks,
+        keeps_agent=keeps_agent,
     )
     root_model = model_for(None, "root")
     _check_cost_budgets(settings, root_model)
-    agent = AgentTool(blueprint.spawner(session_id, tree), depth=0, max_depth=settings.subagents.max_depth)
-    registry = ToolRegistry([*base_tools, agent] if keeps_agent else base_tools)
-    ports = SessionPorts(
+    root = RootSpec(
+        session_id=session_id,
         model=root_model,
-        executor=executor,
-        registry=registry,
-        tool_context=context,
-        summarizer=summarizer,
-        artifacts=artifacts,
-        counter=counter,
-        emit=emit,
-        trace=TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None,
-        permissions=permissions,
-        judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge", settings=settings.providers),
-        budget=tree,
+        mode=mode,
+        budget=Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd),
         snapshots=runtime.snapshots or snapshot_store(settings),
-        hooks=hooks,
+        judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge", settings=settings.providers),
+        trace=TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None,
     )
-    return Session(
-        ports, system_prompt=parts.prompt_for(registry), settings=settings.session(), session_id=session_id, mode=mode
-    )
+    return assemble(blueprint, root)

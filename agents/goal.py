@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from agents.errors import ModelError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelClient, ModelRequest
+from agents.session_state import GoalState
 from agents.system_prompt import Section
 
 __all__ = [
@@ -40,16 +41,6 @@ JUDGE_SYSTEM = (
 _EVIDENCE_MAX_CHARS = 60_000
 _RESULT_MAX_CHARS = 2_000
 _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
-class GoalState(BaseModel):
-    """What snapshots keep of a goal."""
-
-    condition: str
-    since_index: int  # first message of the evidence (kept current across compaction)
-    auto_turns: int = 0
-    status: Literal["active", "met"] = "active"
-    last_reason: str | None = None
 
 
 class Verdict(BaseModel):

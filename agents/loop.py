@@ -8,18 +8,16 @@ judge and budgets are called steps, not inline branches; the tool batch lives in
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar, overload
 
-from agents.budgets import Budget, BudgetExceeded
+from agents.budgets import BudgetExceeded
 from agents.compaction import (
     CompactionEnv,
     CompactionRequest,
     CompactionResult,
-    ExtractiveSummarizer,
     check_budget_fits,
     compact_budget,
     make_strategy,
@@ -30,7 +28,6 @@ from agents.config import SessionSettings
 from agents.errors import PromptTooLong, WorkingsetError
 from agents.events import (
     AssistantText,
-    EventSink,
     GoalVerdict,
     ModeChanged,
     ModelCall,
@@ -39,37 +36,24 @@ from agents.events import (
     SessionEnded,
     SessionStarted,
     SnapshotSaved,
-    discard_events,
 )
-from agents.goal import GoalState, anchor_after_rewrite, goal_section, judge_step
-from agents.hooks import HookEvent, HookResult, HookRunner
+from agents.goal import anchor_after_rewrite, goal_section, judge_step
+from agents.hooks import HookEvent, HookResult
 from agents.messages import Message, ToolUseBlock
 from agents.models import cost_usd, model_info
 from agents.modes import Mode, visible_registry
-from agents.permissions import PermissionRuntime
-from agents.persistence import export_state, restore_state
-from agents.ports import (
-    ModelClient,
-    ModelResponse,
-    SnapshotStore,
-    Summarizer,
-    ToolExecutor,
-    Usage,
-)
+from agents.persistence import restored_state, snapshot_of
+from agents.ports import ModelResponse, Usage
 from agents.prompt_too_long import RetryCheck, check_retry, exact_tokens, twice_refused
-from agents.session_state import SessionState
+from agents.session_kit import SessionKit, SessionPorts, notify_hooks
+from agents.session_state import GoalState, PendingState, SessionState
 from agents.snapshot_store import SnapshotError
 from agents.stop_reasons import NextStep, next_step_for
 from agents.system_prompt import SystemPrompt, tool_catalog_section
-from agents.tokens import CharRatioEstimator, TokenCounter
-from agents.tool_batch import Approver, PendingBatch, ToolBatchRunner
-from agents.trace import TraceWriter
+from agents.tool_batch import ToolBatchRunner
 from agents.working_set import CompiledRequest, WorkingSetCompiler
-from tools.artifacts import ArtifactStore
-from tools.base import ToolContext
-from tools.registry import ToolRegistry
 
-__all__ = ["Session", "SessionPorts", "TurnOutcome", "new_session_id"]
+__all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "new_session_id"]
 
 TurnReason = Literal[
     "end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget", "truncated", "refusal"
@@ -91,83 +75,90 @@ class TurnOutcome:
     request: PermissionRequested | None = None
 
 
-@dataclass
-class SessionPorts:
-    """What the loop is given to reach the world."""
+T = TypeVar("T")
 
-    model: ModelClient
-    executor: ToolExecutor
-    registry: ToolRegistry
-    tool_context: ToolContext
-    summarizer: Summarizer = field(default_factory=ExtractiveSummarizer)
-    artifacts: ArtifactStore | None = None
-    counter: TokenCounter = field(default_factory=CharRatioEstimator)
-    emit: EventSink = discard_events
-    trace: TraceWriter | None = None
-    permissions: PermissionRuntime = field(default_factory=lambda: PermissionRuntime.from_texts(mode="bypass"))
-    approver: Approver | None = None  # answers asks inline; None at the root means "park"
-    judge: ModelClient | None = None  # the goal judge; defaults to the main model
-    budget: Budget | None = None
-    is_child: bool = False
-    snapshots: SnapshotStore | None = None  # None for subagents: they never write snapshots
-    hooks: HookRunner | None = None
+
+class _InState(Generic[T]):
+    """A Session attribute that reads and writes a field of the session's state."""
+
+    def __init__(self, field: str):
+        self.field = field
+
+    @overload
+    def __get__(self, session: None, owner: type) -> _InState[T]: ...
+
+    @overload
+    def __get__(self, session: Session, owner: type) -> T: ...
+
+    def __get__(self, session: Session | None, owner: type) -> _InState[T] | T:
+        return self if session is None else getattr(session.state, self.field)
+
+    def __set__(self, session: Session, value: T) -> None:
+        setattr(session.state, self.field, value)
 
 
 class Session:
-    """One agent conversation and the loop that advances it."""
+    """One agent conversation and the loop that advances it.
+
+    Everything the loop advances is `self.state` (a SessionState); the five ports and
+    the kit are what it was given; `conversation`, `mode`, `goal`, `pending`, `usage`,
+    ... are the state's fields."""
 
     def __init__(
         self,
         ports: SessionPorts,
+        kit: SessionKit,
         *,
         system_prompt: SystemPrompt | str,
         settings: SessionSettings | None = None,
         session_id: str | None = None,
         mode: Mode = Mode.DEFAULT,
     ):
-        if ports.artifacts is not None and ports.tool_context.artifacts is None:
-            # Recall reads the same record that clipping and clearing write.
-            ports.tool_context = dataclasses.replace(ports.tool_context, artifacts=ports.artifacts)
         self.ports = ports
+        self.kit = kit
         self.prompt = SystemPrompt.plain(system_prompt) if isinstance(system_prompt, str) else system_prompt
         self.settings = settings or SessionSettings()
-        self.session_id = session_id or new_session_id()
-        self.conversation: list[Message] = []
-        self.usage = Usage()
-        self.cost_usd = 0.0  # of the calls whose price is known
-        self.unpriced_calls = 0
-        self.model_calls = 0
-        self.mode = Mode.DEFAULT
-        self.goal: GoalState | None = None
-        self.pending: PendingBatch | None = None
-        self._start_source: str | None = "startup"  # SessionStart fires before the first turn
+        self.state = SessionState(
+            session_id=session_id or new_session_id(), cwd=str(kit.tool_context.workspace), model=ports.model.name
+        )
         self.closers: list = []  # async callables run by aclose (MCP connections, ...)
-        self._turn_calls = 0
-        self._cut_in_a_row = 0  # replies cut off at max_tokens just before this one
-        self._resuming_paused = False  # the next reply continues the last (paused) one
-        self._final_text = ""
-        self.compiler = WorkingSetCompiler(ports.counter)
+        self.compiler = WorkingSetCompiler(kit.counter)
         self.strategy = make_strategy(self.settings.compact.strategy)
         self.model_info = model_info(ports.model, self.settings.models)
         self.budget_tokens = compact_budget(
             ports.model, self.settings.agent.max_output_tokens, self.settings.compact, self.settings.models
         )
-        self.tools = ToolBatchRunner(self)
+        self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens)
         self.set_mode(mode, announce=False)
         check_budget_fits(self.budget_tokens, self._overhead_tokens())
         self._compaction_env = CompactionEnv(
-            counter=ports.counter,
+            counter=kit.counter,
             summarizer=ports.summarizer,
-            artifacts=ports.artifacts,
+            artifacts=kit.artifacts,
             settings=self.settings.compact,
             summarizer_settings=self.settings.summarizer,
             model_name=ports.model.name,
         )
 
+    # The state's fields, by the names the loop and its callers use.
+    session_id = _InState[str]("session_id")
+    conversation = _InState[list[Message]]("conversation")
+    mode = _InState[Mode]("mode")
+    goal = _InState[GoalState | None]("goal")
+    pending = _InState[PendingState | None]("pending")
+    usage = _InState[Usage]("usage")
+    model_calls = _InState[int]("model_calls")
+    cost_usd = _InState[float]("cost_usd")
+    unpriced_calls = _InState[int]("unpriced_calls")
+    _turn_calls = _InState[int]("turn_calls")
+    _final_text = _InState[str]("final_text")
+    _cut_in_a_row = _InState[int]("cut_in_a_row")
+    _resuming_paused = _InState[bool]("resuming_paused")
+
     # -- lifecycle events -------------------------------------------------------------
 
     def announce_start(self) -> None:
-        self.emit(SessionStarted(session_id=self.session_id, model=self.ports.model.name, cwd=str(self.ports.tool_context.workspace)))
+        self.emit(SessionStarted(session_id=self.session_id, model=self.ports.model.name, cwd=str(self.kit.tool_context.workspace)))
 
     def announce_end(self, reason: str, final_text: str, error: str | None = None) -> None:
         self.emit(
@@ -182,44 +173,43 @@ class Session:
         )
 
     def emit(self, event) -> None:
-        self.ports.emit(event)
+        self.kit.emit(event)
 
     # -- user actions -----------------------------------------------------------------
 
     def set_mode(self, mode: Mode, *, announce: bool = True) -> None:
         """Enter or leave a mode; the Tool Catalog is rebuilt from what the mode shows."""
-        self.mode = Mode(mode)
-        visible = visible_registry(self.ports.registry, self.mode)
+        self.state.mode = Mode(mode)
+        visible = visible_registry(self.kit.registry, self.mode)
         self.prompt = self.prompt.replace(tool_catalog_section(visible), "tools")
         if announce:
             self.emit(ModeChanged(session_id=self.session_id, mode=self.mode.value))
 
     def set_goal(self, condition: str | None) -> None:
         """Set a goal (its evidence starts now) or clear it with None."""
-        self.goal = GoalState(condition=condition, since_index=len(self.conversation)) if condition else None
+        self.state.goal = GoalState(condition=condition, since_index=len(self.conversation)) if condition else None
+        self._show_goal()
+
+    def _show_goal(self) -> None:
+        # Only an active goal is in the system prompt; a met one has left it.
         self.prompt = self.prompt.replace(goal_section(self.goal), "goal")
 
     async def run_turn(self, user_input: str) -> TurnOutcome:
         """One outer turn: the user speaks, the agent works until it answers or pauses."""
-        if self.pending is not None:
+        state = self.state
+        if state.pending is not None:
             raise WorkingsetError("a tool call is waiting for permission; answer it before sending more input")
-        if self._start_source is not None and not self.ports.is_child:
-            source, self._start_source = self._start_source, None
-            cwd = str(self.ports.tool_context.workspace)
+        if state.start_source is not None and not self.kit.is_child:
+            source, state.start_source = state.start_source, None
+            cwd = str(self.kit.tool_context.workspace)
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
-        self.conversation.append(Message.user(user_input))
-        self._turn_calls, self._final_text, self._cut_in_a_row = 0, "", 0
-        return self._saved(await self._advance())
+        state.conversation.append(Message.user(user_input))
+        state.turn_calls, state.final_text, state.cut_in_a_row = 0, "", 0
+        return await self._saved(await self._advance())
 
     async def notify_hooks(self, event: HookEvent, payload: dict, *, tool_name: str | None = None) -> HookResult | None:
         """Run the hooks for `event`; their warnings and messages become notices."""
-        hooks = self.ports.hooks
-        if hooks is None or not hooks.matching(event, tool_name):
-            return None
-        result = await hooks.run(event, payload)
-        for text in [*result.warnings, *result.messages]:
-            self.emit(Notice(session_id=self.session_id, text=f"{event.value} hook: {text}"))
-        return result
+        return await notify_hooks(self.kit, self.session_id, event, payload, tool_name=tool_name)
 
     async def aclose(self) -> None:
         """Release what the session holds open (MCP connections)."""
@@ -231,7 +221,7 @@ class Session:
         if self.pending is None or not self.pending.asks:
             raise WorkingsetError("no tool call is waiting for permission")
         if await self.tools.answer(self.pending, allow=allow, always=always):
-            return self._saved(self._paused())
+            return await self._saved(self._paused())
         return await self.continue_parked()
 
     async def settle_resumed(self) -> TurnOutcome | None:
@@ -250,48 +240,50 @@ class Session:
             raise WorkingsetError("nothing parked is ready to continue")
         await self.tools.finish(self.pending)
         self.pending = None
-        return self._saved(await self._advance())
+        return await self._saved(await self._advance())
 
     async def compact_now(self, focus: str | None = None) -> CompactionResult:
         """Manual `/compact`: summarize keeping the last few messages; on failure the
         history stays exactly as it was and the result says why."""
         result = await self._compact("manual", focus)
         if result.changed:
-            self.save_snapshot("compact")
+            await self.save_snapshot("compact")
         return result
 
-    def clear(self) -> None:
+    async def clear(self) -> None:
         """`/clear`: an empty conversation, saved at once, so the old one is only in history."""
-        self.conversation = []
-        self.pending = None
-        self.goal = None
-        self.prompt = self.prompt.replace(None, "goal")
-        self._turn_calls, self._final_text = 0, ""
-        self._start_source = "clear"
-        self.save_snapshot("clear")
+        state = self.state
+        state.conversation, state.pending, state.goal = [], None, None
+        self._show_goal()
+        state.turn_calls, state.final_text = 0, ""
+        state.start_source = "clear"
+        await self.save_snapshot("clear")
 
-    def save_snapshot(self, reason: str) -> str | None:
+    async def save_snapshot(self, reason: str) -> str | None:
         """Store the state now; a failure is reported and the session goes on."""
         if self.ports.snapshots is None:
             return None
+        snapshot = snapshot_of(self.state, self.kit, model=self.ports.model.name, settings=self.settings, reason=reason)
         try:
-            version = self.ports.snapshots.save(export_state(self, reason))
+            version = await self.ports.snapshots.asave(snapshot)
         except SnapshotError as exc:
             self.emit(SnapshotSaved(session_id=self.session_id, saved=False, reason=reason, error=f"state not saved: {exc}"))
             return None
         self.emit(SnapshotSaved(session_id=self.session_id, saved=True, version=version, reason=reason))
         return version
 
-    def restore(self, state: SessionState) -> list[str]:
+    def restore(self, saved: SessionState) -> list[str]:
         """Continue from a snapshot; notices say what could not come back as it was."""
-        notices = restore_state(self, state)
-        self._start_source = "resume"
+        restored, notices = restored_state(saved, self.kit, session_id=self.session_id, model=self.ports.model.name)
+        self.state.assign(restored)  # in place: the tool batch works on this same state
+        self.set_mode(self.mode, announce=False)
+        self._show_goal()
         for text in notices:
             self.emit(Notice(session_id=self.session_id, text=text))
         return notices
 
-    def _saved(self, outcome: TurnOutcome) -> TurnOutcome:
-        self.save_snapshot(outcome.reason)
+    async def _saved(self, outcome: TurnOutcome) -> TurnOutcome:
+        await self.save_snapshot(outcome.reason)
         return outcome
 
     async def compile_working_set(self) -> CompiledRequest:
@@ -389,8 +381,8 @@ class Session:
         )
         for text in (b.text for b in response.content if b.type == "text"):
             self.emit(AssistantText(session_id=self.session_id, text=text))
-        if self.ports.budget is not None:
-            self.ports.budget.charge(response.usage, cost, self.ports.model.name)
+        if self.kit.budget is not None:
+            self.kit.budget.charge(response.usage, cost, self.ports.model.name)
         return response
 
     def _record_reply(self, response: ModelResponse) -> None:
@@ -402,7 +394,7 @@ class Session:
         self.conversation.append(message)
 
     def _calibrate(self, estimated: int, response: ModelResponse) -> None:
-        observe = getattr(self.ports.counter, "observe", None)
+        observe = getattr(self.kit.counter, "observe", None)
         if observe is not None and response.usage_reported:
             observe(estimated, response.usage.prompt_tokens)
 
@@ -427,8 +419,8 @@ class Session:
             self._emit_compaction(result)  # what was tried, though not applied
             raise
         self._apply(result)
-        if self.ports.trace is not None:
-            self.ports.trace.write(retry, self.prompt, result.events, budget_tokens=target, counter=self.ports.counter)
+        if self.kit.trace is not None:
+            self.kit.trace.write(retry, self.prompt, result.events, budget_tokens=target, counter=self.kit.counter)
         try:
             return retry, await self.ports.model.create(retry.request)
         except PromptTooLong as again:
@@ -443,14 +435,14 @@ class Session:
         auto_turns = goal.auto_turns  # the event reports the count this verdict was given at
         step = await judge_step(
             goal,
-            self.ports.judge or self.ports.model,
+            self.kit.judge or self.ports.model,
             self.conversation,
             max_auto_turns=self.settings.agent.max_goal_auto_turns,
         )
         self.emit(GoalVerdict(session_id=self.session_id, condition=goal.condition, verdict=step.verdict.verdict,
                               reason=step.verdict.reason, auto_turns=auto_turns))
         if goal.status == "met":
-            self.prompt = self.prompt.replace(None, "goal")
+            self._show_goal()
         if step.stop is not None:
             return TurnOutcome(step.stop, outcome.final_text, outcome.model_calls, detail=step.detail)
         return step.continue_with
@@ -458,13 +450,13 @@ class Session:
     # -- compile and compact ----------------------------------------------------------
 
     def _overhead_tokens(self) -> int:
-        tools = self.compiler.tools_for(visible_registry(self.ports.registry, self.mode))
+        tools = self.compiler.tools_for(visible_registry(self.kit.registry, self.mode))
         return self.compiler.prefix_tokens(self.prompt.text, tools)
 
     def _compile_now(self, messages: list[Message] | None = None) -> CompiledRequest:
         return self.compiler.compile(
             system=self.prompt.text,
-            registry=visible_registry(self.ports.registry, self.mode),
+            registry=visible_registry(self.kit.registry, self.mode),
             messages=self.conversation if messages is None else messages,
             max_tokens=self.settings.agent.max_output_tokens,
         )
@@ -478,7 +470,7 @@ class Session:
         if total > (budget or self.budget_tokens):
             counted = await exact_tokens(self.ports.model, compiled.request)
             if counted is not None:
-                observe = getattr(self.ports.counter, "observe", None)
+                observe = getattr(self.kit.counter, "observe", None)
                 if observe is not None:
                     observe(total, counted)
                 total = counted
@@ -486,8 +478,8 @@ class Session:
         events: list[CompactionEvent] = result.events
         if result.changed:
             compiled = self._compile_now()
-        if self.ports.trace is not None:
-            self.ports.trace.write(compiled, self.prompt, events, budget_tokens=self.budget_tokens, counter=self.ports.counter)
+        if self.kit.trace is not None:
+            self.kit.trace.write(compiled, self.prompt, events, budget_tokens=self.budget_tokens, counter=self.kit.counter)
         return compiled
 
     async def _compact(
@@ -501,7 +493,7 @@ class Session:
             focus=focus,
             total_tokens=total_tokens,
         )
-        hooked = self.ports.hooks is not None and (
+        hooked = self.kit.hooks is not None and (
             trigger != "auto" or request.current_tokens(self._compaction_env) > request.budget_tokens
         )
         payload = {"session_id": self.session_id, "trigger": trigger}

@@ -28,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import WorkingsetError
 from agents.system_prompt import Section
-from tools.base import Tool
 
 __all__ = [
     "MEMORY_TYPES",
@@ -39,7 +38,6 @@ __all__ = [
     "MemoryStoreError",
     "MemoryType",
     "memory_section",
-    "memory_tools",
     "project_slug",
     "split_front_matter",
 ]
@@ -275,15 +273,3 @@ def memory_section(store: MemoryStore, max_index_chars: int = 4000, is_root: boo
         lines.append(f"[{len(problems)} record file(s) skipped: unreadable front-matter]")
     rules = f"{RULES}\n{ROOT_RULES if is_root else CHILD_RULES}"
     return Section("memory", "Memory", str(store.directory), f"{rules}\n\n## Index\n" + "\n".join(lines))
-
-
-def memory_tools(store: MemoryStore) -> list[Tool]:
-    """MemoryList, MemoryShow (read-only), MemoryWrite, MemoryDelete (root-only)."""
-    from agents.memory_tools import (
-        MemoryDeleteTool,
-        MemoryListTool,
-        MemoryShowTool,
-        MemoryWriteTool,
-    )
-
-    return [MemoryListTool(store), MemoryShowTool(store), MemoryWriteTool(store), MemoryDeleteTool(store)]

@@ -9,9 +9,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.memory import MemoryStore, MemoryStoreError
-from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
+from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 
 __all__ = [
+    "memory_tools",
     "MemoryDeleteInput",
     "MemoryDeleteTool",
     "MemoryListInput",
@@ -157,3 +158,7 @@ class MemoryDeleteTool(_MemoryTool):
             raise ToolError(str(self.store.not_found(args.name)))
         return ToolOutput(content=f"Deleted memory record {args.name}.")
 
+
+def memory_tools(store: MemoryStore) -> list[Tool]:
+    """MemoryList, MemoryShow (read-only), MemoryWrite, MemoryDelete (root-only)."""
+    return [MemoryListTool(store), MemoryShowTool(store), MemoryWriteTool(store), MemoryDeleteTool(store)]

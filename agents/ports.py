@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.messages import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from agents.session_state import SessionState
+from agents.usage import Usage
 from tools.base import Tool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
-    from agents.session_state import SessionState
     from agents.snapshot_store import LoadedSnapshot
 
 __all__ = [
@@ -51,33 +52,6 @@ class ModelRequest(BaseModel):
     tools: tuple[ToolSchema, ...] = ()
     messages: tuple[Message, ...]
     max_tokens: int = 4096
-
-
-class Usage(BaseModel):
-    """Tokens of one call (or a sum). `input_tokens` excludes cached input, which is
-    `cache_read_input_tokens`; `reasoning_tokens` is the part of `output_tokens` spent
-    reasoning, when the provider says (informational: output already counts it)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Everything the request held, cached or not."""
-        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens
-            + other.cache_creation_input_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-        )
 
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"]
@@ -144,13 +118,10 @@ class Summarizer(Protocol):
 
 @runtime_checkable
 class SnapshotStore(Protocol):
-    """Save and load versioned session state (see agents.snapshot_store). In an event loop
-    use `asave`/`aload`: the disk work runs on the store's writer thread (or in the store
-    actor), never on the loop; `save`/`load` are the same operations for sync callers."""
-
-    def save(self, state: SessionState) -> str: ...
-
-    def load(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
+    """Save and load versioned session state (see agents.snapshot_store). Async only: a
+    process hosting many sessions must not stop them all while one is written (the disk
+    work runs on the store's writer thread, or in the store actor). Sync callers (the
+    `sessions` command, tests) use a DiskSnapshotStore's own `save`/`load`."""
 
     async def asave(self, state: SessionState) -> str: ...
 

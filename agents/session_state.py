@@ -1,7 +1,11 @@
-"""What a snapshot keeps of a session: the typed conversation plus control state.
+"""The session's state: the one mutable record the loop advances, and what a snapshot keeps.
 
-The system prompt, tool catalog, skills, memory index, MCP tools and model are NOT
-kept: a resumed session rebuilds them from the environment it resumes in.
+`SessionState` holds the typed conversation plus control state (mode, goal, a parked
+tool batch, usage, counters). The loop advances one instance in place; a snapshot is
+a copy of it stamped with the environment it was taken in (`agents.persistence`), and
+a resume copies a loaded one back. The system prompt, tool catalog, skills, memory
+index, MCP tools and model are NOT kept: a resumed session rebuilds them from the
+environment it resumes in.
 """
 
 from __future__ import annotations
@@ -10,19 +14,20 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from agents.goal import GoalState
 from agents.messages import Message, ToolResultBlock
-from agents.ports import Usage
+from agents.modes import Mode
 from agents.snapshot_upgrade import upgrade_messages, upgrade_result
+from agents.usage import Usage
 from tools.host_git import repository_head
 
 __all__ = [
     "READABLE_SCHEMAS",
     "SCHEMA_VERSION",
+    "GoalState",
     "PendingState",
     "PermissionState",
     "SessionState",
@@ -36,14 +41,41 @@ SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)
 
 
+class GoalState(BaseModel):
+    """A goal: its condition, where its evidence starts, and how the judge has ruled."""
+
+    condition: str
+    since_index: int  # first message of the evidence (kept current across compaction)
+    auto_turns: int = 0
+    status: Literal["active", "met"] = "active"
+    last_reason: str | None = None
+
+
 class PendingState(BaseModel):
-    """A parked tool batch: which calls of the last reply are settled, allowed, or asking."""
+    """One reply's tool calls while their permissions are being settled: which calls of
+    the last reply are settled (with their results), allowed, or asking (and why).
+    Calls are named by tool_use id; the tool batch prepares them again from the reply."""
 
     order: list[str]
     results: list[ToolResultBlock] = Field(default_factory=list)
     allowed: list[str] = Field(default_factory=list)
     asks: list[str] = Field(default_factory=list)
     reasons: dict[str, str] = Field(default_factory=dict)
+    # When each call was first seen (perf_counter), for the durations events report;
+    # meaningless in another process, so never saved.
+    started: dict[str, float] = Field(default_factory=dict, exclude=True)
+
+    def settle(self, result: ToolResultBlock) -> None:
+        """Record a call's final result (replacing one recorded before)."""
+        for i, known in enumerate(self.results):
+            if known.tool_use_id == result.tool_use_id:
+                self.results[i] = result
+                return
+        self.results.append(result)
+
+    def results_in_order(self) -> list[ToolResultBlock]:
+        by_id = {r.tool_use_id: r for r in self.results}
+        return [by_id[i] for i in self.order]
 
 
 class PermissionState(BaseModel):
@@ -53,7 +85,13 @@ class PermissionState(BaseModel):
     grants: list[tuple[str, str | None]] = Field(default_factory=list, description="(tool, exact subject)")
 
 
+StartSource = Literal["startup", "resume", "clear"]
+
+
 class SessionState(BaseModel):
+    """The session as the loop advances it. The first group says where a snapshot was
+    taken (stamped when it is saved); the rest is the state itself."""
+
     schema_version: int = SCHEMA_VERSION
     session_id: str
     cwd: str
@@ -62,17 +100,27 @@ class SessionState(BaseModel):
     settings_fingerprint: str = ""
     saved_at: float = Field(default_factory=time.time)
     reason: str = Field("turn", description="What ended the turn that wrote this version.")
+    permissions: PermissionState | None = None
+    tree_tokens: int = Field(0, description="The tree budget's figures when saved (live in the Budget).")
+    tree_cost_usd: float = 0.0
+
     conversation: list[Message] = Field(default_factory=list)
-    mode: str = "default"
+    mode: Mode = Mode.DEFAULT
     goal: GoalState | None = None
     pending: PendingState | None = None
-    permissions: PermissionState | None = None
     usage: Usage = Field(default_factory=Usage)
-    model_calls: int = 0
-    turn_calls: int = 0
-    final_text: str = ""
-    tree_tokens: int = 0
-    tree_cost_usd: float = 0.0
+    model_calls: int = Field(0, description="Model calls over the session's life.")
+    turn_calls: int = Field(0, description="Model calls in the current outer turn.")
+    final_text: str = Field("", description="The last assistant text of the current outer turn.")
+    # Not saved (a resumed session starts them afresh): why SessionStart fires before
+    # the next turn (None: it has fired; a restore sets "resume"), the priced cost and
+    # the calls without a price since the session was opened, and the stop-reason
+    # bookkeeping of the current turn.
+    start_source: StartSource | None = Field("startup", exclude=True)
+    cost_usd: float = Field(0.0, exclude=True, description="Of the calls whose price is known.")
+    unpriced_calls: int = Field(0, exclude=True)
+    cut_in_a_row: int = Field(0, exclude=True, description="Replies cut off at max_tokens just before this one.")
+    resuming_paused: bool = Field(False, exclude=True, description="The next reply continues the last (paused) one.")
 
     @model_validator(mode="after")
     def _upgrade_schema_1(self) -> SessionState:
@@ -82,6 +130,22 @@ class SessionState(BaseModel):
                 self.pending.results = [upgrade_result(r) for r in self.pending.results]
             self.schema_version = SCHEMA_VERSION
         return self
+
+    def copy_state(self, **update: Any) -> SessionState:
+        """A copy that shares no mutable part with this one (messages are immutable, so
+        the conversation's list is copied, not its messages); `update` sets fields."""
+        fresh: dict[str, Any] = {
+            "conversation": list(self.conversation),
+            "goal": self.goal.model_copy() if self.goal is not None else None,
+            "pending": self.pending.model_copy(deep=True) if self.pending is not None else None,
+            "usage": self.usage.model_copy(),
+        }
+        return self.model_copy(update={**fresh, **update})
+
+    def assign(self, other: SessionState) -> None:
+        """Take every field of `other` (a resume continues in the same state object)."""
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(other, name))
 
     def header(self) -> dict[str, Any]:
         """Everything but the conversation (which is stored content-addressed)."""

@@ -1,154 +1,34 @@
-"""Subagents: the Agent tool and the in-process SubagentSpawner.
+"""Subagents in one process: the in-process SubagentSpawner and the run of one child.
 
-A child is derived from its parent: same model (unless the call names one), cwd,
-executor, summarizer and authorization rules; depth + 1; a NEW conversation holding
-only the prompt; root-only tools removed; the call's tool_filter applied; its own
-Tool Catalog; a forked PermissionRuntime (rules and denials, no grants, nothing
-pending); no snapshots. Only its final text returns, as one tool result. The same
-derivation runs inside a Ray actor in cluster/, behind the same port.
+A child is assembled from its parent's blueprint by the same function as the root
+(`agents.blueprint.assemble` with a ChildSpec: a NEW conversation holding only the
+prompt, depth + 1, root-only tools removed, the call's tool_filter, a forked
+PermissionRuntime, its own budget, no snapshots). Only its final text returns, as
+one tool result. The same run happens inside a Ray actor in cluster/, behind the
+same port.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
-from pydantic import BaseModel, ConfigDict, Field
-
+from agents.agent_tool import AgentInput, AgentTool, child_registry
+from agents.blueprint import ChildSpec, SessionBlueprint, assemble
 from agents.budgets import Budget
-from agents.config import SessionSettings, SubagentSettings
 from agents.errors import ModelError
-from agents.events import EventSink, SubagentFinished, SubagentStarted
-from agents.hooks import HookEvent, HookRunner
-from agents.permissions import PermissionRuntime
-from agents.ports import (
-    ModelClient,
-    SubagentRequest,
-    SubagentResult,
-    SubagentSpawner,
-    Summarizer,
-    ToolExecutor,
-)
-from agents.system_prompt import SystemPrompt
-from agents.tokens import TokenCounter
-from agents.tool_batch import Approver
-from tools.artifacts import ArtifactStore
-from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
-from tools.registry import ToolRegistry
+from agents.events import SubagentFinished, SubagentStarted
+from agents.hooks import HookEvent
+from agents.loop import Session
+from agents.ports import SubagentRequest, SubagentResult
+from tools.base import ToolError
 
 __all__ = [
     "AgentInput",
     "AgentTool",
     "InProcessSpawner",
     "SessionBlueprint",
-    "build_child_session",
     "child_registry",
+    "in_process_spawners",
     "run_child",
 ]
-
-
-class AgentInput(BaseModel):
-    """Input for Agent."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    description: str = Field(min_length=1, description="A short name for the task (3-7 words).")
-    prompt: str = Field(
-        min_length=1,
-        description="The complete task. The subagent sees nothing of this conversation, so include "
-        "every path, constraint and question it needs, and say what its final answer should contain.",
-    )
-    tool_filter: list[str] | None = Field(
-        None, description="Only these tools (by name) are given to the subagent; omit for all it may have."
-    )
-    model: str | None = Field(None, description="A model spec for the subagent; omit to use this session's model.")
-
-
-class AgentTool:
-    name = "Agent"
-    description = (
-        "Start a subagent on a separate, fresh conversation to research or carry out a "
-        "self-contained task; only its final answer comes back. Several Agent calls in one "
-        "reply run in parallel. Use it for broad searches and independent pieces of work."
-    )
-    input_model = AgentInput
-    is_read_only = False
-    execution_domain = ExecutionDomain.DELEGATED_RUNTIME
-    root_only = False
-
-    def __init__(self, spawner: SubagentSpawner, *, depth: int, max_depth: int):
-        self.spawner = spawner
-        self.depth = depth
-        self.max_depth = max_depth
-
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        assert isinstance(args, AgentInput)
-        if self.depth + 1 > self.max_depth:
-            raise ToolError(
-                f"Subagent depth limit reached (max depth {self.max_depth}); do this work directly "
-                "with your own tools instead of starting another subagent."
-            )
-        request = SubagentRequest(
-            description=args.description,
-            prompt=args.prompt,
-            depth=self.depth + 1,
-            tool_filter=tuple(args.tool_filter) if args.tool_filter is not None else None,
-            model=args.model,
-        )
-        result = await self.spawner.spawn(request)
-        return ToolOutput(content=result.text, is_error=result.is_error)
-
-
-@dataclass
-class SessionBlueprint:
-    """What a child inherits from the root, fixed when the root session is built."""
-
-    model_for: Callable[[str | None, str], ModelClient]  # (spec override, role) -> client
-    executor: ToolExecutor
-    tools: list[Tool]  # the root's tools, Agent excluded
-    tool_context: ToolContext
-    summarizer: Summarizer
-    counter: TokenCounter
-    settings: SessionSettings
-    subagents: SubagentSettings
-    permissions: PermissionRuntime
-    prompt_for: Callable[[ToolRegistry], SystemPrompt]
-    emit: EventSink
-    artifacts: ArtifactStore | None = None
-    child_approver: Approver | None = None  # interactive root: a child's ask reaches the user
-    hooks: HookRunner | None = None
-    # How a session at any depth gets its spawner: in-process here, actors on Ray.
-    spawner_factory: Callable[[SessionBlueprint, str, Budget], SubagentSpawner] | None = None
-    _ids: itertools.count = field(default_factory=itertools.count)
-
-    def spawner(self, parent_id: str, parent_budget: Budget) -> SubagentSpawner:
-        factory = self.spawner_factory or (lambda bp, pid, budget: InProcessSpawner(bp, parent_id=pid, parent_budget=budget))
-        return factory(self, parent_id, parent_budget)
-
-    def __getstate__(self) -> dict:
-        # Counters and callbacks that belong to the parent's process stay behind.
-        state = dict(self.__dict__)
-        state["_ids"] = None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._ids = itertools.count()
-
-
-def child_registry(tools: list[Tool], request: SubagentRequest, agent_tool: Tool | None) -> ToolRegistry:
-    """Root-only tools removed, tool_filter applied, an Agent tool for the next level."""
-    offered = [t for t in tools if not t.root_only]
-    if agent_tool is not None:
-        offered.append(agent_tool)
-    if request.tool_filter is None:
-        return ToolRegistry(offered)
-    names = {t.name for t in offered}
-    unknown = sorted(set(request.tool_filter) - names)
-    if unknown:
-        raise ToolError(f"tool_filter names tools a subagent cannot have: {', '.join(unknown)}; available: {', '.join(sorted(names))}")
-    return ToolRegistry(t for t in offered if t.name in request.tool_filter)
 
 
 class InProcessSpawner:
@@ -164,30 +44,9 @@ class InProcessSpawner:
         return await run_child(self.blueprint, request, parent_id=self.parent_id, child_id=child_id, parent_budget=self.parent_budget)
 
 
-def build_child_session(bp: SessionBlueprint, request: SubagentRequest, *, child_id: str, budget: Budget):
-    """The child Session, derived from the blueprint (see the module docstring)."""
-    from agents.loop import Session, SessionPorts  # the loop imports this module's tool
-
-    limits = bp.subagents
-    grandchildren = bp.spawner(child_id, budget)
-    registry = child_registry(bp.tools, request, AgentTool(grandchildren, depth=request.depth, max_depth=limits.max_depth))
-    ports = SessionPorts(
-        model=bp.model_for(request.model, f"subagent:{request.description}"),
-        executor=bp.executor,
-        registry=registry,
-        tool_context=bp.tool_context,
-        summarizer=bp.summarizer,
-        artifacts=bp.artifacts,
-        counter=bp.counter,
-        emit=bp.emit,
-        permissions=bp.permissions.fork(scope=f"subagent:{child_id}"),
-        approver=bp.child_approver,
-        budget=budget,
-        is_child=True,
-        hooks=bp.hooks,
-    )
-    settings = bp.settings.model_copy(update={"agent": bp.settings.agent.model_copy(update={"max_turns": limits.max_turns})})
-    return Session(ports, system_prompt=bp.prompt_for(registry), settings=settings, session_id=child_id)
+def in_process_spawners(bp: SessionBlueprint, parent_id: str, parent_budget: Budget) -> InProcessSpawner:
+    """The blueprint's spawner factory in one process."""
+    return InProcessSpawner(bp, parent_id=parent_id, parent_budget=parent_budget)
 
 
 async def run_child(
@@ -197,7 +56,7 @@ async def run_child(
     limits = bp.subagents
     budget = parent_budget.child(f"subagent '{request.description}'", max_tokens=limits.max_tokens, max_cost_usd=limits.max_cost_usd)
     try:
-        child = build_child_session(bp, request, child_id=child_id, budget=budget)
+        child = assemble(bp, ChildSpec(request, child_id, budget))
     except ToolError as exc:
         return SubagentResult(text=str(exc), is_error=True, reason="error", session_id=child_id)
     bp.emit(SubagentStarted(session_id=parent_id, child_session_id=child_id, description=request.description, depth=request.depth))
@@ -221,7 +80,7 @@ async def run_child(
     return result
 
 
-async def _run_child(child, request: SubagentRequest) -> SubagentResult:
+async def _run_child(child: Session, request: SubagentRequest) -> SubagentResult:
     def result(text: str, reason: str, is_error: bool) -> SubagentResult:
         return SubagentResult(
             text=text,

@@ -5,17 +5,17 @@ gate:   lookup in the full registry → input validation → mode check → perm
         given), parked (at the root), or denied (a child with no one to ask).
 finish: run the allowed calls concurrently, clip each result to its budget (the
         full body goes to the record first), and append the results in call order.
+
+A batch is a PendingState (calls named by tool_use id; parked, it is the state's
+`pending`); each call is prepared from the reply that made it (the last message)
+where it is decided and again where it runs. The runner works on the session's
+SessionState with its ports and kit; it knows nothing of the Session that drives it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-from pydantic import BaseModel
 
 from agents.compaction import clip_tool_result
 from agents.events import PermissionDecided, PermissionRequested, ToolCall, ToolResult
@@ -23,34 +23,18 @@ from agents.hooks import HookEvent
 from agents.messages import Message, ToolResultBlock, ToolUseBlock
 from agents.permissions import Decision
 from agents.permissions.preview import change_preview
-from agents.tool_calls import PreparedCall, error_result, execute_prepared, prepare_tool_call
+from agents.session_kit import Approver, PermissionAnswer, SessionKit, SessionPorts, notify_hooks
+from agents.session_state import PendingState, SessionState
+from agents.tool_calls import (
+    PreparedCall,
+    error_result,
+    execute_prepared,
+    prepare_parked,
+    prepare_tool_call,
+)
 from tools.base import ExecutionDomain
 
-if TYPE_CHECKING:
-    from agents.loop import Session
-
-__all__ = ["Approver", "PendingBatch", "PermissionAnswer", "ToolBatchRunner"]
-
-
-class PermissionAnswer(BaseModel):
-    allow: bool
-    always: bool = False
-
-
-Approver = Callable[[PermissionRequested], Awaitable[PermissionAnswer]]
-
-
-@dataclass
-class PendingBatch:
-    """One reply's tool calls while their permissions are being settled."""
-
-    order: list[str]
-    results: dict[str, ToolResultBlock] = field(default_factory=dict)
-    allowed: list[PreparedCall] = field(default_factory=list)
-    asks: list[PreparedCall] = field(default_factory=list)
-    started: dict[str, float] = field(default_factory=dict)
-    names: dict[str, str] = field(default_factory=dict)
-    reasons: dict[str, str] = field(default_factory=dict)  # why each parked call asks
+__all__ = ["Approver", "PermissionAnswer", "ToolBatchRunner", "waves"]
 
 
 def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
@@ -75,133 +59,155 @@ def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
 
 
 class ToolBatchRunner:
-    def __init__(self, session: Session):
-        self.session = session
+    """Gate, answer and finish the tool calls of a reply, over a state and its ports."""
 
-    async def gate(self, uses: list[ToolUseBlock]) -> PendingBatch:
-        s = self.session
-        batch = PendingBatch(order=[u.id for u in uses], names={u.id: u.name for u in uses})
+    def __init__(self, state: SessionState, ports: SessionPorts, kit: SessionKit, *, result_max_tokens: int):
+        self.state = state
+        self.ports = ports
+        self.kit = kit
+        self.result_max_tokens = result_max_tokens
+
+    async def gate(self, uses: list[ToolUseBlock]) -> PendingState:
+        kit = self.kit
+        batch = PendingState(order=[u.id for u in uses])
         for use in uses:
-            s.emit(ToolCall(session_id=s.session_id, tool_use_id=use.id, name=use.name, input=use.input))
+            kit.emit(ToolCall(session_id=self.state.session_id, tool_use_id=use.id, name=use.name, input=use.input))
             batch.started[use.id] = time.perf_counter()
-            prepared = prepare_tool_call(use, registry=s.ports.registry, mode=s.mode)
+            prepared = prepare_tool_call(use, registry=kit.registry, mode=self.state.mode)
             if isinstance(prepared, ToolResultBlock):
-                self._settle(batch, prepared)
+                self._settle(batch, prepared, use.name)
                 continue
-            decision = s.ports.permissions.decide(prepared.tool, prepared.args, s.ports.tool_context.workspace)
+            decision = kit.permissions.decide(prepared.tool, prepared.args, kit.tool_context.workspace)
             self._announce(prepared, decision)
             if decision.effect == "ask":
                 decision = await self._ask(prepared, decision)
             if decision.effect == "allow":
-                batch.allowed.append(prepared)
+                batch.allowed.append(use.id)
             elif decision.effect == "deny":
-                self._settle(batch, error_result(use, f"Permission denied: {decision.reason}. The call did not run."))
+                self._settle(batch, error_result(use, f"Permission denied: {decision.reason}. The call did not run."), use.name)
             else:
-                batch.asks.append(prepared)
+                batch.asks.append(use.id)
                 batch.reasons[use.id] = decision.reason
-        if batch.asks:
-            self._request(batch.asks[0], batch.reasons[batch.asks[0].use.id])
+        self._request_first(batch)
         return batch
 
-    async def answer(self, batch: PendingBatch, *, allow: bool, always: bool) -> bool:
+    async def answer(self, batch: PendingState, *, allow: bool, always: bool) -> bool:
         """Apply the user's answer to the first parked call; True while more are waiting."""
-        s = self.session
-        call = batch.asks.pop(0)
-        decision = s.ports.permissions.answer(call.tool, call.args, s.ports.tool_context.workspace, allow=allow, always=always)
-        self._announce(call, decision)
-        if allow:
-            batch.allowed.append(call)
-        else:
-            self._settle(batch, error_result(call.use, "Permission denied by the user. The call did not run."))
-        if batch.asks:
-            self._request(batch.asks[0], batch.reasons.get(batch.asks[0].use.id, "needs approval"))
-            return True
-        return False
+        call = self._prepared(batch.asks.pop(0), batch)
+        if call is not None:
+            kit = self.kit
+            decision = kit.permissions.answer(call.tool, call.args, kit.tool_context.workspace, allow=allow, always=always)
+            self._announce(call, decision)
+            if allow:
+                batch.allowed.append(call.use.id)
+            else:
+                self._settle(batch, error_result(call.use, "Permission denied by the user. The call did not run."), call.use.name)
+        return self._request_first(batch)
 
-    async def finish(self, batch: PendingBatch) -> None:
+    async def finish(self, batch: PendingState) -> None:
         """PreToolUse hooks (in call order) may still block an allowed call; the rest run in
         call order, concurrently where that is safe (see `waves`); PostToolUse hooks see
         each full result before it is clipped."""
-        s = self.session
-        ctx = s.ports.tool_context
-        allowed = sorted(batch.allowed, key=lambda c: batch.order.index(c.use.id))
+        ctx = self.kit.tool_context
+        prepared = (self._prepared(use_id, batch) for use_id in sorted(batch.allowed, key=batch.order.index))
+        allowed = [call for call in prepared if call is not None]
         runnable = [c for c in allowed if await self._pre_tool_use(batch, c)]
         for wave in waves(runnable):
-            outputs = await asyncio.gather(*(execute_prepared(c, executor=s.ports.executor, ctx=ctx) for c in wave))
+            outputs = await asyncio.gather(*(execute_prepared(c, executor=self.ports.executor, ctx=ctx) for c in wave))
             for call, result in zip(wave, outputs, strict=True):
                 await self._post_tool_use(call, result)
-                self._settle(batch, self._clip_to_budget(result))
-        s.conversation.append(Message.tool_results(batch.results[i] for i in batch.order))
+                self._settle(batch, self._clip_to_budget(result), call.use.name)
+        self.state.conversation.append(Message.tool_results(batch.results_in_order()))
 
-    async def _pre_tool_use(self, batch: PendingBatch, call: PreparedCall) -> bool:
-        s = self.session
-        if s.ports.hooks is None:
+    def current_request(self, batch: PendingState | None) -> PermissionRequested:
+        """The question for the first parked call (what a caller shows the user)."""
+        assert batch is not None and batch.asks, "no call is parked"
+        use_id = batch.asks[0]
+        call = self._prepared(use_id, batch)
+        assert call is not None, "a parked call that cannot be prepared is settled, not asked"
+        return self._request_for(call, batch.reasons.get(use_id, "needs approval"))
+
+    async def _pre_tool_use(self, batch: PendingState, call: PreparedCall) -> bool:
+        if self.kit.hooks is None:
             return True
-        payload = {"session_id": s.session_id, "tool_name": call.tool.name, "tool_input": call.use.input}
-        outcome = await s.notify_hooks(HookEvent.PRE_TOOL_USE, payload, tool_name=call.tool.name)
+        sid = self.state.session_id
+        payload = {"session_id": sid, "tool_name": call.tool.name, "tool_input": call.use.input}
+        outcome = await notify_hooks(self.kit, sid, HookEvent.PRE_TOOL_USE, payload, tool_name=call.tool.name)
         if outcome is not None and outcome.block:
-            self._settle(batch, error_result(call.use, f"Blocked by a PreToolUse hook: {outcome.reason}. The call did not run."))
+            blocked = error_result(call.use, f"Blocked by a PreToolUse hook: {outcome.reason}. The call did not run.")
+            self._settle(batch, blocked, call.use.name)
             return False
         return True
 
     async def _post_tool_use(self, call: PreparedCall, result: ToolResultBlock) -> None:
-        s = self.session
-        if s.ports.hooks is None:
+        if self.kit.hooks is None:
             return
+        sid = self.state.session_id
         payload = {
-            "session_id": s.session_id,
+            "session_id": sid,
             "tool_name": call.tool.name,
             "tool_input": call.use.input,
             "tool_result": result.content,
             "is_error": result.is_error,
         }
-        await s.notify_hooks(HookEvent.POST_TOOL_USE, payload, tool_name=call.tool.name)
+        await notify_hooks(self.kit, sid, HookEvent.POST_TOOL_USE, payload, tool_name=call.tool.name)
 
     # -- helpers ----------------------------------------------------------------------
 
+    def _prepared(self, use_id: str, batch: PendingState) -> PreparedCall | None:
+        """A call of the batch prepared from the reply; one that cannot be any more (its
+        reply or tool is gone) is settled with the error that says why."""
+        prepared = prepare_parked(self.state.conversation, use_id, registry=self.kit.registry, mode=self.state.mode)
+        if isinstance(prepared, ToolResultBlock):
+            self._settle(batch, prepared, "")
+            return None
+        return prepared
+
+    def _request_first(self, batch: PendingState) -> bool:
+        """Ask about the first parked call, if there is one; True when there was."""
+        if not batch.asks:
+            return False
+        call = self._prepared(batch.asks[0], batch)
+        if call is not None:
+            self._request(call, batch.reasons.get(call.use.id, "needs approval"))
+        return True
+
     async def _ask(self, call: PreparedCall, decision: Decision) -> Decision:
-        s = self.session
-        if s.ports.approver is not None:
+        kit = self.kit
+        if kit.approver is not None:
             request = self._request(call, decision.reason)
-            answer = await s.ports.approver(request)
-            answered = s.ports.permissions.answer(
-                call.tool, call.args, s.ports.tool_context.workspace, allow=answer.allow, always=answer.always
+            answer = await kit.approver(request)
+            answered = kit.permissions.answer(
+                call.tool, call.args, kit.tool_context.workspace, allow=answer.allow, always=answer.always
             )
             self._announce(call, answered)
             return answered
-        if s.ports.is_child:
+        if kit.is_child:
             denied = Decision("deny", "headless", f"{call.tool.name} needs approval and this subagent has no one to ask")
-            s.ports.permissions.record(call.tool, call.args, s.ports.tool_context.workspace, denied)
+            kit.permissions.record(call.tool, call.args, kit.tool_context.workspace, denied)
             self._announce(call, denied)
             return denied
         return decision  # the root parks it
 
-    def current_request(self, batch: PendingBatch) -> PermissionRequested:
-        """The question for the first parked call (what a caller shows the user)."""
-        call = batch.asks[0]
-        return self._request_for(call, batch.reasons.get(call.use.id, "needs approval"))
-
     def _request_for(self, call: PreparedCall, reason: str) -> PermissionRequested:
-        s = self.session
         return PermissionRequested(
-            session_id=s.session_id,
+            session_id=self.state.session_id,
             tool_use_id=call.use.id,
             name=call.use.name,
             input=call.use.input,
             reason=reason,
-            preview=change_preview(call.args, s.ports.tool_context.workspace),
+            preview=change_preview(call.args, self.kit.tool_context.workspace),
         )
 
     def _request(self, call: PreparedCall, reason: str) -> PermissionRequested:
         request = self._request_for(call, reason)
-        self.session.emit(request)
+        self.kit.emit(request)
         return request
 
     def _announce(self, call: PreparedCall, decision: Decision) -> None:
-        s = self.session
-        s.emit(
+        self.kit.emit(
             PermissionDecided(
-                session_id=s.session_id,
+                session_id=self.state.session_id,
                 tool_use_id=call.use.id,
                 name=call.tool.name,
                 effect=decision.effect,
@@ -211,15 +217,14 @@ class ToolBatchRunner:
             )
         )
 
-    def _settle(self, batch: PendingBatch, result: ToolResultBlock) -> None:
-        s = self.session
-        batch.results[result.tool_use_id] = result
+    def _settle(self, batch: PendingState, result: ToolResultBlock, name: str) -> None:
+        batch.settle(result)
         started = batch.started.get(result.tool_use_id, time.perf_counter())
-        s.emit(
+        self.kit.emit(
             ToolResult(
-                session_id=s.session_id,
+                session_id=self.state.session_id,
                 tool_use_id=result.tool_use_id,
-                name=batch.names.get(result.tool_use_id, ""),
+                name=name,
                 is_error=result.is_error,
                 content=result.content,
                 duration_ms=(time.perf_counter() - started) * 1000,
@@ -228,14 +233,13 @@ class ToolBatchRunner:
 
     def _clip_to_budget(self, result: ToolResultBlock) -> ToolResultBlock:
         """Per-result budget at entry; the full body goes to the record first."""
-        s = self.session
         clipped = clip_tool_result(
-            result.content, max_tokens=s.settings.result_max_tokens, recall_id=result.tool_use_id, counter=s.ports.counter
+            result.content, max_tokens=self.result_max_tokens, recall_id=result.tool_use_id, counter=self.kit.counter
         )
         if clipped is None:
             return result
-        if s.ports.artifacts is not None:
-            s.ports.artifacts.put(result.tool_use_id, result.content)
+        if self.kit.artifacts is not None:
+            self.kit.artifacts.put(result.tool_use_id, result.content)
         return ToolResultBlock(
             tool_use_id=result.tool_use_id, content=clipped.content, is_error=result.is_error, marker=clipped.marker
         )

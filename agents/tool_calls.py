@@ -9,17 +9,27 @@ so the loop can park a call that needs the user's answer.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from agents.messages import ToolResultBlock, ToolUseBlock
+from agents.messages import Message, ToolResultBlock, ToolUseBlock
 from agents.modes import Mode, hidden_tool_message, is_visible
 from agents.ports import ToolExecutor
 from tools.base import Tool, ToolContext, ToolError
 from tools.registry import ToolRegistry, validate_input
 
-__all__ = ["PreparedCall", "error_result", "execute_prepared", "prepare_tool_call", "unparsed_input_message"]
+__all__ = [
+    "PreparedCall",
+    "error_result",
+    "execute_prepared",
+    "lost_call_result",
+    "parked_use",
+    "prepare_parked",
+    "prepare_tool_call",
+    "unparsed_input_message",
+]
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,28 @@ def prepare_tool_call(use: ToolUseBlock, *, registry: ToolRegistry, mode: Mode) 
     if not is_visible(tool, mode):
         return error_result(use, hidden_tool_message(tool.name, mode))
     return PreparedCall(use, tool, args)
+
+
+def parked_use(conversation: Sequence[Message], use_id: str) -> ToolUseBlock | None:
+    """The tool_use a parked call stands for, in the reply that made it (the last message)."""
+    last = conversation[-1] if conversation else None
+    if last is None or last.role != "assistant":
+        return None
+    return next((u for u in last.tool_uses if u.id == use_id), None)
+
+
+def lost_call_result(use_id: str) -> ToolResultBlock:
+    return ToolResultBlock(tool_use_id=use_id, content="(the parked call was lost)", is_error=True)
+
+
+def prepare_parked(
+    conversation: Sequence[Message], use_id: str, *, registry: ToolRegistry, mode: Mode
+) -> PreparedCall | ToolResultBlock:
+    """A parked call prepared again from the reply that made it."""
+    use = parked_use(conversation, use_id)
+    if use is None:
+        return lost_call_result(use_id)
+    return prepare_tool_call(use, registry=registry, mode=mode)
 
 
 async def execute_prepared(call: PreparedCall, *, executor: ToolExecutor, ctx: ToolContext) -> ToolResultBlock:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from agents.config import CompactSettings, SessionSettings
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.providers.scripted import Script, ScriptedModelClient
 from benchmarks.turn_overhead import RESULT_BODY, prefilled_conversation
@@ -39,10 +39,12 @@ async def compile_p50_ms(workspace: Path, size: int, samples: int) -> float:
     ports = SessionPorts(
         model=ScriptedModelClient(Script()),
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=default_registry(),
         tool_context=ToolContext(workspace=workspace),
     )
-    session = Session(ports, system_prompt="You are a coding agent.", settings=settings)
+    session = Session(ports, kit, system_prompt="You are a coding agent.", settings=settings)
     session.conversation = prefilled_conversation(size)
     await session.compile_working_set()  # first compile pays for the whole history once
     timings = []

@@ -17,7 +17,8 @@ import random
 import tempfile
 from pathlib import Path
 
-from agents.memory import MEMORY_TYPES, MemoryStore, memory_section, memory_tools
+from agents.memory import MEMORY_TYPES, MemoryStore, memory_section
+from agents.memory_tools import memory_tools
 from agents.skills import LoadSkillTool, Skill, discover_skills, skill_catalog_section
 from agents.system_prompt import Section, SystemPrompt, base_section, tool_catalog_section
 from agents.tokens import CharRatioEstimator

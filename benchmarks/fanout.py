@@ -22,6 +22,7 @@ import yaml
 
 from agents.assembly import build_session
 from agents.config import load_settings
+from agents.lifecycle import OpenSpec
 
 
 def write_script(path: Path, children: int, latency_ms: int, calls: int, rounds: int = 1) -> None:
@@ -60,7 +61,7 @@ async def ray_wall_seconds(workspace: Path, children: int, latency_ms: int, call
     settings = load_settings(
         workspace, {"model": f"scripted:{script}", "home": str(workspace / ".home"), "permissions": {"mode": "bypass"}}
     )
-    remote = await open_remote_session(settings, workspace, emit=discard_events, approver=None)
+    remote = await open_remote_session(OpenSpec(settings, workspace), emit=discard_events, approver=None)
     timings = []
     for _ in range(2):  # the first run also starts the subagent actors
         started = time.perf_counter()

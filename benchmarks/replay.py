@@ -20,7 +20,7 @@ from agents.compaction import ExtractiveSummarizer
 from agents.compaction.ledger import CompactionEvent
 from agents.config import AgentSettings, CompactSettings, SessionSettings, ToolSettings
 from agents.events import ModelCall
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import TextBlock
 from agents.ports import ModelRequest, ModelResponse, Summarizer, Usage
 from benchmarks.traces import Trace
@@ -186,18 +186,20 @@ async def replay_trace(
         ports = SessionPorts(
             model=model,
             executor=LocalToolExecutor(),
+            summarizer=summarizer or ExtractiveSummarizer(),
+        )
+        kit = SessionKit(
             registry=ToolRegistry(RecordedTool(n, results) for n in names),
             tool_context=ToolContext(workspace=Path(tmp)),
-            summarizer=summarizer or ExtractiveSummarizer(),
             artifacts=ArtifactStore(Path(tmp) / "artifacts"),
             emit=events.append,
         )
-        session = Session(ports, system_prompt=trace.system or "(no system prompt recorded)", settings=settings)
+        session = Session(ports, kit, system_prompt=trace.system or "(no system prompt recorded)", settings=settings)
         text: str | None = trace.task
         while text is not None:
             await session.run_turn(text)
             text = _next_user_text(trace, model.answered) if model.remaining else None
-        ports.artifacts.close()
+        kit.artifacts.close()
     return ReplayResult(
         trace=trace,
         strategy=compact.strategy,

@@ -12,8 +12,8 @@ a busy machine; wall-clock p50 is shown beside them.
    `DiskSnapshotStore.save`, twice: while the history fills (no version is dropped) and
    at steady state (history full, so every save drops the oldest version; every
    max_history/4 saves one collection deletes what no kept version refers to — that
-   save is the p95). `Session.save_snapshot` adds `export_state` (the conversation
-   copied into a SessionState, git head, settings fingerprint); its p50 is shown at
+   save is the p95). `Session.save_snapshot` adds `snapshot_of` (a copy of the
+   session's SessionState, git head, settings fingerprint); its p50 is shown at
    steady state. "asave on the loop" is the CPU the event loop's own thread spends per
    `await store.asave(...)` (the store's work runs on its writer thread). "first save"
    is a new session's first save of a 10-message conversation: it creates the store file.
@@ -139,8 +139,8 @@ def first_save_cpu(root: Path, repeats: int = 20) -> float:
     return statistics.median(samples)
 
 
-def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
-    """Session.save_snapshot (export_state + store.save): p50 while the history fills, then full."""
+async def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
+    """Session.save_snapshot (snapshot_of + store.asave): p50 while the history fills, then full."""
     workspace = root / f"ws-{size}"
     workspace.mkdir()
     script = root / "script.json"
@@ -151,12 +151,12 @@ def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
     )
     session = build_session(settings, workspace)
     session.conversation = conversation(size)
-    session.save_snapshot("bench")
+    await session.save_snapshot("bench")
     samples: list[float] = []
     for n in range(2 * saves - 1):
         session.conversation += interaction(3_000_000 + n)
         started = time.process_time()
-        session.save_snapshot("bench")
+        await session.save_snapshot("bench")
         samples.append((time.process_time() - started) * 1000)
     session.ports.snapshots.close()
     return statistics.median(samples[: saves - 1]), statistics.median(samples[saves - 1 :])
@@ -190,7 +190,7 @@ def disk_sizes(root: Path, start: int, versions: int) -> dict[str, float]:
     return {"kept": kept, "final": len(messages), "raw": raw, "vacuumed": vacuumed}
 
 
-def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
+async def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
     workspace = root / f"resume-ws-{size}"
     workspace.mkdir()
     script = root / "script.json"
@@ -198,14 +198,14 @@ def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
     settings = load_settings(workspace, {"model": f"scripted:{script}", "home": str(root / f"home-resume-{size}")})
     first = build_session(settings, workspace)
     first.conversation = conversation(size)
-    first.save_snapshot("bench")
+    await first.save_snapshot("bench")
     first.ports.snapshots.close()
     build, load_restore = [], []
     for _ in range(repeats):
         started = time.process_time()
         session = build_session(settings, workspace, session_id=first.session_id)
         built = time.process_time()
-        loaded = session.ports.snapshots.load(first.session_id)
+        loaded = await session.ports.snapshots.aload(first.session_id)
         session.restore(loaded.state)
         done = time.process_time()
         assert len(session.conversation) == size and loaded.problem is None
@@ -231,7 +231,7 @@ def main() -> None:
         print(f"{'messages':>8}  {'history filling':>17}  {'history full':>17}  {'wall':>6}  {'filling':>12}  {'full':>12}  {'the loop':>9}")
         for size in args.sizes:
             t = write_times(root, size, args.saves)
-            session_fill, session_full = session_save_p50(root, size, args.saves)
+            session_fill, session_full = asyncio.run(session_save_p50(root, size, args.saves))
             on_loop = asave_loop_cpu(root, size, args.saves)
             loop_text = f"{on_loop:>9.3f}" if on_loop is not None else f"{'-':>9}"
             print(
@@ -253,7 +253,7 @@ def main() -> None:
             )
 
         print()
-        r = resume_ms(root, args.resume_size, args.resume_repeats)
+        r = asyncio.run(resume_ms(root, args.resume_size, args.resume_repeats))
         print(f"resume at {args.resume_size} messages, CPU ms, p50 of {args.resume_repeats}: "
               f"build_session {r['build']:.1f} ms + load & restore {r['load_restore']:.1f} ms "
               f"= {r['build'] + r['load_restore']:.1f} ms")

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.providers.scripted import Script, ScriptedModelClient
 from tools import LocalToolExecutor, ToolContext, default_registry
@@ -40,10 +40,12 @@ def make_session(workspace: Path, size: int) -> Session:
     ports = SessionPorts(
         model=ScriptedModelClient(Script(final_text="ok")),
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=default_registry(),
         tool_context=ToolContext(workspace=workspace),
     )
-    session = Session(ports, system_prompt="You are a coding agent.")
+    session = Session(ports, kit, system_prompt="You are a coding agent.")
     session.conversation = prefilled_conversation(size)
     return session
 

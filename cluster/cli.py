@@ -14,16 +14,17 @@ import asyncio
 import functools
 import importlib.metadata
 import sys
+from pathlib import Path
 from typing import Any
 
-from agents.assembly import open_session, resolve_workspace, snapshot_store
-from agents.config import load_workspace_settings
+from agents.assembly import resolve_workspace, snapshot_store
+from agents.config import WorkingsetSettings, load_workspace_settings
 from agents.errors import ConfigError, ModelError, WorkingsetError
-from agents.events import Notice
-from agents.loop import Session
+from agents.events import EventSink
+from agents.handle import SessionHandle
+from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
 from agents.modes import Mode
-from agents.snapshot_store import SnapshotError
-from agents.tool_batch import Approver
+from agents.session_kit import Approver
 from cluster.console import console_approver, settle_parked
 from cluster.flags import add_setting_flags, add_trust_flag, setting_overrides
 from cluster.memory_cli import add_memory_parser, run_memory_command
@@ -73,7 +74,7 @@ def extra_commands() -> dict:
     return found
 
 
-async def _run_prompt(session: Session, prompt: str, approver: Approver | None) -> int:
+async def _run_prompt(session: SessionHandle, prompt: str, approver: Approver | None) -> int:
     session.announce_start()
     try:
         await settle_parked(session, approver)  # a call parked before a resume comes first
@@ -98,18 +99,6 @@ def _resumed_id(args: argparse.Namespace, settings, workspace) -> str | None:
     return None
 
 
-def _resume(session: Session) -> None:
-    """Load the snapshot named by --resume / --continue into the freshly built session."""
-    session_id = session.session_id
-    try:
-        loaded = session.ports.snapshots.load(session_id)
-    except SnapshotError as exc:
-        raise ConfigError(f"cannot resume {session_id}: {exc}") from exc
-    if loaded.problem:
-        session.emit(Notice(session_id=session.session_id, text=loaded.problem))
-    session.restore(loaded.state)
-
-
 def _run_command(args: argparse.Namespace) -> int:
     if getattr(args, "extra_command", None):
         return extra_commands()[args.extra_command].run(args)
@@ -130,10 +119,9 @@ def _run_command(args: argparse.Namespace) -> int:
         )
     renderer = JsonRenderer() if args.json else HumanRenderer()
     approver = console_approver if interactive else None
-    session_id = _resumed_id(args, settings, workspace)
-    if settings.runtime == "local":
-        return asyncio.run(_drive_local(settings, workspace, args, renderer, approver, session_id))
-    return asyncio.run(_drive_on_ray(settings, workspace, args, renderer, approver, session_id))
+    opening = _opening(settings, workspace, args, _resumed_id(args, settings, workspace))
+    drive = _drive_local if settings.runtime == "local" else _drive_on_ray
+    return asyncio.run(drive(opening, args, renderer, approver))
 
 
 def _settings(workspace, flags: dict[str, Any], trust_flag: bool, interactive: bool):
@@ -148,32 +136,30 @@ def _settings(workspace, flags: dict[str, Any], trust_flag: bool, interactive: b
     return loaded.settings
 
 
-async def _drive_local(settings, workspace, args, renderer, approver, session_id) -> int:
-    session = await open_session(
-        settings, workspace, emit=renderer, mode=Mode(args.mode), child_approver=approver, session_id=session_id
-    )
+def _opening(settings: WorkingsetSettings, workspace: Path, args: argparse.Namespace, session_id: str | None) -> OpenSpec:
+    """What `run` asks to open: --resume / --continue name a saved session; --goal set
+    with them replaces its goal (agents.lifecycle), here and on Ray alike."""
+    return OpenSpec(settings, workspace, session_id=session_id, resume=session_id is not None, mode=Mode(args.mode),
+                    goal=args.goal)
+
+
+async def _drive_local(opening: OpenSpec, args: argparse.Namespace, renderer: EventSink, approver: Approver | None) -> int:
+    session = await open_or_resume(opening, SessionRuntime(emit=renderer, child_approver=approver))
+    return await _drive(session, args.prompt, approver)
+
+
+async def _drive_on_ray(opening: OpenSpec, args: argparse.Namespace, renderer: EventSink, approver: Approver | None) -> int:
+    remote = await open_remote_session(opening, emit=renderer, approver=approver)
+    return await _drive(remote, args.prompt, approver)
+
+
+async def _drive(session: SessionHandle, prompt: str | None, approver: Approver | None) -> int:
     try:
-        if session_id is not None:
-            _resume(session)
-        if args.goal:
-            session.set_goal(args.goal)
-        return await _drive(session, args.prompt, approver)
+        if prompt is None:
+            return await run_repl(session)
+        return await _run_prompt(session, prompt, approver)
     finally:
         await session.aclose()
-
-
-async def _drive(session, prompt: str | None, approver: Approver | None) -> int:
-    if prompt is None:
-        return await run_repl(session)
-    return await _run_prompt(session, prompt, approver)
-
-
-async def _drive_on_ray(settings, workspace, args, renderer, approver, session_id) -> int:
-    remote = await open_remote_session(
-        settings, workspace, emit=renderer, approver=approver, mode=Mode(args.mode), goal=args.goal,
-        session_id=session_id, resume=session_id is not None,
-    )
-    return await _drive(remote, args.prompt, approver)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,8 +6,9 @@ import asyncio
 
 from agents.errors import ConfigError
 from agents.events import PermissionRequested
+from agents.handle import SessionHandle
 from agents.loop import TurnOutcome
-from agents.tool_batch import Approver, PermissionAnswer
+from agents.session_kit import Approver, PermissionAnswer
 from cluster.approval import describe_request
 
 __all__ = ["ask_line", "console_approver", "describe_request", "settle_parked"]
@@ -33,9 +34,10 @@ async def console_approver(request: PermissionRequested) -> PermissionAnswer:
             return PermissionAnswer(allow=choice != "n", always=choice == "a")
 
 
-async def settle_parked(session, approver: Approver | None, outcome: TurnOutcome | None = None) -> TurnOutcome | None:
-    """Answer parked calls until none is left; returns how the turn finally ended.
-    `session` is a Session or a RemoteSession (same methods)."""
+async def settle_parked(
+    session: SessionHandle, approver: Approver | None, outcome: TurnOutcome | None = None
+) -> TurnOutcome | None:
+    """Answer parked calls until none is left; returns how the turn finally ended."""
     if outcome is None:
         outcome = await session.settle_resumed()  # a call parked before a resume comes first
     while outcome is not None and outcome.reason == "permission":

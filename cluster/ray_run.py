@@ -3,14 +3,12 @@ SessionActor, and hand the caller a RemoteSession."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import ray
 
 from agents.config import WorkingsetSettings
 from agents.events import EventSink
-from agents.modes import Mode
-from agents.tool_batch import Approver
+from agents.lifecycle import OpenSpec
+from agents.session_kit import Approver
 from cluster.compactor_pool import start_compactor_pool
 from cluster.remote_session import RemoteSession
 from cluster.runtime import RuntimeInfo, connect, current_node_id
@@ -38,17 +36,10 @@ def start_services(settings: WorkingsetSettings, info: RuntimeInfo) -> ClusterSe
     )
 
 
-async def open_remote_session(
-    settings: WorkingsetSettings,
-    workspace: Path,
-    *,
-    emit: EventSink,
-    approver: Approver | None,
-    mode: Mode = Mode.DEFAULT,
-    goal: str | None = None,
-    session_id: str | None = None,
-    resume: bool = False,
-) -> RemoteSession:
+async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: Approver | None) -> RemoteSession:
+    """Open `opening` on a SessionActor of this node; the actor runs the same lifecycle
+    (agents.lifecycle.open_or_resume) that a local session is opened by."""
+    settings = opening.settings
     info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard)
     services = start_services(settings, info)
     # The workspace lives on this node: the session (and its tool tasks) run here.
@@ -57,15 +48,7 @@ async def open_remote_session(
             node_id=current_node_id(), soft=False
         )
     ).remote(services)
-    spec = SessionSpec(
-        settings=settings.model_dump(mode="json"),
-        workspace=str(workspace),
-        session_id=session_id,
-        mode=mode.value,
-        goal=goal,
-        resume=resume,
-        interactive=approver is not None,
-    )
+    spec = SessionSpec.of(opening, interactive=approver is not None)
     remote = RemoteSession(actor, spec, emit=emit, approver=approver, model_name=settings.model, services=services)
     await remote.open()
     return remote

@@ -14,6 +14,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from ray.actor import ActorHandle
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 
 from agents.compaction.ledger import CompactionEvent
@@ -23,9 +24,9 @@ from agents.goal import GoalState
 from agents.loop import TurnOutcome
 from agents.modes import Mode
 from agents.ports import Usage
-from agents.tool_batch import Approver, PermissionAnswer
+from agents.session_kit import Approver, PermissionAnswer
 from cluster.runtime import ClusterError
-from cluster.session_actor import ChildQuestion, SessionSpec, TurnEnd
+from cluster.session_actor import ChildQuestion, ClusterServices, SessionSpec, TurnEnd
 
 __all__ = ["RemoteSession"]
 
@@ -43,8 +44,8 @@ class _CompactResult:
 
 
 class RemoteSession:
-    def __init__(self, actor, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
-                 model_name: str = "", restart_timeout_s: float = 120.0, services=None):
+    def __init__(self, actor: ActorHandle, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
+                 model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None):
         self.actor = actor
         # The shared service actors (snapshot store, compactor pool) live only while someone
         # holds their handles; a killed SessionActor drops its copies, so the caller keeps them
@@ -64,18 +65,27 @@ class RemoteSession:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def open(self) -> list[str]:
+        """Open the session on the actor (agents.lifecycle runs there); returns the notices
+        opening it gave. An error of ours raised there is raised here as itself."""
         try:
             opened = await self.actor.open.remote(self.spec)
         except RayTaskError as exc:
-            if isinstance(exc.cause, WorkingsetError):  # a user-facing error inside the actor: the same line here
-                raise exc.cause from None
+            if isinstance(exc.cause, WorkingsetError):
+                raise exc.cause from None  # one clear message, not the actor's traceback
             raise
         self.session_id = opened["session_id"]
         self.spec = self.spec.model_copy(update={"session_id": self.session_id})
         self._apply(opened)
-        for text in opened["notices"]:
-            self.emit(Notice(session_id=self.session_id, text=text))
-        return opened["notices"]
+        return self._emit_all(opened["events"])
+
+    def _emit_all(self, events: list) -> list[str]:
+        for event in events:
+            self.emit(event)
+        return [e.text for e in events if isinstance(e, Notice)]
+
+    async def aclose(self) -> None:
+        """Close the session on its actor (a turn still running there is stopped)."""
+        await self.actor.close.remote(self.session_id)
 
     def announce_start(self) -> None:
         self.emit(SessionStarted(session_id=self.session_id, model=self.model_name, cwd=self.spec.workspace))
@@ -87,7 +97,8 @@ class RemoteSession:
 
     # -- turns --------------------------------------------------------------------------
 
-    async def run_turn(self, text: str) -> TurnOutcome:
+    async def run_turn(self, user_input: str) -> TurnOutcome:
+        text = user_input
         for _ in range(3):
             try:
                 return await self._consume(self.actor.turn.remote(self.session_id, text))
@@ -150,8 +161,7 @@ class RemoteSession:
                                        f"{self.restart_timeout_s:g} s") from None
                 await asyncio.sleep(0.5)
         self._apply(opened)
-        for text in opened["notices"]:
-            self.emit(Notice(session_id=self.session_id, text=text))
+        self._emit_all(opened["events"])
 
     # -- control ------------------------------------------------------------------------
 
@@ -166,8 +176,9 @@ class RemoteSession:
     def set_goal(self, condition: str | None) -> None:
         self._call_control(self.actor.set_goal.remote(self.session_id, condition))
 
-    def clear(self) -> None:
-        self._call_control(self.actor.clear.remote(self.session_id))
+    async def clear(self) -> None:
+        self._apply(await self.actor.clear.remote(self.session_id))
+        await self._drain()
 
     def _call_control(self, ref) -> None:
         import ray

@@ -9,18 +9,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from agents.errors import ModelError, WorkingsetError
+from agents.handle import SessionHandle
 from agents.loop import Session, TurnOutcome
 from agents.modes import Mode
 from cluster.console import ask_line, console_approver, settle_parked
 
 __all__ = ["SLASH_COMMANDS", "run_repl"]
 
-SlashHandler = Callable[[Session, str], Awaitable[bool]]  # returns False to leave the REPL
+SlashHandler = Callable[[SessionHandle, str], Awaitable[bool]]  # returns False to leave the REPL
 
 APPROVED_PLAN = "The user approved the plan above. Implement it now, then verify it."
 
 
-async def converse(session: Session, text: str) -> TurnOutcome | None:
+async def converse(session: SessionHandle, text: str) -> TurnOutcome | None:
     """One user input to its end: permissions asked, plan approval offered."""
     try:
         outcome = await settle_parked(session, console_approver, await session.run_turn(text))
@@ -34,7 +35,7 @@ async def converse(session: Session, text: str) -> TurnOutcome | None:
     return outcome
 
 
-async def _offer_plan_approval(session: Session) -> TurnOutcome | None:
+async def _offer_plan_approval(session: SessionHandle) -> TurnOutcome | None:
     line = await ask_line("Plan: [a]pprove and implement / [k]eep planning / [d]iscard: ")
     choice = (line or "k").strip().lower()[:1]
     if choice == "a":
@@ -46,17 +47,17 @@ async def _offer_plan_approval(session: Session) -> TurnOutcome | None:
     return None
 
 
-async def _help(session: Session, arg: str) -> bool:
+async def _help(session: SessionHandle, arg: str) -> bool:
     for name, (_, summary) in sorted(SLASH_COMMANDS.items()):
         print(f"  /{name:<10} {summary}")
     return True
 
 
-async def _exit(session: Session, arg: str) -> bool:
+async def _exit(session: SessionHandle, arg: str) -> bool:
     return False
 
 
-async def _compact(session: Session, arg: str) -> bool:
+async def _compact(session: SessionHandle, arg: str) -> bool:
     result = await session.compact_now(arg or None)
     if result.failure:
         print(f"compaction failed, history unchanged: {result.failure}")
@@ -66,7 +67,7 @@ async def _compact(session: Session, arg: str) -> bool:
     return True
 
 
-async def _plan(session: Session, arg: str) -> bool:
+async def _plan(session: SessionHandle, arg: str) -> bool:
     session.set_mode(Mode.PLAN)
     print("plan mode: read-only tools; the plan is offered for approval after each reply")
     if arg:
@@ -74,7 +75,7 @@ async def _plan(session: Session, arg: str) -> bool:
     return True
 
 
-async def _goal(session: Session, arg: str) -> bool:
+async def _goal(session: SessionHandle, arg: str) -> bool:
     if not arg:
         goal = session.goal
         print(f"goal ({goal.status}, {goal.auto_turns} auto turns): {goal.condition}" if goal else "no goal set")
@@ -87,20 +88,20 @@ async def _goal(session: Session, arg: str) -> bool:
     return True
 
 
-async def _clear(session: Session, arg: str) -> bool:
-    session.clear()
+async def _clear(session: SessionHandle, arg: str) -> bool:
+    await session.clear()
     print("conversation cleared (the previous one stays in the session's history)")
     return True
 
 
-async def _resume(session: Session, arg: str) -> bool:
-    store = session.ports.snapshots if hasattr(session, "ports") else None
-    if store is None:
+async def _resume(session: SessionHandle, arg: str) -> bool:
+    if not isinstance(session, Session) or session.ports.snapshots is None:
         print("/resume works in a --local session; on Ray, start again with --resume ID")
         return True
+    store = session.ports.snapshots
     target = arg or session.session_id
     try:
-        loaded = store.load(target)
+        loaded = await store.aload(target)
     except WorkingsetError as exc:
         print(f"cannot resume {target}: {exc}")
         return True
@@ -123,7 +124,7 @@ SLASH_COMMANDS: dict[str, tuple[SlashHandler, str]] = {
 }
 
 
-async def _dispatch(session: Session, line: str) -> bool:
+async def _dispatch(session: SessionHandle, line: str) -> bool:
     name, _, arg = line[1:].partition(" ")
     entry = SLASH_COMMANDS.get(name)
     if entry is None:
@@ -132,7 +133,7 @@ async def _dispatch(session: Session, line: str) -> bool:
     return await entry[0](session, arg.strip())
 
 
-async def run_repl(session: Session) -> int:
+async def run_repl(session: SessionHandle) -> int:
     session.announce_start()
     print("Workingset REPL · /help for commands · /exit or Ctrl-D to leave")
     await settle_parked(session, console_approver)  # a call parked before a resume is asked first

@@ -21,13 +21,13 @@ from typing import Any
 import ray
 from pydantic import BaseModel
 
-from agents.assembly import RuntimePorts, open_session, resolve_workspace
+from agents.assembly import RuntimePorts, resolve_workspace
 from agents.config import WorkingsetSettings
-from agents.errors import ConfigError
 from agents.events import PermissionRequested
-from agents.loop import Session, TurnOutcome
+from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+from agents.loop import Session, TurnOutcome, new_session_id
 from agents.modes import Mode
-from agents.snapshot_store import SnapshotError, SnapshotNotFound
+from agents.ports import SnapshotStore, Summarizer
 from agents.tool_batch import PermissionAnswer
 from cluster.subagent_actor import SubagentPool, ray_spawner_factory
 from cluster.tool_tasks import RayToolExecutor
@@ -42,8 +42,8 @@ _BATCH_WINDOW_S = 0.05
 class ClusterServices:
     """Shared pieces every SessionActor uses (all picklable handles)."""
 
-    summarizer: Any | None = None  # PooledSummarizer
-    snapshots: Any | None = None  # RaySnapshotStore when sessions span nodes
+    summarizer: Summarizer | None = None  # PooledSummarizer
+    snapshots: SnapshotStore | None = None  # RaySnapshotStore when sessions span nodes
     tool_cpus: float = 0.5
     subagent_pool_idle: int = 8
 
@@ -56,9 +56,17 @@ class SessionSpec(BaseModel):
     goal: str | None = None
     resume: bool = False
     interactive: bool = False
-    # After an actor failure a replaying (scripted) model continues where the snapshot
-    # left off, so the interrupted turn gets the same replies it would have had.
+    # Reopened after an actor failure (agents.lifecycle.OpenSpec.restart): a replaying
+    # (scripted) model continues where the snapshot left off, so the interrupted turn
+    # gets the same replies it would have had.
     seek_model: bool = False
+
+    @classmethod
+    def of(cls, opening: OpenSpec, *, interactive: bool) -> SessionSpec:
+        """The wire form of `opening` (settings as JSON: the actor validates them again)."""
+        return cls(settings=opening.settings.model_dump(mode="json"), workspace=str(opening.workspace),
+                   session_id=opening.session_id, mode=opening.mode.value, goal=opening.goal, resume=opening.resume,
+                   interactive=interactive, seek_model=opening.restart)
 
 
 class ChildQuestion(BaseModel):
@@ -109,51 +117,28 @@ class SessionActor:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def open(self, spec: SessionSpec) -> dict:
-        """Build (or resume) a session here; returns its id, notices and control state."""
+        """Open (build or resume) a session here through the one lifecycle; returns its id,
+        the events opening it emitted (notices) and its control state."""
         settings = WorkingsetSettings.model_validate(spec.settings)
         workspace = resolve_workspace(spec.workspace)
         queue: asyncio.Queue = asyncio.Queue()
-        session_id = spec.session_id
+        session_id = spec.session_id or new_session_id()
         hosted_ref: list[_Hosted] = []
         approver = (lambda request: self._ask_local(hosted_ref[0], request)) if spec.interactive else None
-        runtime = RuntimePorts(
+        ports = RuntimePorts(
             executor=RayToolExecutor(self.node_id, num_cpus=self.services.tool_cpus),
             summarizer=self.services.summarizer,
             snapshots=self.services.snapshots,
-            spawner_factory=None,
+            # Subagents become actors that report back to this actor and this session.
+            spawner_factory=ray_spawner_factory(self.pool, self.me, session_id),
         )
-        session = await open_session(settings, workspace, emit=queue.put_nowait, session_id=session_id,
-                                     mode=Mode(spec.mode), child_approver=approver, runtime=runtime)
-        # Subagents become actors that report back to this actor and this session.
-        session_factory = ray_spawner_factory(self.pool, self.me, session.session_id)
-        agent = session.ports.registry.get("Agent")
-        agent.spawner = session_factory(agent.spawner.blueprint, session.session_id, agent.spawner.parent_budget)
-        agent.spawner.blueprint.spawner_factory = session_factory
+        opening = OpenSpec(settings, workspace, session_id=session_id, resume=spec.resume, mode=Mode(spec.mode),
+                           goal=spec.goal, restart=spec.seek_model)
+        session = await open_or_resume(opening, SessionRuntime(emit=queue.put_nowait, child_approver=approver, ports=ports))
         hosted = _Hosted(session, queue, {})
         hosted_ref.append(hosted)
         self.hosted[session.session_id] = hosted
-        notices: list[str] = []
-        loaded = None
-        if spec.resume:
-            try:
-                loaded = session.ports.snapshots.load(session.session_id)
-            except SnapshotNotFound as exc:
-                if not spec.seek_model:
-                    raise ConfigError(f"cannot resume {session.session_id}: {exc}") from exc
-                # Lost during its first turn: nothing was saved yet, so it starts again.
-                notices.append("no snapshot was saved before the failure; the session starts again from its first turn")
-            except SnapshotError as exc:  # damaged, too new: one line for the caller, as in-process
-                raise ConfigError(f"cannot resume {session.session_id}: {exc}") from exc
-        if loaded is not None:
-            if loaded.problem:
-                notices.append(loaded.problem)
-            notices += session.restore(loaded.state)
-            seek = getattr(session.ports.model, "seek", None)
-            if spec.seek_model and callable(seek):
-                seek(loaded.state.model_calls)
-        elif spec.goal:
-            session.set_goal(spec.goal)
-        return {"session_id": session.session_id, "notices": notices, **self._control(session)}
+        return {"session_id": session.session_id, "events": self.drain(session.session_id), **self._control(session)}
 
     async def close(self, session_id: str) -> None:
         hosted = self.hosted.pop(session_id, None)
@@ -222,9 +207,9 @@ class SessionActor:
         session.set_goal(condition)
         return self._control(session)
 
-    def clear(self, session_id: str) -> dict:
+    async def clear(self, session_id: str) -> dict:
         session = self._get(session_id).session
-        session.clear()
+        await session.clear()
         return self._control(session)
 
     def drain(self, session_id: str) -> list:
@@ -297,4 +282,4 @@ class SessionActor:
         return self.node_id
 
     def workspace_path(self, session_id: str) -> str:
-        return str(Path(self._get(session_id).session.ports.tool_context.workspace))
+        return str(Path(self._get(session_id).session.kit.tool_context.workspace))

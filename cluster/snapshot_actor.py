@@ -10,9 +10,12 @@ thread, so one session's save never holds up another session's call.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import ray
+from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from agents.session_state import SessionState
@@ -20,6 +23,7 @@ from agents.snapshot_store import (
     DiskSnapshotStore,
     LoadedSnapshot,
     SessionInfo,
+    SnapshotError,
     StoreScan,
     VersionInfo,
 )
@@ -45,24 +49,43 @@ class SnapshotStoreActor:
         return await self.store.ascan(Path(cwd) if cwd else None)
 
 
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """The store's own errors come back as themselves (one line, not the actor's
+    traceback); a store actor that is gone is a SnapshotError like a full disk."""
+    try:
+        yield
+    except RayTaskError as exc:
+        if isinstance(exc.cause, SnapshotError):
+            raise exc.cause from None
+        raise SnapshotError(f"the snapshot store actor failed: {exc.cause!r}") from exc
+    except RayError as exc:
+        raise SnapshotError(f"the snapshot store actor is unavailable ({type(exc).__name__})") from exc
+
+
 class RaySnapshotStore:
-    """The SnapshotStore port through the actor. In an event loop use the `a…` methods
-    (they await the actor); the plain ones block on `ray.get` and are for sync callers."""
+    """The SnapshotStore port through the actor: the `a…` methods await the actor, so a
+    session awaits its snapshot while the other sessions of its SessionActor go on (no
+    blocking `ray.get` in a turn); the plain ones block on `ray.get`, for sync callers."""
 
     def __init__(self, actor):
         self.actor = actor
 
     async def asave(self, state: SessionState) -> str:
-        return await self.actor.save.remote(state)
+        with _store_errors():
+            return await self.actor.save.remote(state)
 
     async def aload(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
-        return await self.actor.load.remote(session_id, version)
+        with _store_errors():
+            return await self.actor.load.remote(session_id, version)
 
     async def ahistory(self, session_id: str) -> list[VersionInfo]:
-        return await self.actor.history.remote(session_id)
+        with _store_errors():
+            return await self.actor.history.remote(session_id)
 
     async def ascan(self, cwd: Path | None = None) -> StoreScan:
-        return await self.actor.scan.remote(str(cwd) if cwd else None)
+        with _store_errors():
+            return await self.actor.scan.remote(str(cwd) if cwd else None)
 
     def save(self, state: SessionState) -> str:
         return ray.get(self.actor.save.remote(state))

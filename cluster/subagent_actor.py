@@ -19,10 +19,11 @@ import asyncio
 import ray
 from ray.exceptions import RayError
 
+from agents.blueprint import SessionBlueprint
 from agents.budgets import Budget
 from agents.events import PermissionRequested
 from agents.ports import SubagentRequest, SubagentResult
-from agents.subagents import SessionBlueprint, run_child
+from agents.subagents import run_child
 from agents.tool_batch import PermissionAnswer
 from tools.base import ExecutionDomain
 

@@ -1,6 +1,7 @@
 """Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
-session states for the snapshot store, trusting a workspace the way `workingset trust` does,
-and an eval host whose agent is a Python function."""
+session states for the snapshot store, what a compaction strategy is run with (a recording
+summarizer, its env and request, a conversation of tool calls), trusting a workspace the way
+`workingset trust` does, and an eval host whose agent is a Python function."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from agents.compaction import CompactionEnv, CompactionRequest
+from agents.config import CompactSettings, SummarizerSettings
 from agents.loop import TurnOutcome
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.models import ModelInfo
 from agents.ports import ModelRequest, ModelResponse, Usage
 from agents.session_state import SessionState
+from agents.tokens import CharRatioEstimator
 from agents.trust import TrustList
 from cluster.eval.hosts import LocalHost
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
@@ -98,6 +102,60 @@ def tool_interaction(i: int, body_chars: int = 200) -> list[Message]:
 def session_state(conversation: list[Message], session_id: str = "sess01", **fields) -> SessionState:
     """A session of workspace /work/ws holding `conversation`."""
     return SessionState(session_id=session_id, cwd="/work/ws", model="scripted:s.yaml", conversation=list(conversation), **fields)
+
+
+# -- compaction strategies ------------------------------------------------------------------
+
+COMPACTION_COUNTER = CharRatioEstimator()
+COMPACTION_MODEL = "claude-sonnet-4-5"
+COMPACTION_OVERHEAD = 300
+NO_BUDGET = 10**9
+
+
+class FakeSummarizer:
+    """Records what it was given; answers `text` or raises `error`."""
+
+    def __init__(self, text: str = "## Objective\nfix the parser", error: Exception | None = None):
+        self.text = text
+        self.error = error
+        self.calls: list[list[Message]] = []
+
+    async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
+        self.calls.append(list(messages))
+        if len(self.calls) > 50:
+            raise RuntimeError("runaway summarizer loop")
+        if self.error is not None:
+            raise self.error
+        return self.text
+
+
+def compaction_env(summarizer=None, artifacts=None, **overrides) -> CompactionEnv:
+    settings = {"min_gain_tokens": 0, "manual_keep_messages": 2, "summary_reserve_tokens": 100}
+    return CompactionEnv(
+        counter=COMPACTION_COUNTER,
+        summarizer=summarizer or FakeSummarizer(),
+        artifacts=artifacts,
+        settings=CompactSettings(**(settings | overrides)),
+        summarizer_settings=SummarizerSettings(),
+        model_name=COMPACTION_MODEL,
+    )
+
+
+def compaction_request(messages, budget=NO_BUDGET, trigger="auto", **kw) -> CompactionRequest:
+    return CompactionRequest(
+        messages=messages, overhead_tokens=COMPACTION_OVERHEAD, budget_tokens=budget, trigger=trigger, **kw
+    )
+
+
+def tool_conversation(pairs: int = 12, body_chars: int = 2_000, tools=("Bash",)) -> list[Message]:
+    """The task, then `pairs` of (assistant text + tool_use, tool_result): 1 + 2*pairs."""
+    messages = [Message.user("Make the parser accept empty input.")]
+    for k in range(pairs):
+        use = ToolUseBlock(id=f"toolu_{k:02d}", name=tools[k % len(tools)], input={"command": f"run {k}"})
+        messages.append(Message.assistant(TextBlock(text=f"Step {k}."), use))
+        body = f"{k}:" + "x" * body_chars
+        messages.append(Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)]))
+    return messages
 
 
 def trust_workspace(workspace: Path, home: Path | None = None) -> Path:

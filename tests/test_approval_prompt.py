@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from agents.events import PermissionRequested
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import ToolUseBlock
 from agents.permissions import PermissionRuntime
 from agents.permissions.preview import MAX_DIFF_LINES, change_preview
@@ -35,12 +35,14 @@ async def _parked_request(tmp_path, name: str, **inp) -> PermissionRequested:
     ports = SessionPorts(
         model=RecordingModel([[use]]),
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=default_registry(),
         tool_context=ToolContext(workspace=tmp_path),
         emit=lambda e: None,
         permissions=PermissionRuntime.from_texts(mode="default"),
     )
-    outcome = await Session(ports, system_prompt="sys").run_turn("go")
+    outcome = await Session(ports, kit, system_prompt="sys").run_turn("go")
     assert outcome.reason == "permission"
     return outcome.request
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from agents.compaction import STRATEGIES, CompactionEnv, CompactionRequest, make_strategy
+from agents.compaction import STRATEGIES, make_strategy
 from agents.compaction import specs as specs_module
 from agents.compaction.boundaries import clean_boundaries
 from agents.compaction.clearing import is_cleared
@@ -28,75 +28,25 @@ from agents.compaction.strategies import (
     SummarizeOlder,
 )
 from agents.compaction.summary import is_summary_boundary
-from agents.config import AgentSettings, CompactSettings, SessionSettings, SummarizerSettings
+from agents.config import AgentSettings, CompactSettings, SessionSettings
 from agents.errors import ConfigError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
-from agents.tokens import CharRatioEstimator, estimate_messages_tokens
-from tests.fakes import random_conversation
+from agents.tokens import estimate_messages_tokens
+from tests.fakes import COMPACTION_COUNTER as COUNTER
+from tests.fakes import COMPACTION_MODEL as MODEL
+from tests.fakes import COMPACTION_OVERHEAD as OVERHEAD
+from tests.fakes import NO_BUDGET as HUGE
+from tests.fakes import FakeSummarizer, random_conversation
+from tests.fakes import compaction_env as _env
+from tests.fakes import compaction_request as _request
+from tests.fakes import tool_conversation as _conversation
 from tools.artifacts import ArtifactStore
 
-COUNTER = CharRatioEstimator()
-MODEL = "claude-sonnet-4-5"
-OVERHEAD = 300
-HUGE = 10**9
 TRIGGERS = ("auto", "manual", "prompt_too_long")
-
-
-class FakeSummarizer:
-    """Records what it was given; answers `text` or raises `error`."""
-
-    def __init__(self, text: str = "## Objective\nfix the parser", error: Exception | None = None):
-        self.text = text
-        self.error = error
-        self.calls: list[list[Message]] = []
-
-    async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
-        self.calls.append(list(messages))
-        if len(self.calls) > 50:
-            raise RuntimeError("runaway summarizer loop")
-        if self.error is not None:
-            raise self.error
-        return self.text
-
-
-def _env(summarizer=None, artifacts=None, **overrides) -> CompactionEnv:
-    settings = {"min_gain_tokens": 0, "manual_keep_messages": 2, "summary_reserve_tokens": 100}
-    return CompactionEnv(
-        counter=COUNTER,
-        summarizer=summarizer or FakeSummarizer(),
-        artifacts=artifacts,
-        settings=CompactSettings(**(settings | overrides)),
-        summarizer_settings=SummarizerSettings(),
-        model_name=MODEL,
-    )
-
-
-def _request(messages, budget=HUGE, trigger="auto", **kw) -> CompactionRequest:
-    return CompactionRequest(
-        messages=messages, overhead_tokens=OVERHEAD, budget_tokens=budget, trigger=trigger, **kw
-    )
 
 
 def _tokens(messages) -> int:
     return OVERHEAD + estimate_messages_tokens(COUNTER, messages)
-
-
-def _conversation(pairs: int = 12, body_chars: int = 2_000, tools=("Bash",)) -> list[Message]:
-    """The task, then `pairs` of (assistant text + tool_use, tool_result): 1 + 2*pairs."""
-    messages = [Message.user("Make the parser accept empty input.")]
-    for k in range(pairs):
-        name = tools[k % len(tools)]
-        messages.append(
-            Message.assistant(
-                TextBlock(text=f"Step {k}."),
-                ToolUseBlock(id=f"toolu_{k:02d}", name=name, input={"command": f"run {k}"}),
-            )
-        )
-        body = f"{k}:" + "x" * body_chars
-        messages.append(
-            Message.tool_results([ToolResultBlock(tool_use_id=f"toolu_{k:02d}", content=body)])
-        )
-    return messages
 
 
 def _result_bodies(messages) -> dict[str, str]:
@@ -473,6 +423,16 @@ SPECS = [
     "clear-tool-uses:trigger=1,keep=1,clear_tool_inputs=true,exclude_tools=Agent",
     "hybrid",
     "hybrid:keep=1,every=2,last=3",
+    # the peers' units and options
+    "mask:keep=3,unit=events",
+    "mask:keep=2,polling=3",
+    "window:first=0,last=5,unit=events",
+    "window:first=2,last=3,unit=events",
+    "summarize:max_events=8,last=4,unit=events",
+    "amortized:max_events=6,keep_last=3,unit=events",
+    "amortized:first=0,max_tokens=1,unit=events",
+    "clear-tool-uses:trigger=1,count_cleared=true",
+    "hybrid:keep=1,every=3,last=3,count_kept=true,summarize_unmasked=true",
 ]
 
 
@@ -718,7 +678,7 @@ def test_user_strategy_by_entry_point(user_module, monkeypatch):
 
 
 async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tmp_path):
-    from agents.loop import Session, SessionPorts
+    from agents.loop import Session, SessionKit, SessionPorts
     from tests.fakes import RecordingModel
     from tools import LocalToolExecutor, ToolContext, ToolRegistry, default_workspace_tools
     from tools.recall import RecallTool
@@ -732,6 +692,8 @@ async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tm
     ports = SessionPorts(
         model=model,
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
         tool_context=ToolContext(workspace=tmp_path),
         artifacts=ArtifactStore(tmp_path / ".artifacts"),
@@ -739,7 +701,7 @@ async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tm
     settings = SessionSettings(
         agent=AgentSettings(max_turns=10), compact=CompactSettings(strategy="mask:keep=1")
     )
-    session = Session(ports, system_prompt="sys", settings=settings)
+    session = Session(ports, kit, system_prompt="sys", settings=settings)
     try:
         outcome = await session.run_turn("read the files")
         assert outcome.reason == "end_turn"
@@ -747,10 +709,10 @@ async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tm
         seen = [b.content for m in model.requests[3].messages for b in m.tool_results_in]
         assert (
             seen[0]
-            == f'[observation elided: {len(session.ports.artifacts.get("r0"))} chars; Recall(id="r0")]'
+            == f'[observation elided: {len(session.kit.artifacts.get("r0"))} chars; Recall(id="r0")]'
         )
         assert seen[1].startswith("[observation elided") and "file 2" in seen[2]
         recalled = session.conversation[-2].tool_results_in[0].content
         assert "file 0 file 0" in recalled
     finally:
-        ports.artifacts.close()
+        kit.artifacts.close()

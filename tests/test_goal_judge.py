@@ -5,7 +5,7 @@ import pytest
 from agents.config import AgentSettings, SessionSettings
 from agents.errors import Overloaded
 from agents.goal import JUDGE_SYSTEM
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock
 from agents.modes import Mode
 from tests.fakes import RecordingModel
@@ -21,13 +21,15 @@ def _session(tmp_path, model, judge, *, max_goal_auto_turns=10, mode=Mode.DEFAUL
     ports = SessionPorts(
         model=model,
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=default_registry(),
         tool_context=ToolContext(workspace=tmp_path),
         emit=events.append,
         judge=judge,
     )
     settings = SessionSettings(agent=AgentSettings(max_goal_auto_turns=max_goal_auto_turns))
-    return Session(ports, system_prompt="sys", settings=settings, mode=mode), events
+    return Session(ports, kit, system_prompt="sys", settings=settings, mode=mode), events
 
 
 def _judge_prompt(judge: RecordingModel, n: int = 0) -> str:

@@ -4,7 +4,7 @@ import pytest
 
 from agents.config import AgentSettings, SessionSettings
 from agents.errors import Overloaded
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock, is_protocol_complete
 from tests.fakes import RecordingModel, SleepTool
 from tools import LocalToolExecutor, ToolContext, ToolRegistry, default_registry
@@ -15,11 +15,13 @@ def _session(tmp_path, model, registry=None, max_turns=10) -> tuple[Session, lis
     ports = SessionPorts(
         model=model,
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=registry or default_registry(),
         tool_context=ToolContext(workspace=tmp_path),
         emit=events.append,
     )
-    return Session(ports, system_prompt="sys", settings=SessionSettings(agent=AgentSettings(max_turns=max_turns))), events
+    return Session(ports, kit, system_prompt="sys", settings=SessionSettings(agent=AgentSettings(max_turns=max_turns))), events
 
 
 def _use(i, name, **inp):

@@ -7,7 +7,7 @@ import pytest
 from agents.compaction.ledger import CompactionEvent
 from agents.config import AgentSettings, CompactSettings, SessionSettings
 from agents.errors import AuthError, ConfigError, PromptTooLong
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from cluster.cli import main
 from tests.fakes import RecordingModel
@@ -16,11 +16,14 @@ from tools.artifacts import ArtifactStore
 from tools.recall import RecallTool
 
 
-def _session(tmp_path, model, *, result_max_tokens=8_000, compact=None, max_turns=10):
+def _session(tmp_path, model, *, result_max_tokens=8_000, compact=None, max_turns=10, summarizer=None):
     events: list = []
     ports = SessionPorts(
         model=model,
         executor=LocalToolExecutor(),
+        **({"summarizer": summarizer} if summarizer is not None else {}),
+    )
+    kit = SessionKit(
         registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
         tool_context=ToolContext(workspace=tmp_path),
         artifacts=ArtifactStore(tmp_path / ".artifacts"),
@@ -31,7 +34,7 @@ def _session(tmp_path, model, *, result_max_tokens=8_000, compact=None, max_turn
         compact=compact or CompactSettings(),
         result_max_tokens=result_max_tokens,
     )
-    return Session(ports, system_prompt="sys", settings=settings), events
+    return Session(ports, kit, system_prompt="sys", settings=settings), events
 
 
 def _use(i, name, **inp):
@@ -61,7 +64,7 @@ async def test_long_tool_result_is_clipped_at_entry_and_recall_returns_the_origi
     seen = session.conversation[2].tool_results_in[0].content
     assert "[truncated" in seen and 'Recall(id="b1"' in seen and "3 failed, 10 passed" in seen
     assert len(seen) < len(original) // 5
-    stored = session.ports.artifacts.get("b1")
+    stored = session.kit.artifacts.get("b1")
     assert stored.startswith(original)  # Bash adds its exit-code line after the output
     recalled = session.conversation[4].tool_results_in[0].content
     assert stored.startswith(recalled.split("\n[")[0][:1_000])
@@ -122,9 +125,7 @@ async def test_manual_compact_failure_leaves_history_unchanged(tmp_path):
         async def summarize(self, messages, *, focus=None):
             raise RuntimeError("summarizer down")
 
-    session, _ = _session(tmp_path, RecordingModel([]))
-    session.ports.summarizer = FailingSummarizer()
-    session._compaction_env.summarizer = session.ports.summarizer
+    session, _ = _session(tmp_path, RecordingModel([]), summarizer=FailingSummarizer())
     history = _history(10, 100)
     session.conversation = list(history)
     result = await session.compact_now("focus on tests")

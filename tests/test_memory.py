@@ -7,10 +7,9 @@ from agents.memory import (
     MemoryStore,
     MemoryStoreError,
     memory_section,
-    memory_tools,
     project_slug,
 )
-from agents.memory_tools import MemoryShowInput, MemoryWriteInput
+from agents.memory_tools import MemoryShowInput, MemoryWriteInput, memory_tools
 from agents.ports import SubagentRequest
 from agents.subagents import child_registry
 from tools.base import ToolContext, ToolError

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from agents.errors import ConfigError
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock
 from agents.permissions import PermissionRuntime
 from tests.fakes import RecordingModel
@@ -77,12 +77,14 @@ async def test_chaining_after_an_allowed_prefix_is_not_allowed(tmp_path, command
     ports = SessionPorts(
         model=RecordingModel([[use], [TextBlock(text="done")]]),
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=default_registry(),
         tool_context=ToolContext(workspace=tmp_path),
         emit=lambda e: None,
         permissions=PermissionRuntime.from_texts(**ALLOW_GIT_STATUS, headless="deny-asks"),
     )
-    await Session(ports, system_prompt="sys").run_turn("go")
+    await Session(ports, kit, system_prompt="sys").run_turn("go")
     assert not (tmp_path / "chained").exists()
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from agents.assembly import denied_path_globs
 from agents.errors import ConfigError, WorkingsetError
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock
 from agents.permissions import AuditLog, PermissionRuntime, parse_rule
 from tests.fakes import RecordingModel
@@ -45,12 +45,14 @@ def _session(tmp_path, model, permissions: PermissionRuntime) -> tuple[Session, 
     ports = SessionPorts(
         model=model,
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=default_registry(),
         tool_context=ToolContext(workspace=tmp_path),
         emit=events.append,
         permissions=permissions,
     )
-    return Session(ports, system_prompt="sys"), events
+    return Session(ports, kit, system_prompt="sys"), events
 
 
 def _results(session: Session) -> dict[str, object]:
@@ -309,8 +311,8 @@ async def test_ask_at_the_root_parks_the_exact_call_and_nothing_runs(tmp_path):
     session, events = _session(tmp_path, _ask_model(), PermissionRuntime.from_texts(mode="default"))
     outcome = await session.run_turn("go")
     assert outcome.reason == "permission" and "Bash" in outcome.detail
-    assert [c.use.id for c in session.pending.asks] == ["b1"]
-    assert session.pending.asks[0].use.input == {"command": "echo hi > out.txt"}
+    assert session.pending.asks == ["b1"]
+    assert session.tools.current_request(session.pending).input == {"command": "echo hi > out.txt"}
     assert not (tmp_path / "out.txt").exists()
     assert not [e for e in events if e.type == "tool_result"]
     assert session.conversation[-1].role == "assistant"  # no results appended yet
@@ -351,7 +353,7 @@ async def test_two_asks_in_one_reply_are_answered_one_by_one(tmp_path):
     session, _ = _session(tmp_path, model, PermissionRuntime.from_texts(mode="default"))
     await session.run_turn("go")
     second = await session.answer_permission(True)
-    assert second.reason == "permission" and [c.use.id for c in session.pending.asks] == ["b2"]
+    assert second.reason == "permission" and session.pending.asks == ["b2"]
     assert not (tmp_path / "one.txt").exists()  # nothing runs until every answer is in
     final = await session.answer_permission(False)
     assert final.reason == "end_turn"
@@ -371,14 +373,14 @@ async def _answer_always(tmp_path, *commands: str):
 
 async def test_always_grants_the_same_subject_for_the_session_but_not_another_command(tmp_path):
     session, runtime, _ = await _answer_always(tmp_path, "mkdir -p same", "mkdir -p same", "mkdir -p other")
-    assert [c.use.id for c in session.pending.asks] == ["b3"]  # b2 ran on the grant
+    assert session.pending.asks == ["b3"]  # b2 ran on the grant
     assert (tmp_path / "same").is_dir() and not (tmp_path / "other").exists()
     assert [g.text for g in runtime.grants] == ["Bash(mkdir -p same)"]
 
 
 async def test_always_on_a_compound_command_allows_it_once_and_grants_nothing(tmp_path):
     session, runtime, events = await _answer_always(tmp_path, "echo same >> log.txt", "echo same >> log.txt")
-    assert [c.use.id for c in session.pending.asks] == ["b2"]
+    assert session.pending.asks == ["b2"]
     assert (tmp_path / "log.txt").read_text() == "same\n" and runtime.grants == []
     decided = [e.reason for e in events if e.type == "permission_decided" and e.source == "user"]
     assert decided == ['approved by the user (this once: "always" covers only a single simple command)']

@@ -6,7 +6,7 @@ from pydantic import BaseModel
 
 from agents.assembly import build_session
 from agents.config import WorkingsetSettings
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock
 from agents.modes import Mode
 from tests.fakes import RecordingModel
@@ -47,11 +47,13 @@ def _session(tmp_path, model, *extra_tools, mode=Mode.DEFAULT) -> tuple[Session,
     ports = SessionPorts(
         model=model,
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=ToolRegistry([*default_workspace_tools(), *extra_tools]),
         tool_context=ToolContext(workspace=tmp_path),
         emit=events.append,
     )
-    return Session(ports, system_prompt="sys", mode=mode), events
+    return Session(ports, kit, system_prompt="sys", mode=mode), events
 
 
 def _use(i, name, **inp):

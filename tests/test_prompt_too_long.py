@@ -13,7 +13,7 @@ from agents.compaction import CompactionResult, refusal_budget
 from agents.compaction.ledger import CompactionEvent
 from agents.config import AgentSettings, CompactSettings, ProviderSettings, SessionSettings
 from agents.errors import ModelResponseError, PromptTooLong
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.prompt_too_long import RetryCheck, retry_problem
 from agents.providers.anthropic import AnthropicModelClient
@@ -28,14 +28,15 @@ from tools.registry import ToolRegistry, default_workspace_tools
 
 def _session(tmp_path, model, *, compact=None, summarizer=None) -> tuple[Session, list]:
     events: list = []
-    ports = SessionPorts(
-        model=model, executor=LocalToolExecutor(), registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
-        tool_context=ToolContext(workspace=tmp_path), artifacts=ArtifactStore(tmp_path / ".artifacts"), emit=events.append,
+    ports = SessionPorts(model, LocalToolExecutor(), **({"summarizer": summarizer} if summarizer is not None else {}))
+    kit = SessionKit(
+        registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
+        tool_context=ToolContext(workspace=tmp_path),
+        artifacts=ArtifactStore(tmp_path / ".artifacts"),
+        emit=events.append,
     )
-    if summarizer is not None:
-        ports.summarizer = summarizer
     settings = SessionSettings(agent=AgentSettings(max_turns=5), compact=compact or CompactSettings())
-    return Session(ports, system_prompt="sys", settings=settings), events
+    return Session(ports, kit, system_prompt="sys", settings=settings), events
 
 
 def _history(pairs: int = 20, body_chars: int = 2_000) -> list[Message]:
@@ -47,7 +48,7 @@ def _history(pairs: int = 20, body_chars: int = 2_000) -> list[Message]:
 
 
 def _estimate(session: Session, request) -> int:
-    return session.compiler.compile(system=request.system, registry=session.ports.registry, messages=list(request.messages),
+    return session.compiler.compile(system=request.system, registry=session.kit.registry, messages=list(request.messages),
                                     max_tokens=request.max_tokens).estimated_tokens
 
 

@@ -22,6 +22,7 @@ from agents.compaction import ExtractiveSummarizer
 from agents.compaction.summary import SummaryFailed
 from agents.config import SummarizerSettings, WorkingsetSettings
 from agents.errors import ConfigError
+from agents.lifecycle import OpenSpec
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.snapshot_store import SnapshotNotFound
 from agents.tool_batch import PermissionAnswer
@@ -190,7 +191,7 @@ async def test_killed_session_actor_resumes_from_its_snapshot_and_reruns_the_int
     ])
     settings = _settings(tmp_path, script, permissions={"mode": "bypass"})
     events: list = []
-    remote = await open_remote_session(settings, _workspace(tmp_path), emit=events.append, approver=None)
+    remote = await open_remote_session(OpenSpec(settings, _workspace(tmp_path)), emit=events.append, approver=None)
     first = await remote.run_turn("first question")
     assert (first.reason, first.final_text) == ("end_turn", "Turn one done.")
 
@@ -237,7 +238,7 @@ async def test_subagent_permission_question_reaches_the_root_callers_approver_on
     settings = _settings(tmp_path, _writer_script(tmp_path), permissions={"mode": "default", "allow": ["Agent"]})
     events: list = []
     ws = _workspace(tmp_path)
-    remote = await open_remote_session(settings, ws, emit=events.append, approver=approver)
+    remote = await open_remote_session(OpenSpec(settings, ws), emit=events.append, approver=approver)
     outcome = await remote.run_turn("go")
 
     assert (outcome.reason, outcome.final_text) == ("end_turn", "root done")
@@ -260,7 +261,7 @@ async def test_headless_subagent_permission_question_is_denied_with_a_clear_resu
     settings = _settings(tmp_path, _writer_script(tmp_path), permissions={"mode": "default", "allow": ["Agent"]})
     events: list = []
     ws = _workspace(tmp_path)
-    remote = await open_remote_session(settings, ws, emit=events.append, approver=None)
+    remote = await open_remote_session(OpenSpec(settings, ws), emit=events.append, approver=None)
     outcome = await remote.run_turn("go")
 
     assert (outcome.reason, outcome.final_text) == ("end_turn", "root done")

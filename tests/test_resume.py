@@ -83,10 +83,10 @@ def _build(settings, ws: Path, **kwargs):
     return session, events
 
 
-def _resume(settings, ws: Path, session_id: str, **kwargs):
+async def _resume(settings, ws: Path, session_id: str, **kwargs):
     """What `--resume ID` does: build for the current environment, load, restore."""
     session, events = _build(settings, ws, session_id=session_id, **kwargs)
-    loaded = session.ports.snapshots.load(session_id)
+    loaded = await session.ports.snapshots.aload(session_id)
     notices = session.restore(loaded.state)
     return session, events, loaded, notices
 
@@ -158,11 +158,11 @@ async def test_every_outer_turn_is_saved_and_resume_restores_the_conversation_ex
     saved = _of(events, "snapshot")
     assert [(e.saved, e.reason) for e in saved] == [(True, "end_turn"), (True, "end_turn")]
 
-    second, _, loaded, notices = _resume(settings, ws, first.session_id)
+    second, _, loaded, notices = await _resume(settings, ws, first.session_id)
     assert notices == [] and loaded.problem is None and loaded.version == saved[-1].version
     assert encode_messages(second.conversation) == encode_messages(first.conversation)
     assert (second.usage, second.model_calls, second.mode) == (first.usage, first.model_calls, first.mode)
-    assert second.ports.permissions.grants == first.ports.permissions.grants
+    assert second.kit.permissions.grants == first.kit.permissions.grants
 
 
 async def test_a_resumed_session_compiles_the_same_working_set(tmp_path):
@@ -173,10 +173,10 @@ async def test_a_resumed_session_compiles_the_same_working_set(tmp_path):
     first, _ = _build(settings, ws)
     await first.run_turn("list the files")
     first.set_goal("AGENTS.md is summarized")  # active: the judge has not seen it yet
-    first.save_snapshot("goal set")
+    await first.save_snapshot("goal set")
     before = (await first.compile_working_set()).request
 
-    second, _, _, _ = _resume(settings, ws, first.session_id)
+    second, _, _, _ = await _resume(settings, ws, first.session_id)
     after = (await second.compile_working_set()).request
     assert after.system == before.system
     assert after.tools == before.tools
@@ -193,7 +193,7 @@ async def test_a_met_goal_stays_out_of_the_resumed_system_prompt(tmp_path):
     assert first.goal.status == "met"
     before = (await first.compile_working_set()).request
 
-    second, _, _, _ = _resume(settings, ws, first.session_id)
+    second, _, _, _ = await _resume(settings, ws, first.session_id)
     assert second.goal == first.goal
     assert (await second.compile_working_set()).request.system == before.system
 
@@ -210,7 +210,7 @@ async def test_resume_rebuilds_tools_and_prompt_from_the_current_environment(tmp
     await first.run_turn("search")
 
     (ws / "AGENTS.md").write_text("Instructions written after the snapshot.\n")
-    second, _, _, _ = _resume(settings, ws, first.session_id, tools=[*base, NewSearch()])
+    second, _, _, _ = await _resume(settings, ws, first.session_id, tools=[*base, NewSearch()])
     request = (await second.compile_working_set()).request
     names = [t.name for t in request.tools]
     assert "NewSearch" in names and "OldSearch" not in names
@@ -228,7 +228,7 @@ async def test_a_call_to_a_tool_removed_since_the_snapshot_is_an_error_result(tm
     await first.run_turn("hello")
 
     _script(tmp_path, [{"tool_calls": [{"name": "OldSearch", "input": {"query": "q"}, "id": "toolu_old"}]}, {"text": "ok"}])
-    second, _, _, _ = _resume(settings, ws, first.session_id, tools=[*base, NewSearch()])
+    second, _, _, _ = await _resume(settings, ws, first.session_id, tools=[*base, NewSearch()])
     outcome = await second.run_turn("search again")
     result = [r for m in second.conversation for r in m.tool_results_in if r.tool_use_id == "toolu_old"][0]
     assert outcome.reason == "end_turn" and result.is_error and "OldSearch" in result.content
@@ -241,7 +241,7 @@ async def test_a_different_model_is_used_with_a_notice(tmp_path):
     await first.run_turn("hello")
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"turns": []}))
-    second, events, _, notices = _resume(_settings(tmp_path, ws, model=f"scripted:{other}"), ws, first.session_id)
+    second, events, _, notices = await _resume(_settings(tmp_path, ws, model=f"scripted:{other}"), ws, first.session_id)
     assert notices == [f"the session was saved with model {first.ports.model.name}; it continues with scripted:{other}"]
     assert [e.text for e in _of(events, "notice")] == notices
 
@@ -255,7 +255,7 @@ async def _granted_session(tmp_path: Path, ws: Path, permissions: dict):
     first, _ = _build(_settings(tmp_path, ws, permissions), ws)
     assert (await first.run_turn("write it")).reason == "permission"
     assert (await first.answer_permission(True, always=True)).reason == "end_turn"
-    assert [g.text for g in first.ports.permissions.grants] == ["Write(out.txt)"]
+    assert [g.text for g in first.kit.permissions.grants] == ["Write(out.txt)"]
     return first
 
 
@@ -263,19 +263,19 @@ async def test_grants_come_back_when_the_permission_rules_are_unchanged(tmp_path
     ws = _workspace(tmp_path)
     permissions = {"mode": "default", "deny": ["Bash(rm:*)"]}
     first = await _granted_session(tmp_path, ws, permissions)
-    second, _, _, notices = _resume(_settings(tmp_path, ws, permissions), ws, first.session_id)
+    second, _, _, notices = await _resume(_settings(tmp_path, ws, permissions), ws, first.session_id)
     assert notices == []
-    assert [g.text for g in second.ports.permissions.grants] == ["Write(out.txt)"]
+    assert [g.text for g in second.kit.permissions.grants] == ["Write(out.txt)"]
 
 
 async def test_grants_are_dropped_with_a_notice_when_the_permission_rules_changed(tmp_path):
     ws = _workspace(tmp_path)
     first = await _granted_session(tmp_path, ws, {"mode": "default"})
-    second, events, _, notices = _resume(_settings(tmp_path, ws, {"mode": "default", "deny": ["Bash(rm:*)"]}), ws, first.session_id)
-    assert second.ports.permissions.grants == []
+    second, events, _, notices = await _resume(_settings(tmp_path, ws, {"mode": "default", "deny": ["Bash(rm:*)"]}), ws, first.session_id)
+    assert second.kit.permissions.grants == []
     assert notices == ["permission rules changed since the snapshot; grants given then were dropped: Write(out.txt)"]
     assert [e.text for e in _of(events, "notice")] == notices
-    decision = second.ports.permissions.decide(second.ports.registry.get("Write"), WriteInput(path="out.txt", content="x"), ws)
+    decision = second.kit.permissions.decide(second.kit.registry.get("Write"), WriteInput(path="out.txt", content="x"), ws)
     assert decision.effect == "ask"
 
 
@@ -293,10 +293,10 @@ async def test_plan_mode_goal_and_a_parked_call_survive_resume_and_the_call_runs
     goal = first.goal.model_copy()
 
     _script(tmp_path, [{"text": "Plan: document `make`."}])  # what the model says after the resume
-    second, _, loaded, notices = _resume(_settings(tmp_path, ws, permissions), ws, first.session_id)
+    second, _, loaded, notices = await _resume(_settings(tmp_path, ws, permissions), ws, first.session_id)
     assert loaded.state.reason == "permission" and notices == []
     assert second.mode is Mode.PLAN and second.goal == goal
-    assert [c.use.id for c in second.pending.asks] == ["toolu_r"]
+    assert second.pending.asks == ["toolu_r"]
     request = (await second.compile_working_set()).request
     assert "the plan covers setup" in request.system
     assert {t.name for t in request.tools}.isdisjoint({"Write", "Edit", "Bash", "Agent"})
@@ -318,7 +318,7 @@ async def test_a_parked_write_runs_after_resume_on_approval_and_the_goal_is_judg
     assert not (ws / "out.txt").exists()
 
     _script(tmp_path, [{"text": "out.txt is written."}], judge=[{"verdict": "met", "reason": "the Write result shows it"}])
-    second, events, _, _ = _resume(_settings(tmp_path, ws, permissions), ws, first.session_id)
+    second, events, _, _ = await _resume(_settings(tmp_path, ws, permissions), ws, first.session_id)
     outcome = await second.answer_permission(True)
     assert outcome.reason == "end_turn"
     assert (ws / "out.txt").read_text() == "written after approval"
@@ -333,7 +333,7 @@ async def test_a_parked_call_is_decided_again_when_the_rules_changed(tmp_path):
     await first.run_turn("write")
 
     _script(tmp_path, [{"text": "done"}])
-    second, _, _, notices = _resume(_settings(tmp_path, ws, {"mode": "default", "allow": ["Write"]}), ws, first.session_id)
+    second, _, _, notices = await _resume(_settings(tmp_path, ws, {"mode": "default", "allow": ["Write"]}), ws, first.session_id)
     assert notices == ["the parked call Write was decided again under the current rules: allow"]
     assert second.pending.asks == [] and len(second.pending.allowed) == 1
     await second.continue_parked()
@@ -347,7 +347,7 @@ async def test_a_parked_call_denied_by_the_current_rules_does_not_run(tmp_path):
     await first.run_turn("write")
 
     _script(tmp_path, [{"text": "ok, not written"}])
-    second, _, _, notices = _resume(_settings(tmp_path, ws, {"mode": "default", "deny": ["Write"]}), ws, first.session_id)
+    second, _, _, notices = await _resume(_settings(tmp_path, ws, {"mode": "default", "deny": ["Write"]}), ws, first.session_id)
     assert notices == ["the parked call Write was decided again under the current rules: deny"]
     await second.continue_parked()
     assert not (ws / "out.txt").exists()
@@ -364,7 +364,7 @@ async def test_a_parked_call_to_a_tool_removed_since_cannot_run_and_says_so(tmp_
     await first.run_turn("search")
 
     _script(tmp_path, [{"text": "fine"}])
-    second, _, _, notices = _resume(_settings(tmp_path, ws, permissions), ws, first.session_id, tools=base)
+    second, _, _, notices = await _resume(_settings(tmp_path, ws, permissions), ws, first.session_id, tools=base)
     assert len(notices) == 1 and notices[0].startswith("the parked call OldSearch cannot run any more")
     assert (await second.continue_parked()).reason == "end_turn"
 
@@ -379,7 +379,7 @@ async def test_clear_is_saved_at_once_and_the_old_conversation_stays_in_history(
     first.set_goal("say hi")
     await first.run_turn("hello")
     before = list(first.conversation)
-    first.clear()
+    await first.clear()
     assert _of(events, "snapshot")[-1].reason == "clear"
 
     store = _store(tmp_path)
@@ -397,12 +397,12 @@ async def test_clear_is_undone_by_restoring_the_previous_version(tmp_path):
     first, _ = _build(settings, ws)
     await first.run_turn("hello")
     before = list(first.conversation)
-    first.clear()
+    await first.clear()
 
     store = _store(tmp_path)
     cleared, turn = (v.version for v in store.history(first.session_id))
     store.restore(first.session_id, turn)
-    second, _, _, _ = _resume(settings, ws, first.session_id)
+    second, _, _, _ = await _resume(settings, ws, first.session_id)
     assert second.conversation == before
     history = store.history(first.session_id)
     assert [(v.version, v.reason) for v in history[1:]] == [(cleared, "clear"), (turn, "end_turn")]
@@ -469,22 +469,27 @@ async def test_a_snapshot_from_another_workspace_is_refused_naming_both(tmp_path
     await first.run_turn("hello")
 
     second, _ = _build(_settings(tmp_path, other), other, session_id=first.session_id)
-    state = second.ports.snapshots.load(first.session_id).state
+    state = (await second.ports.snapshots.aload(first.session_id)).state
     with pytest.raises(ConfigError) as caught:
         second.restore(state)
     assert str(ws) in str(caught.value) and str(other) in str(caught.value)
     assert second.conversation == []
 
 
-class _FailingStore(DiskSnapshotStore):
-    def save(self, state):
+class _FailingStore:
+    """A SnapshotStore whose disk is full."""
+
+    async def asave(self, state):
+        raise SnapshotError("disk full")
+
+    async def aload(self, session_id, version=None):
         raise SnapshotError("disk full")
 
 
 async def test_a_failing_store_is_reported_and_the_session_goes_on(tmp_path):
     ws = _workspace(tmp_path)
     _script(tmp_path, [{"text": "first"}, {"text": "second"}])
-    session, events = _build(_settings(tmp_path, ws), ws, runtime=RuntimePorts(snapshots=_FailingStore(tmp_path / "snaps")))
+    session, events = _build(_settings(tmp_path, ws), ws, runtime=RuntimePorts(snapshots=_FailingStore()))
     assert (await session.run_turn("one")).final_text == "first"
     assert (await session.run_turn("two")).final_text == "second"
     failed = _of(events, "snapshot")
@@ -513,7 +518,7 @@ async def test_a_corrupted_current_falls_back_to_the_newest_intact_version(tmp_p
     await first.run_turn("second")
     current, damaged = _corrupt_current(tmp_path, first.session_id)
 
-    second, _, loaded, _ = _resume(settings, ws, first.session_id)
+    second, _, loaded, _ = await _resume(settings, ws, first.session_id)
     assert current in loaded.problem and "cannot be decoded" in loaded.problem
     assert second.conversation == intact
     with diskcache.Cache(str(tmp_path / "home" / "snapshots" / first.session_id)) as cache:

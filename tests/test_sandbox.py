@@ -286,10 +286,14 @@ async def test_wall_timeout_kills_everything(ws):
 async def test_the_call_cgroup_is_removed_afterwards(ws):
     host = runner().host()
     assert host.cgroups is not None
-    before = {p for _, parent in host.cgroups.parents for p in parent.iterdir() if p.name.startswith("call-")}
+    mine = f"call-{os.getpid()}-"  # other processes on this host may be running sandboxes of their own
+
+    def calls() -> set:
+        return {p for _, parent in host.cgroups.parents for p in parent.iterdir() if p.name.startswith(mine)}
+
+    before = calls()
     await sandboxed(ws, "sleep 0.2 & echo started")
-    after = {p for _, parent in host.cgroups.parents for p in parent.iterdir() if p.name.startswith("call-")}
-    assert after <= before
+    assert calls() <= before
 
 
 # --- settings and the opt-out -------------------------------------------------------

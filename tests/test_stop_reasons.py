@@ -7,7 +7,7 @@ import json
 
 from agents.config import AgentSettings, SessionSettings
 from agents.events import SessionEnded
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, protocol_problems
 from agents.ports import ModelResponse, Usage
 from agents.stop_reasons import CONTINUE_CUT_REPLY, next_step_for
@@ -22,11 +22,17 @@ from tools.registry import default_registry
 def _session(tmp_path, model, *, judge=None, max_cut=2, max_turns=10) -> tuple[Session, list]:
     events: list = []
     ports = SessionPorts(
-        model=model, executor=LocalToolExecutor(), registry=default_registry(),
-        tool_context=ToolContext(workspace=tmp_path), emit=events.append, judge=judge,
+        model=model,
+        executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
+        registry=default_registry(),
+        tool_context=ToolContext(workspace=tmp_path),
+        emit=events.append,
+        judge=judge,
     )
     settings = SessionSettings(agent=AgentSettings(max_turns=max_turns, max_truncated_replies=max_cut))
-    return Session(ports, system_prompt="sys", settings=settings), events
+    return Session(ports, kit, system_prompt="sys", settings=settings), events
 
 
 def _reply(*blocks, stop="end_turn", details=None) -> ModelResponse:

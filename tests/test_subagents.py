@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-import agents.loop
+import agents.blueprint
 from agents.assembly import build_session
 from agents.budgets import Budget
 from agents.compaction import ExtractiveSummarizer
 from agents.config import SessionSettings, SubagentSettings, WorkingsetSettings
-from agents.loop import Session, SessionPorts
+from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolUseBlock
 from agents.permissions import PermissionRuntime
 from agents.ports import SubagentRequest
-from agents.subagents import AgentTool, InProcessSpawner, SessionBlueprint
+from agents.subagents import AgentTool, InProcessSpawner, SessionBlueprint, in_process_spawners
 from agents.system_prompt import SystemPrompt, base_section, tool_catalog_section
 from agents.tokens import CharRatioEstimator
 from agents.tool_batch import PermissionAnswer
@@ -93,15 +93,17 @@ def _child_results(events, root: Session) -> list:
 
 @pytest.fixture
 def children(monkeypatch) -> list[Session]:
-    """Every child Session made while the test runs (the spawner imports Session at call time)."""
+    """Every child Session made while the test runs (roots and children are both
+    assembled by agents.blueprint; only children are kept)."""
     made: list[Session] = []
 
     class RecordedSession(Session):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
-            made.append(self)
+            if self.kit.is_child:
+                made.append(self)
 
-    monkeypatch.setattr(agents.loop, "Session", RecordedSession)
+    monkeypatch.setattr(agents.blueprint, "Session", RecordedSession)
     return made
 
 
@@ -122,18 +124,21 @@ def _tree(tmp_path, root_model, child_model, *, max_depth=3, tools=None, tree_ma
         permissions=PermissionRuntime.from_texts(mode="bypass"),
         prompt_for=lambda registry: SystemPrompt.assemble([base_section(), tool_catalog_section(registry)]),
         emit=events.append,
+        spawner_factory=in_process_spawners,
     )
     spawner = InProcessSpawner(blueprint, parent_id="root", parent_budget=tree)
     registry = ToolRegistry([*base_tools, AgentTool(spawner, depth=0, max_depth=blueprint.subagents.max_depth)])
     ports = SessionPorts(
         model=root_model,
         executor=LocalToolExecutor(),
+    )
+    kit = SessionKit(
         registry=registry,
         tool_context=ToolContext(workspace=tmp_path),
         emit=events.append,
         budget=tree,
     )
-    return Session(ports, system_prompt="root sys", session_id="root"), spawner, events
+    return Session(ports, kit, system_prompt="root sys", session_id="root"), spawner, events
 
 
 def _agent_use(i: str, description: str, prompt: str) -> ToolUseBlock:
@@ -225,8 +230,8 @@ async def test_each_level_is_one_deeper_and_past_max_depth_is_a_clear_error(tmp_
     )
     root, events, _ = _build(tmp_path, script, subagents={"max_depth": 2})
     await root.run_turn("go")
-    assert root.ports.registry.get("Agent").depth == 0
-    assert [c.ports.registry.get("Agent").depth for c in children] == [1, 2]
+    assert root.kit.registry.get("Agent").depth == 0
+    assert [c.kit.registry.get("Agent").depth for c in children] == [1, 2]
     assert [e.depth for e in _of_type(events, "subagent_started")] == [1, 2]
     refused = [e for e in _child_results(events, root) if e.session_id == children[1].session_id]
     assert len(refused) == 1 and refused[0].is_error
@@ -256,8 +261,8 @@ async def test_root_only_tools_are_removed_from_the_child(tmp_path, children):
     root, events, _ = _build(tmp_path, script, tools=tools)
     await root.run_turn("go")
     (child,) = children
-    assert "MemoryWrite" in root.ports.registry and "MemoryWrite" not in child.ports.registry
-    assert set(child.ports.registry.names()) == {"Read", "Write", "Edit", "Bash", "Grep", "Glob", "Recall", "Agent"}
+    assert "MemoryWrite" in root.kit.registry and "MemoryWrite" not in child.kit.registry
+    assert set(child.kit.registry.names()) == {"Read", "Write", "Edit", "Bash", "Grep", "Glob", "Recall", "Agent"}
     (refused,) = _child_results(events, root)
     assert refused.is_error and "Unknown tool 'MemoryWrite'" in refused.content
 
@@ -279,7 +284,7 @@ async def test_tool_filter_limits_the_child_tools(tmp_path, children):
     root, _, _ = _build(tmp_path, script)
     await root.run_turn("go")
     (child,) = children
-    assert sorted(child.ports.registry.names()) == ["Grep", "Read"]
+    assert sorted(child.kit.registry.names()) == ["Grep", "Read"]
     assert not _root_results(root)[0].is_error
 
 
@@ -310,11 +315,11 @@ async def test_child_permission_runtime_is_its_own_with_the_same_rules_and_no_gr
     outcome = await root.answer_permission(True, always=True)
     assert outcome.reason == "end_turn"
     (child,) = children
-    parent_rt, child_rt = root.ports.permissions, child.ports.permissions
+    parent_rt, child_rt = root.kit.permissions, child.kit.permissions
     assert child_rt is not parent_rt and child_rt.rules == parent_rt.rules
     assert [g.text for g in parent_rt.grants] == ["Bash(echo hi)"] and child_rt.grants == []
     assert child_rt.scope == f"subagent:{child.session_id}"
-    assert child.pending is None and child.ports.is_child
+    assert child.pending is None and child.kit.is_child
     (denied,) = _child_results(events, root)  # the root's grant did not carry over
     assert denied.is_error and "no one to ask" in denied.content
 
@@ -384,7 +389,7 @@ async def test_headless_child_denial_is_in_the_audit_log_and_the_events(tmp_path
     root, events, _ = _build(tmp_path, script, permissions={"mode": "default", "allow": ["Agent"]})
     await root.run_turn("go")
     child_id = _of_type(events, "subagent_started")[0].child_session_id
-    audited = [(e["tool"], e["effect"]) for e in root.ports.permissions.audit.entries if e["scope"] == f"subagent:{child_id}"]
+    audited = [(e["tool"], e["effect"]) for e in root.kit.permissions.audit.entries if e["scope"] == f"subagent:{child_id}"]
     assert audited[-1] == ("Bash", "deny")
     decided = _of_type(events, "permission_decided", child_id)
     assert decided[-1].effect == "deny"
@@ -446,7 +451,7 @@ async def test_tree_token_budget_stops_the_child_and_then_the_root(tmp_path):
     assert result.is_error and "tree token budget exceeded" in result.content
     assert outcome.reason == "budget" and "tree token budget exceeded" in outcome.detail
     assert len(_of_type(events, "model_call", root.session_id)) == 2
-    assert root.ports.budget.tokens > limit
+    assert root.kit.budget.tokens > limit
 
 
 async def test_tree_budget_counts_children_against_the_root(tmp_path):

@@ -72,8 +72,8 @@ async def test_thinking_comes_back_from_a_snapshot_and_goes_back_signed(tmp_path
         assert (await session.run_turn("what does a.txt say?")).reason == "end_turn"
     finally:
         await session.ports.model.aclose()
-        await session.ports.judge.aclose()
-    loaded = session.ports.snapshots.load(session.session_id)
+        await session.kit.judge.aclose()
+    loaded = await session.ports.snapshots.aload(session.session_id)
     resumed = build_session(settings, tmp_path, session_id=session.session_id)
     resumed.restore(loaded.state)
     messages_server.push_text("Still alpha.")
@@ -81,7 +81,7 @@ async def test_thinking_comes_back_from_a_snapshot_and_goes_back_signed(tmp_path
         await resumed.run_turn("and now?")
     finally:
         await resumed.ports.model.aclose()
-        await resumed.ports.judge.aclose()
+        await resumed.kit.judge.aclose()
     sent = messages_server.bodies[-1]["messages"]
     assert sent[1]["content"][0] == {"type": "thinking", "thinking": "Read a.txt first.", "signature": sign("Read a.txt first.")}
     assert sent[3]["content"][0] == {"type": "redacted_thinking", "data": "Zm9v"}

@@ -11,13 +11,16 @@ objects (so the cached prefix and the recent tail stay byte-identical):
   counting each block of a parallel batch) becomes an `[observation elided: …]`
   placeholder naming its Recall id, unless the body is no longer than its placeholder.
 
+`restore_placeholders` is the way back, for a step that must read what a placeholder
+stands for (a summarizer, a trigger that counts the history as it was).
+
 Tool uses (name and input), user text and assistant text are never rewritten here;
 `clear_tool_inputs` is the separate step that empties the inputs of chosen uses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from agents.messages import (
@@ -45,6 +48,7 @@ __all__ = [
     "is_placeholder",
     "marked_result",
     "replace_results",
+    "restore_placeholders",
 ]
 
 
@@ -114,6 +118,26 @@ def replace_results(messages: Sequence[Message], replacements: Mapping[str, Tool
         )
         out.append(Message(role="user", content=blocks))
     return out
+
+
+def restore_placeholders(
+    messages: Sequence[Message],
+    body_of: Callable[[str], str | None],
+    kind: type[ClearedBody] | type[ElidedBody],
+) -> list[Message]:
+    """`messages` with each body a `kind` placeholder stands for put back from `body_of`
+    (the Recall store, by tool_use_id) when the stored body is the one replaced (the
+    same length: a body clipped before it was replaced is stored whole, and stays a
+    placeholder); every other block and message unchanged."""
+    restored: dict[str, ToolResultBlock] = {}
+    for block in (b for m in messages if m.role == "user" for b in m.tool_results_in):
+        if isinstance(block.marker, kind):
+            body = body_of(block.tool_use_id)
+            if body is not None and len(body) == block.marker.original_chars:
+                restored[block.tool_use_id] = ToolResultBlock(
+                    tool_use_id=block.tool_use_id, content=body, is_error=block.is_error
+                )
+    return replace_results(messages, restored) if restored else list(messages)
 
 
 def clear_tool_inputs(messages: Sequence[Message], use_ids: Collection[str]) -> list[Message]:

@@ -18,13 +18,13 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from agents.compaction.boundaries import clean_boundaries, head_end, split_largest_fitting_suffix
-from agents.compaction.clearing import is_placeholder
+from agents.compaction.clearing import is_placeholder, restore_placeholders
 from agents.compaction.ledger import CompactionEvent, priced_event, unchanged_prefix_tokens
 from agents.compaction.notes import bridge, is_synthetic, trim_note
 from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult
 from agents.compaction.summary import SummaryFailed, summarize_older, with_summary
 from agents.compaction.trimming import drop_span
-from agents.messages import Message, ToolResultBlock
+from agents.messages import ElidedBody, Message, ToolResultBlock
 
 __all__ = ["CompactionRun", "EventKind"]
 
@@ -118,13 +118,23 @@ class CompactionRun:
         self.apply(kind, drop_span(self.messages, start, end, self.strategy), results_cleared=len(dropped))
         return True
 
-    async def summarize(self, start: int, end: int, kind: EventKind = "summary") -> str | None:
-        """Summarize messages[start:end] in place; the failure reason, or None when done."""
+    def stored_body(self, tool_use_id: str) -> str | None:
+        """The full body the artifact store keeps for a result (None without a store)."""
+        return self.env.artifacts.get(tool_use_id) if self.env.artifacts is not None else None
+
+    async def summarize(
+        self, start: int, end: int, kind: EventKind = "summary", *, unmasked: bool = False
+    ) -> str | None:
+        """Summarize messages[start:end] in place; the failure reason, or None when done.
+        `unmasked`: the summarizer reads elided bodies as they were (from the store)."""
         env = self.env
+        span = self.messages[start:end]
+        if unmasked:
+            span = restore_placeholders(span, self.stored_body, ElidedBody)
         try:
             outcome = await summarize_older(
                 env.summarizer,
-                self.messages[start:end],
+                span,
                 window_tokens=env.summarizer_settings.window_tokens,
                 counter=env.counter,
                 focus=self.request.focus,
@@ -168,7 +178,7 @@ class CompactionRun:
             return self.fail("no recent part of the conversation fits in the budget", "prompt_too_long")
         return self.done()
 
-    async def summarize_to_fit(self, first: int, reserve_tokens: int) -> CompactionResult:
+    async def summarize_to_fit(self, first: int, reserve_tokens: int, *, unmasked: bool = False) -> CompactionResult:
         """prompt_too_long with a summarizer: keep the first messages and the largest clean
         suffix that fits next to a summary of `reserve_tokens`; the middle → summary."""
         if self.tokens() <= self.request.budget_tokens:
@@ -177,5 +187,5 @@ class CompactionRun:
         split = self._fit_split(first, reserve)
         if split is None:
             return self.fail("no recent part of the conversation fits in the budget", "prompt_too_long")
-        failure = await self.summarize(*split, kind="prompt_too_long")
+        failure = await self.summarize(*split, kind="prompt_too_long", unmasked=unmasked)
         return self.fail(failure, "prompt_too_long") if failure else self.done()

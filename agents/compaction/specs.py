@@ -12,8 +12,9 @@
 
 A factory is any callable returning a strategy (an object with a `name` and an async
 `compact(request, env)`); its keyword parameters are the spec's parameters, converted
-by their annotations: int, float, str, bool (true/false/yes/no/on/off/1/0), `X | None`
-("none" or empty → None), and tuple/list of X (items separated by "|"). An unknown
+by their annotations: int, float, str, bool (true/false/yes/no/on/off/1/0), a Literal
+of strings (one of them, e.g. unit=events), `X | None` ("none" or empty → None), and
+tuple/list of X (items separated by "|"). An unknown
 name, an unknown key or a bad value is a ConfigError that lists what is valid.
 """
 
@@ -179,6 +180,10 @@ def _coerce(annotation: Any, text: str) -> Any:
             except ValueError:
                 continue
         raise ValueError(f"not a {_type_name(annotation)}")
+    if origin is typing.Literal:
+        if text not in args:
+            raise ValueError("expected one of " + ", ".join(map(str, args)))
+        return text
     if annotation is bool:
         if text.lower() not in _TRUE | _FALSE:
             raise ValueError("expected true or false")

@@ -11,7 +11,7 @@ import benchmarks.compaction as package
 
 from .data import Inputs
 from .metrics import RunMetrics
-from .presets import NOT_EXPRESSIBLE, PRESETS
+from .presets import PRESETS
 from .provenance import provenance
 from .runner import BenchConfig
 from .stats import FrameworkRow, Interval, StrategySummary
@@ -223,7 +223,6 @@ def _presets_lines(doc: dict[str, Any]) -> list[str]:
     for name, p in doc["presets"].items():
         lines.append(f"- `{name}` = `{p['spec']}` — {p['peer']}. Source: {p['source']}."
                      + ("" if p["exact"] else " Approximate.") + (f" {p['gap']}" if p["gap"] else ""))
-    lines += [f"- `{name}` (not run): {text}" for name, text in NOT_EXPRESSIBLE.items()]
     return [*lines, ""]
 
 

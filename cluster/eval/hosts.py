@@ -14,13 +14,33 @@ from __future__ import annotations
 import contextlib
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
-from agents.assembly import open_session
 from agents.config import WorkingsetSettings
 from agents.events import EventSink
+from agents.handle import SessionHandle
+from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
 
-__all__ = ["LocalHost", "RayHost", "default_actors"]
+if TYPE_CHECKING:
+    from cluster.session_pool import SessionPool
+
+__all__ = ["LocalHost", "RayHost", "SessionHost", "default_actors"]
+
+
+class SessionHost(Protocol):
+    """Where the batch's sessions run: opens, closes and judges failures of them."""
+
+    name: str
+
+    async def start(self, settings: WorkingsetSettings) -> None: ...
+
+    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink) -> SessionHandle: ...
+
+    async def close(self, handle: SessionHandle) -> None: ...
+
+    def retryable(self, exc: BaseException) -> bool: ...
+
+    async def shutdown(self) -> None: ...
 
 
 def default_actors(concurrency: int) -> int:
@@ -34,10 +54,10 @@ class LocalHost:
     async def start(self, settings: WorkingsetSettings) -> None:
         return None
 
-    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink) -> Any:
-        return await open_session(settings, workspace, emit=emit)
+    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink) -> SessionHandle:
+        return await open_or_resume(OpenSpec(settings, workspace), SessionRuntime(emit=emit))
 
-    async def close(self, handle: Any) -> None:
+    async def close(self, handle: SessionHandle) -> None:
         await handle.aclose()
 
     def retryable(self, exc: BaseException) -> bool:
@@ -52,7 +72,7 @@ class RayHost:
 
     def __init__(self, *, actors: int):
         self.actors = actors
-        self.pool = None
+        self.pool: SessionPool | None = None
 
     async def start(self, settings: WorkingsetSettings) -> None:
         """Connect (or start the embedded cluster) and bring the pool up. `settings` are the
@@ -64,10 +84,14 @@ class RayHost:
         self.pool = SessionPool(settings, actors=self.actors)
         await self.pool.ready()
 
-    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink) -> Any:
+    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink) -> SessionHandle:
+        assert self.pool is not None, "start the host first"
         return await self.pool.open(workspace, settings=settings, emit=emit)
 
-    async def close(self, handle: Any) -> None:
+    async def close(self, handle: SessionHandle) -> None:
+        from cluster.remote_session import RemoteSession
+
+        assert self.pool is not None and isinstance(handle, RemoteSession)
         # Closing also stops a turn the caller gave up on (a wall-clock timeout).
         with contextlib.suppress(Exception):
             await self.pool.close(handle)

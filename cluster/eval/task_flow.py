@@ -24,10 +24,12 @@ from typing import Any
 
 from agents.config import WorkingsetSettings
 from agents.errors import ConfigError, WorkingsetError
+from agents.handle import SessionHandle
 from agents.ports import Usage
 from cluster.eval.errors import PatchNotGradable, TaskEnded
 from cluster.eval.grade_stage import GradeStage
 from cluster.eval.grading import SandboxedShell, write_log
+from cluster.eval.hosts import SessionHost
 from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.patches import Patch
 from cluster.eval.progress import Reporter
@@ -86,7 +88,7 @@ def describe(exc: BaseException) -> str:
 class TaskFlow:
     """Runs one attempt of a task; shared by the batch's workers."""
 
-    def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: Any, reporter: Reporter,
+    def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: SessionHost, reporter: Reporter,
                  workspaces: Workspaces, shell: SandboxedShell, commands: asyncio.Semaphore,
                  wall_s: float | None, keep_workspaces: bool, reject_test_changes: bool = False):
         self.settings = settings
@@ -178,7 +180,8 @@ class TaskFlow:
         wall-clock budget ran out)."""
         wall = task.budgets.wall_s or self.wall_s
         clock = time.monotonic()
-        handle = timer = None
+        handle: SessionHandle | None = None
+        timer = None
         try:
             handle = await self.host.open(ws.path, settings, stats)
             stats.session_id = handle.session_id

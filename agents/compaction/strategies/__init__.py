@@ -21,6 +21,9 @@ dropping, "summary" for summaries, "prompt_too_long" for the refusal fallback), 
 failed step is an event with `applied=False` plus `CompactionResult.failure` — all
 through one `CompactionRun` (`agents.compaction.run`).
 
+Units: `mask` counts tool results, `window`, `summarize` and `amortized` count messages;
+with `unit=events` each counts events as OpenHands does (`agents.compaction.units`).
+
 Triggers: "auto" runs the rule before every model call. "manual" (/compact) runs the
 rule without its size threshold — summarizing strategies summarize keeping
 `manual_keep_messages`; a manual compaction that changes nothing is a failure and

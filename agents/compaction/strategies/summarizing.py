@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agents.compaction.boundaries import head_end, split_keeping_recent
 from agents.compaction.notes import is_summary_boundary, is_synthetic
 from agents.compaction.protocol import (
     CompactionEnv,
@@ -25,6 +24,14 @@ from agents.compaction.protocol import (
 from agents.compaction.run import CompactionRun
 from agents.compaction.strategies.masking import mask_old_results
 from agents.compaction.summary import turns_since_summary
+from agents.compaction.units import (
+    Unit,
+    check_unit,
+    first_in_messages,
+    head_end,
+    size,
+    split_keeping_recent,
+)
 
 __all__ = ["HybridMaskSummarize", "SummarizeOlder"]
 
@@ -33,23 +40,23 @@ _SETTINGS = {"manual_keep": "manual_keep_messages", "summary_reserve": "summary_
 
 
 async def _summarize_middle(
-    run: CompactionRun, first: int, last: int, *, quiet: bool = False
+    run: CompactionRun, first: int, last: int, *, unit: Unit = "messages", quiet: bool = False, unmasked: bool = False
 ) -> CompactionResult:
-    """Summarize everything between the first `first` and the last `last` messages.
+    """Summarize everything between the first `first` and the last `last` units.
     Nothing between them is a failure, or (quiet) no change."""
     clean = run.clean()
-    head = head_end(run.messages, first, clean)
-    tail = split_keeping_recent(run.messages, last, clean)
+    head = head_end(run.messages, first, unit, clean)
+    tail = split_keeping_recent(run.messages, last, unit, clean)
     middle = run.messages[head:tail] if tail is not None else []
     if all(is_synthetic(m) or is_summary_boundary(m) for m in middle):
         # Nothing, or only an earlier summary: summarizing it again would gain nothing.
         if quiet:
             return run.done()
         return run.fail(
-            f"nothing new between the first {first} and the last {last} messages to summarize",
+            f"nothing new between the first {first} and the last {last} {unit} to summarize",
             "summary",
         )
-    failure = await run.summarize(head, tail)
+    failure = await run.summarize(head, tail, unmasked=unmasked)
     return run.fail(failure, "summary") if failure else run.done()
 
 
@@ -73,10 +80,17 @@ class SummarizeOlder:
     and the largest clean suffix that fits next to `summary_reserve` tokens;
     the middle → summary.
 
+    Units: `first`, `last` and `max_events` count messages by default; unit=events
+    counts events (`agents.compaction.units`; the summary is one), as OpenHands'
+    LLMSummarizingCondenser does: over max_size events it keeps keep_first events, then
+    the summary, then the last max_size // 2 − keep_first − 1. `manual_keep` always
+    counts messages.
+
     Parameters: first: int = 1 (≥ 0), last: int = 10 (≥ 1),
     max_events: int | None = None (≥ 1), max_tokens: int | None = None (≥ 1),
     manual_keep: int | None = None (compact.manual_keep_messages),
-    summary_reserve: int | None = None (compact.summary_reserve_tokens).
+    summary_reserve: int | None = None (compact.summary_reserve_tokens),
+    unit: messages|events = messages.
     """
 
     name: ClassVar[str] = "summarize"
@@ -86,11 +100,13 @@ class SummarizeOlder:
     max_tokens: int | None = None
     manual_keep: int | None = None
     summary_reserve: int | None = None
+    unit: Unit = "messages"
 
     def __post_init__(self) -> None:
         check_setting_parameters(self, _SETTINGS)
         check(self.first >= 0, "first must be >= 0")
         check(self.last >= 1, "last must be >= 1")
+        check_unit(self.unit)
         check(self.max_events is None or self.max_events >= 1, "max_events must be >= 1 (or none)")
         check(
             self.max_tokens is None or self.max_tokens >= 1,
@@ -98,7 +114,7 @@ class SummarizeOlder:
         )
 
     def over_size(self, run: CompactionRun) -> bool:
-        if self.max_events is not None and len(run.messages) > self.max_events:
+        if self.max_events is not None and size(run.messages, self.unit) > self.max_events:
             return True
         limit = run.request.budget_tokens if self.max_tokens is None else self.max_tokens
         return run.tokens() > limit
@@ -106,13 +122,14 @@ class SummarizeOlder:
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
         env = with_setting_parameters(env, self, _SETTINGS)
         run = CompactionRun(self.name, request, env)
+        first = first_in_messages(run.messages, self.first, self.unit)
         if request.trigger == "prompt_too_long":
-            return await run.summarize_to_fit(self.first, env.settings.summary_reserve_tokens)
+            return await run.summarize_to_fit(first, env.settings.summary_reserve_tokens)
         if request.trigger == "manual":
-            return await _summarize_middle(run, self.first, env.settings.manual_keep_messages)
+            return await _summarize_middle(run, first, env.settings.manual_keep_messages)
         if not self.over_size(run):
             return run.done()
-        return await _summarize_middle(run, self.first, self.last)
+        return await _summarize_middle(run, self.first, self.last, unit=self.unit)
 
 
 @dataclass(frozen=True)
@@ -132,9 +149,23 @@ class HybridMaskSummarize:
     and the last `manual_keep`; a failed summary leaves the history
     unchanged. prompt_too_long → mask, then summarize-to-fit if still over the budget.
 
+    Counting kept turns: with count_kept, `every` counts every unsummarized assistant
+    turn, those the latest summary kept included — the Complexity Trap's rule (summarize
+    when N + M turns are unsummarized, keeping the last M), so its N=21, M=10 is
+    every=31, last=20 where a turn is one assistant and one result message. Without it
+    (the default) the kept turns are not counted and a summary comes `every` turns
+    after the kept ones.
+
+    Summarizing unmasked: with summarize_unmasked, the summarizer reads each elided
+    body as it was (from the artifact store; a body clipped before it was elided stays
+    a placeholder, as the clipped view is not kept) — as in the Complexity Trap, whose
+    summary runs on the unmasked history and masking after it. The conversation sent
+    to the model is the same either way.
+
     Parameters: keep: int = 5 (≥ 0), every: int = 10 (≥ 1), first: int = 1 (≥ 0),
     last: int = 10 (≥ 1), manual_keep: int | None = None (compact.manual_keep_messages),
-    summary_reserve: int | None = None (compact.summary_reserve_tokens).
+    summary_reserve: int | None = None (compact.summary_reserve_tokens),
+    count_kept: bool = False, summarize_unmasked: bool = False.
     """
 
     name: ClassVar[str] = "hybrid"
@@ -144,6 +175,8 @@ class HybridMaskSummarize:
     last: int = 10
     manual_keep: int | None = None
     summary_reserve: int | None = None
+    count_kept: bool = False
+    summarize_unmasked: bool = False
 
     def __post_init__(self) -> None:
         check_setting_parameters(self, _SETTINGS)
@@ -157,9 +190,13 @@ class HybridMaskSummarize:
         run = CompactionRun(self.name, request, env)
         mask_old_results(run, self.keep)
         if request.trigger == "prompt_too_long":
-            return await run.summarize_to_fit(self.first, env.settings.summary_reserve_tokens)
+            return await run.summarize_to_fit(
+                self.first, env.settings.summary_reserve_tokens, unmasked=self.summarize_unmasked
+            )
         if request.trigger == "manual":
-            return await _summarize_middle(run, self.first, env.settings.manual_keep_messages)
-        if turns_since_summary(run.messages, kept=self.last) < self.every:
+            return await _summarize_middle(
+                run, self.first, env.settings.manual_keep_messages, unmasked=self.summarize_unmasked
+            )
+        if turns_since_summary(run.messages, kept=0 if self.count_kept else self.last) < self.every:
             return run.done()
-        return await _summarize_middle(run, self.first, self.last, quiet=True)
+        return await _summarize_middle(run, self.first, self.last, quiet=True, unmasked=self.summarize_unmasked)
