@@ -5,7 +5,9 @@
             budget:
             1. currentness: every result a later call made stale (re-run, file rewritten
                or re-read whole; partial edits too with `edits`) becomes a `superseded`
-               note naming the call that superseded it (all but the latest result);
+               note naming the call that superseded it (all but the latest result).
+               If that alone brings the request under the budget and this small step
+               pays for the cache it breaks better than a fold would (`pay`), stop;
             2. fold: the oldest turns after the task (and after earlier digests) are
                replaced by a digest — one line per tool call with the residue of its
                output — until the request is under the target, never folding the last
@@ -29,6 +31,9 @@ Parameters (each switchable, for the benchmark's ablation):
   edits: bool = False        a partial edit also supersedes earlier reads of its file
   residue: int = 300         chars of extractive residue kept per cleared or folded result (0: none)
   digest: float = 0.25       share of the budget the digests may hold before they are merged
+  pay: bool = True           stop after step 1 when that small step, left between the target
+                             and the budget, costs less per call in cache than the fold
+                             (`agents.compaction.scheduling`); False: always on to the target
   append: bool = True        append digests (False: every fold rewrites one merged digest)
   first: int = 1             messages at the start never folded (the task)
   manual_keep: int | None    compact.manual_keep_messages (2, >= 1)
@@ -49,6 +54,7 @@ from agents.compaction.folding import (
     merged_digest,
     message_lines,
 )
+from agents.compaction.ledger import unchanged_prefix_tokens
 from agents.compaction.notes import bridge, digest_message, is_digest
 from agents.compaction.protocol import (
     CompactionEnv,
@@ -59,6 +65,7 @@ from agents.compaction.protocol import (
     with_setting_parameters,
 )
 from agents.compaction.run import CompactionRun, EventKind
+from agents.compaction.scheduling import Step, small_step_pays
 from agents.messages import Message, ToolResultBlock, completed_tool_interactions
 
 __all__ = ["CurrentWorkingSet"]
@@ -76,6 +83,7 @@ class CurrentWorkingSet:
     residue: int = 300
     digest: float = 0.25
     append: bool = True
+    pay: bool = True
     first: int = 1
     manual_keep: int | None = None
 
@@ -101,7 +109,7 @@ class CurrentWorkingSet:
         goal = int(budget * self.target) if request.trigger == "auto" else budget
         if self.currentness:
             self._clear_superseded(run, kind)
-        if run.tokens() > goal:
+        if run.tokens() > goal and not (request.trigger == "auto" and self._small_step_pays(run, goal)):
             self._fold(run, goal, limit=self._protect_limit(run.messages), kind=kind)
         if run.tokens() > budget:
             self._fit(run, budget, kind)
@@ -121,6 +129,19 @@ class CurrentWorkingSet:
         if outcome.cleared:
             run.store(item.block for item in outcome.cleared)
             run.apply(kind, outcome.messages, results_cleared=len(outcome.cleared))
+
+    def _small_step_pays(self, run: CompactionRun, goal: int) -> bool:
+        """After step 1 changed something: is stopping there (under the budget, over the
+        goal) cheaper per call in cache than folding down to the goal?"""
+        if not (self.pay and run.events):
+            return False
+        request, counter = run.request, run.env.counter
+        unchanged = unchanged_prefix_tokens(request.messages, run.messages, request.overhead_tokens, counter)
+        small = Step(after=run.tokens(), rewritten=max(run.tokens() - unchanged, 0))
+        end = compacted_end(run.messages, head_end(run.messages, self.first))
+        settled = request.overhead_tokens + sum(counter.count_message(m) for m in run.messages[:end])
+        large = Step(after=goal, rewritten=max(goal - settled, 0))
+        return small_step_pays(small, large, request.budget_tokens, _growth(run.messages[end:], counter))
 
     # -- 2. fold -------------------------------------------------------------------------------
 
@@ -218,6 +239,12 @@ class CurrentWorkingSet:
             return run.fail(f"nothing older than the last {keep} messages to summarize", "summary")
         failure = await run.summarize(head, split)
         return run.fail(failure, "summary") if failure else run.done()
+
+
+def _growth(recent: list[Message], counter) -> float:
+    """Tokens the conversation grew by per model call, over its uncompacted part."""
+    calls = sum(1 for m in recent if m.role == "assistant")
+    return sum(counter.count_message(m) for m in recent) / max(calls, 1)
 
 
 def _lines_within(lines: list[str], tokens: int, counter) -> int:
