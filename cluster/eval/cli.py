@@ -6,6 +6,7 @@
                     [--max-cost USD] [--wall-s S] [--actors N] [--grade-concurrency N]
                     [--allow RULE] [--deny RULE] [--no-sandbox] [--trust-workspace]
                     [--swebench-runner CMD] [--reject-test-changes]
+                    [--setup-network] [--setup-host HOST] [--env-cache DIR]
 
 Headless permissions and settings: see settings.py.
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import ConfigError
+from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.hosts import LocalHost, RayHost, default_actors
 from cluster.eval.progress import JsonReporter, ProgressReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
@@ -73,6 +75,13 @@ class EvalCommand:
         p.add_argument("--repos", type=Path, help="SWE-bench rows: directory holding owner__name or name clones")
         p.add_argument("--swebench-runner", default=DEFAULT_RUNNER, help=f"SWE-bench rows: test runner (default: {DEFAULT_RUNNER})")
         p.add_argument("--wall-s", type=positive_float, help="agent wall clock per task, unless the task sets budgets.wall_s")
+        p.add_argument("--setup-network", action="store_true",
+                       help="building a task's environment may reach the package registries (through an allow-list "
+                       "proxy), unless the task sets environment.network; never the agent's turns or the grade")
+        p.add_argument("--setup-host", action="append", default=[], metavar="HOST",
+                       help=f"one more host such a build may reach on port 443 (default: {', '.join(DEFAULT_HOSTS)})")
+        p.add_argument("--env-cache", type=Path, metavar="DIR",
+                       help="this machine's cache of task environments (default: OUT/state/envs)")
         add_setting_flags(p, "eval")
         add_trust_flag(p)
         return p
@@ -96,7 +105,9 @@ class EvalCommand:
             host = RayHost(actors=args.actors or default_actors(args.concurrency))
         options = EvalOptions(out=Path(args.out), concurrency=args.concurrency, keep_workspaces=args.keep_workspaces,
                               retry_failed=args.retry_failed, wall_s=args.wall_s, invalid=invalid,
-                              command_slots=args.grade_concurrency, reject_test_changes=args.reject_test_changes)
+                              command_slots=args.grade_concurrency, reject_test_changes=args.reject_test_changes,
+                              setup_network=args.setup_network, environment_cache=args.env_cache,
+                              egress_hosts=(*DEFAULT_HOSTS, *args.setup_host))
         runner = EvalRunner(settings, loaded.tasks, options, host=host, reporter=reporter)
         try:
             summary = asyncio.run(_stoppable(runner.run()))

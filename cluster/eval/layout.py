@@ -12,6 +12,8 @@
     repos/             clones of the git URLs tasks name
     state/bases/<task>.git   the task's trusted base, while it runs (no sandbox binds state/ writable)
     state/scratch/     scratch indexes and object directories of host-side git
+    state/envs/        the tasks' own environments, unless --env-cache names another place
+                       (environments/cache.py: bound read-only into the sandboxes that use them)
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class OutDir:
         self.state = self.root / "state"  # the harness's own: no sandbox writes it
         self.bases = self.state / "bases"
         self.scratch = self.state / "scratch"
+        self.environments = self.state / "envs"
 
     def rel(self, path: Path) -> str:
         return str(path.relative_to(self.root))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.config import WorkingsetSettings
+from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.grading import SandboxedShell
 from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.progress import Reporter
@@ -44,6 +45,9 @@ class EvalOptions:
     command_slots: int | None = None  # setup and test commands at once (default: 2 per core, at least 4)
     reject_test_changes: bool = False  # fail patches that change test infrastructure (unless the task says)
     invalid: list[str] = field(default_factory=list)  # task-file problems, for the report
+    setup_network: bool = False  # building a task's environment may reach the registries (unless the task says)
+    environment_cache: Path | None = None  # this node's environments (default: <out>/state/envs)
+    egress_hosts: tuple[str, ...] = DEFAULT_HOSTS  # what a build with the network may reach
 
 
 class EvalRunner:
@@ -64,7 +68,9 @@ class EvalRunner:
         commands = asyncio.Semaphore(options.command_slots or max(4, 2 * (os.cpu_count() or 1)))
         self.flow = TaskFlow(self.settings, self.out, host=host, reporter=reporter, workspaces=self.workspaces,
                              shell=self.shell, commands=commands, wall_s=options.wall_s,
-                             keep_workspaces=options.keep_workspaces, reject_test_changes=options.reject_test_changes)
+                             keep_workspaces=options.keep_workspaces, reject_test_changes=options.reject_test_changes,
+                             environment_cache=options.environment_cache, setup_network=options.setup_network,
+                             egress_hosts=options.egress_hosts)
 
     # -- the batch ----------------------------------------------------------------------
 
