@@ -198,10 +198,9 @@ class TaskFlow:
         except GitError as exc:
             raise TaskEnded(f"environment: {exc}") from None
         row["environment"] = recipe.key
-        async with self._commands:
-            env = await self.environments.ensure(
-                recipe, ws.base, task_id=task.id, network=network, timeout_s=task.timeouts.setup_s,
-                log=self.out.logs / name / "environment.log", rel=self.out.rel)
+        env = await self.environments.ensure(
+            recipe, ws.base, task_id=task.id, network=network, timeout_s=task.timeouts.setup_s,
+            log=self.out.logs / name / "environment.log", rel=self.out.rel, slots=self._commands)
         row.update(environment_reused=env.reused, environment_s=env.seconds)
         return env
 

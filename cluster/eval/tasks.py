@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agents.errors import ConfigError, WorkingsetError
+from tools.sandbox.config import check_inside_workspace
 
 __all__ = ["Budgets", "Environment", "GradingRules", "LoadedTasks", "Task", "TaskProblem", "Timeouts", "absolute_spec",
            "is_url", "load_tasks"]
@@ -89,6 +90,12 @@ class Environment(BaseModel):
     label: str | None = Field(None, description="A name for the recipe, part of the cache key (SWE-bench's version).")
     python: Path | None = Field(
         None, description="Base interpreter (default: the harness's base interpreter, without its site-packages).")
+
+    @field_validator("requirements")
+    @classmethod
+    def _in_repository(cls, names: list[str] | None) -> list[str] | None:
+        check_inside_workspace(names or [])
+        return names
 
 
 class Task(BaseModel):
@@ -176,7 +183,11 @@ def _normalize(task: Task, base: Path) -> Task:
     if not is_url(repo):
         path = Path(repo).expanduser()
         repo = str(path if path.is_absolute() else (base / path).resolve())
-    return task.model_copy(update={"repo": repo, "model": absolute_spec(task.model, base)})
+    update: dict[str, Any] = {"repo": repo, "model": absolute_spec(task.model, base)}
+    env = task.environment
+    if env is not None and env.python is not None and not env.python.expanduser().is_absolute():
+        update["environment"] = env.model_copy(update={"python": (base / env.python).resolve()})
+    return task.model_copy(update=update)
 
 
 def _parse_line(text: str) -> dict:

@@ -68,14 +68,17 @@ class EnvironmentCache:
         return self.marker(key).is_file() and (self.entry(key) / "venv" / "pyvenv.cfg").is_file()
 
     async def ensure(self, recipe: Recipe, base: Base, *, task_id: str, network: bool, timeout_s: float,
-                     log: Path, rel: Callable[[Path], str] = str) -> TaskEnvironment:
+                     log: Path, rel: Callable[[Path], str] = str,
+                     slots: asyncio.Semaphore | None = None) -> TaskEnvironment:
         """The recipe's environment, built here unless the cache has it; raises TaskEnded
-        (the build's log and, without the network, what to change) when it cannot be."""
+        (the build's log and, without the network, what to change) when it cannot be.
+        `slots` bounds the builds with the batch's other commands (not the waits)."""
         key, clock = recipe.key, time.monotonic()
         async with self._held(key):
             if self.ready(key):
                 return TaskEnvironment(key, self.entry(key) / "venv", True, round(time.monotonic() - clock, 3))
-            result = await self._build(recipe, base, network=network, timeout_s=timeout_s, log=log)
+            async with slots or contextlib.nullcontext():
+                result = await self._build(recipe, base, network=network, timeout_s=timeout_s, log=log)
             seconds = round(time.monotonic() - clock, 3)
             if not result.ok:
                 await asyncio.to_thread(shutil.rmtree, self.entry(key), True)
