@@ -12,7 +12,7 @@ and ETA — with one line per finished task above it.
 | `task_invalid` | `line`, `field`, `message`, `text` (a line of the task file that will not run) |
 | `task_skipped` | `task_id`, `status` (its earlier result) |
 | `task_started` | `task_id`, `attempt` |
-| `task_phase` | `task_id`, `phase` (`workspace`, `setup`, `agent`, `patch`, `grade`) |
+| `task_phase` | `task_id`, `phase` (`workspace`, `environment`, `setup`, `agent`, `patch`, `grade`) |
 | `task_retry` | `task_id`, `reason` (lost infrastructure; the task runs once more) |
 | `task_finished` | `task_id`, `status`, `result` (the row written to results.jsonl) |
 | `eval_finished` | `interrupted`, `summary` (as in summary.json) |

@@ -69,8 +69,8 @@ class ResultRow(BaseModel):
                                     "node's environment cache), when it has one.")
     environment_reused: bool | None = Field(None, description="The environment was in the node's cache: this task "
                                             "built nothing.")
-    environment_s: float | None = Field(None, description="Seconds to get the environment: its build, or the wait "
-                                        "for another task's.")
+    environment_s: float | None = Field(None, description="Seconds to get the environment: its recipe resolved "
+                                        "against the repository, and its build or the wait for another task's.")
     error: str | None = Field(None, description="Why an error row has no verdict, or why a failed row was not graded.")
     retries: int = Field(0, description="Runs again after lost infrastructure (at most 1).")
     actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")

@@ -193,6 +193,7 @@ class TaskFlow:
     async def _environment(self, task: Task, ws: Workspace, name: str, row: dict) -> TaskEnvironment:
         assert task.environment is not None
         network = task.environment.network if task.environment.network is not None else self.setup_network
+        clock = time.monotonic()
         try:
             recipe = await resolve_recipe(task, ws.base)
         except GitError as exc:
@@ -201,7 +202,7 @@ class TaskFlow:
         env = await self.environments.ensure(
             recipe, ws.base, task_id=task.id, network=network, timeout_s=task.timeouts.setup_s,
             log=self.out.logs / name / "environment.log", rel=self.out.rel, slots=self._commands)
-        row.update(environment_reused=env.reused, environment_s=env.seconds)
+        row.update(environment_reused=env.reused, environment_s=round(time.monotonic() - clock, 4))
         return env
 
     async def _setup(self, task: Task, ws: Workspace, name: str, shell: SandboxedShell) -> None:
