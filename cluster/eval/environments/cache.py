@@ -45,7 +45,6 @@ class TaskEnvironment:
     key: str
     venv: Path
     reused: bool  # found in the cache: this task built nothing
-    seconds: float  # getting it: the build, or the wait for another task's
 
 
 class EnvironmentCache:
@@ -76,7 +75,7 @@ class EnvironmentCache:
         key, clock = recipe.key, time.monotonic()
         async with self._held(key):
             if self.ready(key):
-                return TaskEnvironment(key, self.entry(key) / "venv", True, round(time.monotonic() - clock, 3))
+                return TaskEnvironment(key, self.entry(key) / "venv", True)
             async with slots or contextlib.nullcontext():
                 result = await self._build(recipe, base, network=network, timeout_s=timeout_s, log=log)
             seconds = round(time.monotonic() - clock, 3)
@@ -85,7 +84,7 @@ class EnvironmentCache:
                 raise TaskEnded(_failure(result, network=network, timeout_s=timeout_s, log=rel(log)))
             _write_marker(self.marker(key), {**recipe.describe(), "built_by": task_id, "built_at": time.time(),
                                              "build_s": seconds, "network": network})
-        return TaskEnvironment(key, self.entry(key) / "venv", False, seconds)
+        return TaskEnvironment(key, self.entry(key) / "venv", False)
 
     async def _build(self, recipe: Recipe, base: Base, *, network: bool, timeout_s: float, log: Path) -> CommandResult:
         entry = self.entry(recipe.key)
