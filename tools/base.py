@@ -145,7 +145,8 @@ class PlainCommandRunner:
         if self.virtualenv is not None:
             env["VIRTUAL_ENV"] = str(self.virtualenv)
             env["PATH"] = os.pathsep.join([str(self.virtualenv / "bin"), env.get("PATH", "")])
-            env.pop("PYTHONHOME", None)
+            for name in ("PYTHONHOME", "PYTHONPATH"):  # the harness's, not the environment's
+                env.pop(name, None)
         return CommandLaunch(["bash", "-c", command], env)
 
 

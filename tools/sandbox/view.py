@@ -141,7 +141,8 @@ class _Layout:
                 system.append(("dir", name))
         system_dirs = tuple(Path(name) for kind, name in system if kind == "dir")
         roots: list[Path] = []
-        for path in (*toolchains, *toolchains_under_tmp()):
+        # Virtualenvs on the caller's PATH are the harness's Python: not with one of the task's own.
+        for path in (*toolchains, *(toolchains_under_tmp() if venv is None else ())):
             path = path.resolve()
             if path.exists() and not _under(path, system_dirs) and path not in roots:
                 roots.append(path)

@@ -101,12 +101,13 @@ class EgressProxy:
     async def __aexit__(self, *exc_info: object) -> None:
         if self._server is not None:
             self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.wait(self._tasks)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
 
