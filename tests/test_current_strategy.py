@@ -211,3 +211,25 @@ def test_current_is_the_default_strategy_and_its_parameters_are_checked():
     for bad in ("current:target=0", "current:target=1.5", "current:keep=-1", "current:digest=0"):
         with pytest.raises(Exception, match="must be"):
             make_strategy(bad)
+
+
+def _late_rerun() -> list[Message]:
+    """Ten small reads, then a large test run re-run at once: the stale output sits late."""
+    messages = [Message.user("task")]
+    for k in range(10):
+        messages += _turn(k, f"cat src/f{k}.py", "r" * 1_600)
+    return messages + _turn(10, "make test", "E" * 12_000) + _turn(11, "make test", "ok")
+
+
+async def test_clearing_a_late_superseded_result_alone_is_enough_when_that_small_step_pays():
+    messages = _late_rerun()
+    result = await make_strategy("current:target=0.5").compact(_request(messages, _tokens(messages) - 100), _env())
+    assert not any(is_digest(m) for m in result.messages)
+    assert isinstance(result.messages[-3].content[0].marker, SupersededBody)
+
+
+async def test_without_pay_the_step_goes_on_to_fold_down_to_the_target():
+    messages = _late_rerun()
+    budget = _tokens(messages) - 100
+    result = await make_strategy("current:target=0.5,pay=false").compact(_request(messages, budget), _env())
+    assert any(is_digest(m) for m in result.messages) and _tokens(result.messages) <= budget * 0.5
