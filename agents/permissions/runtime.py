@@ -92,9 +92,9 @@ class PermissionRuntime:
     def from_texts(
         cls,
         *,
-        allow: list[str] = (),
-        deny: list[str] = (),
-        ask: list[str] = (),
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        ask: Sequence[str] = (),
         mode: PermissionMode | str = PermissionMode.DEFAULT,
         headless: HeadlessPolicy | str | None = None,
         audit: AuditLog | None = None,
