@@ -42,7 +42,7 @@ from cluster.eval.hosts import LocalHost, RayHost, default_actors
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.settings import EVAL_ALLOW
-from cluster.eval.tasks import load_tasks
+from cluster.eval.task_file import load_tasks
 
 CALLS = 3
 GRADER = "python3 test_calc.py"

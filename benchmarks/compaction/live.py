@@ -106,7 +106,8 @@ def run_live(
     progress: Callable[[str, str, str], None] | None = None, on_start: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run every task under every strategy; returns the `live` section of the document."""
-    from cluster.eval.tasks import absolute_spec, load_tasks
+    from cluster.eval.task_file import load_tasks
+    from cluster.eval.tasks import absolute_spec
 
     loaded = load_tasks(tasks_path)
     invalid = loaded.problem_lines()
