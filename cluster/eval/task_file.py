@@ -63,7 +63,11 @@ def _normalize(task: Task, base: Path) -> Task:
     if not is_url(repo):
         path = Path(repo).expanduser()
         repo = str(path if path.is_absolute() else (base / path).resolve())
-    return task.model_copy(update={"repo": repo, "model": absolute_spec(task.model, base)})
+    update: dict[str, Any] = {"repo": repo, "model": absolute_spec(task.model, base)}
+    env = task.environment
+    if env is not None and env.python is not None and not env.python.expanduser().is_absolute():
+        update["environment"] = env.model_copy(update={"python": (base / env.python).resolve()})
+    return task.model_copy(update=update)
 
 
 def _parse_line(text: str) -> dict:
