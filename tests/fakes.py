@@ -1,9 +1,8 @@
 """Fakes shipped with the tests: a recording model, a sleeping tool, a session over the real
-local tools, random conversations,
-session states for the snapshot store, what a compaction strategy is run with (a recording
-summarizer, its env and request, a conversation of tool calls), trusting a workspace the way
-`workingset trust` does, an eval host whose agent is a Python function, and a directory
-committed as a git repository."""
+local tools, random conversations, session states for the snapshot store, what a compaction
+strategy is run with (a recording summarizer, its env and request, a conversation of tool
+calls), trusting a workspace the way `workingset trust` does, an eval host whose agent is a
+Python function, and a directory committed as a git repository."""
 
 from __future__ import annotations
 
