@@ -223,7 +223,10 @@ class _Later:
     def superseder(self, key: str, touched: Sequence[str], edits: bool) -> tuple[str, Reason] | None:
         if key in self.runs:
             return self.runs[key], "re-run"
-        for table, reason in ((self.writes, "rewritten"), (self.reads, "re-read"), (self.edits, "edited")):
+        tables: tuple[tuple[dict[str, str], Reason], ...] = (
+            (self.writes, "rewritten"), (self.reads, "re-read"), (self.edits, "edited")
+        )
+        for table, reason in tables:
             if reason == "edited" and not edits:
                 continue
             found = next((table[p] for p in touched if p in table), None)

@@ -25,7 +25,14 @@ from agents.compaction.notes import (
     is_synthetic,
 )
 from agents.compaction.residue import residue
-from agents.messages import ClearedBody, Message, SupersededBody, ToolResultBlock, ToolUseBlock
+from agents.messages import (
+    ClearedBody,
+    Message,
+    SupersededBody,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 
 __all__ = ["compacted_end", "digest_lines", "digest_text", "fold_span", "merged_digest", "message_lines"]
 
@@ -88,7 +95,8 @@ def message_lines(
 
 def digest_text(message: Message) -> str:
     """The lines of a digest message (the block after its marker)."""
-    return message.content[-1].text if len(message.content) > 1 else ""
+    last = message.content[-1]
+    return last.text if len(message.content) > 1 and isinstance(last, TextBlock) else ""
 
 
 def digest_lines(span: Sequence[Message], superseded: Mapping[str, Supersession], residue_chars: int) -> str:
