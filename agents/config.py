@@ -82,7 +82,7 @@ class CompactSettings(Section):
     """When and how the working set is compacted before a model call."""
 
     strategy: str = Field(
-        "clear-then-summarize", description="Compaction strategy spec: name[:key=value,...] or pkg.module:Factory."
+        "current", description="Compaction strategy spec: name[:key=value,...] or pkg.module:Factory."
     )
     ratio: float = Field(
         0.8, gt=0, le=1, description="Budget = (context window - max output) x ratio."

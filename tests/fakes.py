@@ -197,9 +197,13 @@ def trust_workspace(workspace: Path, home: Path | None = None) -> Path:
 
 def compacted_conversation() -> list[Message]:
     """A protocol-complete conversation holding every kind of compaction marker — a
-    summary boundary and its acknowledgement, a trim note and its bridge, a cleared,
-    an elided and a clipped tool result — each written by the real compaction step."""
+    digest of folded turns, a summary boundary and its acknowledgement, a trim note and
+    its bridge, a cleared (with and without a residue), a superseded, an elided and a
+    clipped tool result — each written by the real compaction step."""
     from agents.compaction.clearing import clear_old_tool_results, elide_old_results
+    from agents.compaction.currentness import clear_superseded, superseded_results
+    from agents.compaction.fitting import clear_kept_results
+    from agents.compaction.folding import fold_span
     from agents.compaction.result_budget import clip_tool_result
     from agents.compaction.summary import summarized_conversation
     from agents.compaction.trimming import drop_span
@@ -226,6 +230,29 @@ def compacted_conversation() -> list[Message]:
     messages = drop_span(messages, 3, 5, "window")  # after a user turn, before an assistant one: a bridge too
     messages = clear_old_tool_results(messages, keep_recent_messages=0, keep_recent_tool_uses=2).messages
     messages = elide_old_results(messages, keep=1).messages
+    later = [ToolUseBlock(id=f"toolu_m{i}", name="Bash", input={"command": c}) for i, c in
+             ((3, "make check"), (4, "cat setup.cfg"), (5, "make check"))]
+    checks = [
+        Message.user("Check it twice."),
+        Message.assistant(TextBlock(text="Check."), later[0]),
+        Message.tool_results([ToolResultBlock(tool_use_id=later[0].id, content="FAILED tests/test_a.py::test_one\n1 failed in 0.1s")]),
+        Message.assistant(TextBlock(text="Config."), later[1]),
+        Message.tool_results([ToolResultBlock(tool_use_id=later[1].id, content="[metadata]\nname = demo\n" * 20 + "setup.cfg:3: error: duplicate key")]),
+        Message.assistant(TextBlock(text="Again."), later[2]),
+        Message.tool_results([ToolResultBlock(tool_use_id=later[2].id, content="2 passed in 0.1s")]),
+        Message.assistant(TextBlock(text="Passing now.")),
+    ]
+    checks = clear_superseded(checks, superseded_results(checks)).messages  # the first check, re-run
+    cleared = clear_kept_results(checks, 1, CharRatioEstimator(), 300)  # the config read, with its residue
+    assert cleared is not None
+    early = ToolUseBlock(id="toolu_m6", name="Bash", input={"command": "grep -n parse src/parser.py"})
+    opening = [
+        Message.user("Fix the build."),
+        Message.assistant(TextBlock(text="Where is the parser?"), early),
+        Message.tool_results([ToolResultBlock(tool_use_id=early.id, content="src/parser.py:12:def parse(text):")]),
+        Message.assistant(TextBlock(text="Noted.")),
+    ]
+    messages = fold_span([*opening, *messages, *cleared[0]], 1, 3, {}, 300)  # the grep, folded into a digest
     assert protocol_problems(messages, allow_trailing_uses=False) == []
     return messages
 

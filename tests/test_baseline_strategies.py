@@ -551,6 +551,7 @@ async def test_prompt_too_long_drops_to_fit_or_summarizes_to_fit():
 
 def test_builtin_strategies_are_registered():
     assert set(BUILTIN_STRATEGIES) == set(STRATEGIES) == {
+        "current",
         "clear-then-summarize",
         "raw",
         "truncate",

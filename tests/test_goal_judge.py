@@ -164,17 +164,17 @@ async def test_cleared_goal_runs_no_judge(tmp_path):
 
 
 async def test_goal_evidence_anchor_follows_its_message_through_compaction(tmp_path):
-    model = RecordingModel([[TextBlock(text=f"reply {i}")] for i in range(3)])
+    model = RecordingModel([[TextBlock(text=f"reply {i}")] for i in range(5)])
     judge = RecordingModel([_verdict("not_met", "not yet")])
     session, _ = _session(tmp_path, model, judge, max_goal_auto_turns=0)
-    await session.run_turn("old input 0")
-    await session.run_turn("old input 1")
+    for i in range(4):
+        await session.run_turn(f"old input {i}")
     session.set_goal("tests pass")
-    await session.run_turn("goal input")  # conversation: u a u a [u] a, anchor at 4
-    assert session.goal.since_index == 4
+    await session.run_turn("goal input")  # conversation: (u a) x 4, [u] a: anchor at 8
+    assert session.goal.since_index == 8
     result = await session.compact_now()
     assert result.changed and result.failure is None
-    assert len(session.conversation) < 6
+    assert len(session.conversation) < 10  # the default keeps the task, a summary, the last two
     assert session.conversation[session.goal.since_index].text == "goal input"
     assert session.goal.since_index > 0
 

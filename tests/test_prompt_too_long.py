@@ -131,7 +131,8 @@ def test_the_refusal_budget_aims_under_the_providers_counts_or_at_half():
 
 async def test_a_failed_recompile_names_its_cause_and_calls_the_provider_no_more(tmp_path):
     model = RecordingModel([PromptTooLong("prompt is too long"), [TextBlock(text="never")]])
-    session, events = _session(tmp_path, model, summarizer=FailingSummarizer())
+    summarizing = CompactSettings(strategy="clear-then-summarize")  # its recompile needs the summarizer
+    session, events = _session(tmp_path, model, summarizer=FailingSummarizer(), compact=summarizing)
     session.conversation = _history()
     before = list(session.conversation)
     with pytest.raises(PromptTooLong, match="the recompile failed: .*summarizer down.*not sent again"):
