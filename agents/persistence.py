@@ -5,7 +5,9 @@
 figures). `restored_state` takes the conversation and control state from a snapshot
 into the environment the session was just built for: permission grants come back
 only when the rules they were given under are unchanged; a parked call is prepared
-again and, under changed rules, decided again; notices say what changed.
+again and, under changed rules, decided again; a call that was running when the
+version was saved mid-batch is never run again: its result says it may or may not have
+taken effect. Notices say what changed.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from agents.session_state import (
     git_head,
     settings_fingerprint,
 )
-from agents.tool_calls import error_result, lost_call_result, parked_use, prepare_tool_call
+from agents.tool_calls import error_result, interrupted_result, lost_call_result, parked_use, prepare_tool_call
 
-__all__ = ["permission_fingerprint", "restored_state", "snapshot_of"]
+__all__ = ["SESSION_LOST", "permission_fingerprint", "restored_state", "snapshot_of"]
+
+SESSION_LOST = "the session was lost"
 
 
 def permission_fingerprint(runtime: PermissionRuntime) -> str:
@@ -98,7 +102,17 @@ def _restore_pending(state: SessionState, kit: SessionKit, compatible: bool, not
     if saved is None:
         return None
     pending = PendingState(order=saved.order, results=list(saved.results), reasons=saved.reasons)
+    settled = {r.tool_use_id for r in saved.results}
+    for use_id in saved.running:
+        if use_id not in settled:  # it was running when the session was lost: never run it again
+            use = parked_use(state.conversation, use_id)
+            notices.append(f"the call {use.name if use else use_id} was running when the session was lost; its result "
+                           "says it may or may not have taken effect")
+            pending.settle(interrupted_result(use_id, by=SESSION_LOST, started=True))
+            settled.add(use_id)
     for use_id in [*saved.allowed, *saved.asks]:
+        if use_id in settled:  # ran (or was blocked) before the version was saved
+            continue
         use = parked_use(state.conversation, use_id)
         if use is None:
             pending.settle(lost_call_result(use_id))

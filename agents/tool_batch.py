@@ -5,6 +5,8 @@ gate:   lookup in the full registry → input validation → mode check → perm
         given), parked (at the root), or denied (a child with no one to ask).
 finish: run the allowed calls concurrently, clip each result to its budget (the
         full body goes to the record first), and append the results in call order.
+        The state is saved before each wave (which calls are starting) and after the
+        batch, so a resumed session never runs a call twice (`agents.persistence`).
 
 A batch is a PendingState (calls named by tool_use id; parked, it is the state's
 `pending`); each call is prepared from the reply that made it (the last message)
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 from agents.compaction import clip_tool_result
 from agents.events import PermissionDecided, PermissionRequested, ToolCall, ToolResult
@@ -29,6 +32,7 @@ from agents.tool_calls import (
     PreparedCall,
     error_result,
     execute_prepared,
+    interrupted_result,
     prepare_parked,
     prepare_tool_call,
 )
@@ -61,11 +65,13 @@ def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
 class ToolBatchRunner:
     """Gate, answer and finish the tool calls of a reply, over a state and its ports."""
 
-    def __init__(self, state: SessionState, ports: SessionPorts, kit: SessionKit, *, result_max_tokens: int):
+    def __init__(self, state: SessionState, ports: SessionPorts, kit: SessionKit, *, result_max_tokens: int,
+                 checkpoint: Callable[[], Awaitable[object]] | None = None):
         self.state = state
         self.ports = ports
         self.kit = kit
         self.result_max_tokens = result_max_tokens
+        self.checkpoint = checkpoint  # saves the state (a snapshot) before each wave and after the batch
 
     async def gate(self, uses: list[ToolUseBlock]) -> PendingState:
         kit = self.kit
@@ -112,12 +118,33 @@ class ToolBatchRunner:
         prepared = (self._prepared(use_id, batch) for use_id in sorted(batch.allowed, key=batch.order.index))
         allowed = [call for call in prepared if call is not None]
         runnable = [c for c in allowed if await self._pre_tool_use(batch, c)]
+        self.state.pending = batch  # while it runs, a save shows which calls are done and which started
         for wave in waves(runnable):
+            batch.running = [c.use.id for c in wave]
+            await self._save()
             outputs = await asyncio.gather(*(execute_prepared(c, executor=self.ports.executor, ctx=ctx) for c in wave))
             for call, result in zip(wave, outputs, strict=True):
                 await self._post_tool_use(call, result)
                 self._settle(batch, self._clip_to_budget(result), call.use.name)
+            batch.running = []
+        self.state.pending = None
         self.state.conversation.append(Message.tool_results(batch.results_in_order()))
+        await self._save()
+
+    def interrupt(self, batch: PendingState, *, by: str) -> None:
+        """Close a batch the turn was cut off in (the user interrupted it): every call not
+        settled gets a result saying whether it may have run, so the conversation stays
+        protocol-complete and nothing is run again."""
+        for use_id in batch.order:
+            if all(r.tool_use_id != use_id for r in batch.results):
+                batch.settle(interrupted_result(use_id, by=by, started=use_id in batch.running))
+        batch.running = []
+        self.state.pending = None
+        self.state.conversation.append(Message.tool_results(batch.results_in_order()))
+
+    async def _save(self) -> None:
+        if self.checkpoint is not None:
+            await self.checkpoint()
 
     def current_request(self, batch: PendingState | None) -> PermissionRequested:
         """The question for the first parked call (what a caller shows the user)."""
