@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import ConfigError, WorkingsetError
+from cluster.eval.provenance import task_digest
 
 __all__ = ["Budgets", "GradingRules", "LoadedTasks", "Task", "TaskProblem", "Timeouts", "absolute_spec", "is_url",
            "load_tasks"]
@@ -102,6 +103,7 @@ class LoadedTasks:
     path: Path
     tasks: list[Task] = field(default_factory=list)
     problems: list[TaskProblem] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  # task id -> digest of its row (provenance.py)
 
     def problem_lines(self) -> list[str]:
         return [p.describe(self.path) for p in self.problems]
@@ -225,4 +227,5 @@ def load_tasks(
             continue
         first_seen[task.id] = number
         loaded.tasks.append(_normalize(task, base))
+        loaded.digests[task.id] = task_digest(row)
     return loaded
