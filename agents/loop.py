@@ -55,6 +55,9 @@ from agents.working_set import CompiledRequest, WorkingSetCompiler
 
 __all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "new_session_id"]
 
+TURN_CONTINUES = ("the session was lost during a turn; the turn goes on from its last saved tool batch, "
+                  "and no call that could have changed something runs again")
+
 TurnReason = Literal[
     "end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget", "truncated", "refusal"
 ]
@@ -128,7 +131,8 @@ class Session:
         self.budget_tokens = compact_budget(
             ports.model, self.settings.agent.max_output_tokens, self.settings.compact, self.settings.models
         )
-        self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens)
+        self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens,
+                                     checkpoint=lambda: self.save_snapshot("tool_batch"))
         self.set_mode(mode, announce=False)
         check_budget_fits(self.budget_tokens, self._overhead_tokens())
         self._compaction_env = CompactionEnv(
@@ -205,6 +209,7 @@ class Session:
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
         state.conversation.append(Message.user(user_input))
         state.turn_calls, state.final_text, state.cut_in_a_row = 0, "", 0
+        state.turns, state.in_turn = state.turns + 1, True
         return await self._saved(await self._advance())
 
     async def notify_hooks(self, event: HookEvent, payload: dict, *, tool_name: str | None = None) -> HookResult | None:
@@ -226,12 +231,14 @@ class Session:
 
     async def settle_resumed(self) -> TurnOutcome | None:
         """After a resume: the parked question again, or the turn continued when every
-        parked call was settled on restore; None when nothing was parked."""
-        if self.pending is None:
+        parked call was settled on restore, or a turn the session was lost in continued
+        from its last saved tool batch; None when no turn was under way."""
+        if self.pending is not None:
+            return self._paused() if self.pending.asks else await self.continue_parked()
+        if not self.state.in_turn:
             return None
-        if self.pending.asks:
-            return self._paused()
-        return await self.continue_parked()
+        self.emit(Notice(session_id=self.session_id, text=TURN_CONTINUES))
+        return await self._saved(await self._advance())
 
     async def continue_parked(self) -> TurnOutcome:
         """Run a parked batch whose calls are all settled, then go on with the turn
@@ -255,7 +262,7 @@ class Session:
         state = self.state
         state.conversation, state.pending, state.goal = [], None, None
         self._show_goal()
-        state.turn_calls, state.final_text = 0, ""
+        state.turn_calls, state.final_text, state.in_turn = 0, "", False
         state.start_source = "clear"
         await self.save_snapshot("clear")
 
@@ -283,6 +290,7 @@ class Session:
         return notices
 
     async def _saved(self, outcome: TurnOutcome) -> TurnOutcome:
+        self.state.in_turn = outcome.reason == "permission"  # a paused turn goes on when it is answered
         await self.save_snapshot(outcome.reason)
         return outcome
 

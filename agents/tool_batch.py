@@ -5,8 +5,10 @@ gate:   lookup in the full registry → input validation → mode check → perm
         given), parked (at the root), or denied (a child with no one to ask).
 finish: run the allowed calls concurrently, clip each result to its budget (the
         full body goes to the record first), and append the results in call order.
-        The state is saved before each wave (which calls are starting) and after the
-        batch, so a resumed session never runs a call twice (`agents.persistence`).
+        The state is saved before each wave that can change something (which calls
+        are starting) and after the batch, so a resumed session never runs such a call
+        twice (`agents.persistence`); a batch cut short (the user interrupted the turn)
+        is closed with results saying which calls may have run.
 
 A batch is a PendingState (calls named by tool_use id; parked, it is the state's
 `pending`); each call is prepared from the reply that made it (the last message)
@@ -39,6 +41,14 @@ from agents.tool_calls import (
 from tools.base import ExecutionDomain
 
 __all__ = ["Approver", "PermissionAnswer", "ToolBatchRunner", "waves"]
+
+TURN_CANCELLED = "the turn was cancelled"
+
+
+def _cut_short_by(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+        return TURN_CANCELLED
+    return f"the tool batch failed ({type(exc).__name__}: {exc})"
 
 
 def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
@@ -114,30 +124,42 @@ class ToolBatchRunner:
         """PreToolUse hooks (in call order) may still block an allowed call; the rest run in
         call order, concurrently where that is safe (see `waves`); PostToolUse hooks see
         each full result before it is clipped."""
-        ctx = self.kit.tool_context
         prepared = (self._prepared(use_id, batch) for use_id in sorted(batch.allowed, key=batch.order.index))
         allowed = [call for call in prepared if call is not None]
         runnable = [c for c in allowed if await self._pre_tool_use(batch, c)]
         self.state.pending = batch  # while it runs, a save shows which calls are done and which started
-        for wave in waves(runnable):
-            batch.running = [c.use.id for c in wave]
-            await self._save()
-            outputs = await asyncio.gather(*(execute_prepared(c, executor=self.ports.executor, ctx=ctx) for c in wave))
-            for call, result in zip(wave, outputs, strict=True):
-                await self._post_tool_use(call, result)
-                self._settle(batch, self._clip_to_budget(result), call.use.name)
-            batch.running = []
+        try:
+            for wave in waves(runnable):
+                await self._run_wave(batch, wave)
+        except BaseException as exc:  # cancelled (the user interrupted the turn) or a bug: close the batch
+            self._close(batch, by=_cut_short_by(exc))
+            raise
         self.state.pending = None
         self.state.conversation.append(Message.tool_results(batch.results_in_order()))
         await self._save()
 
-    def interrupt(self, batch: PendingState, *, by: str) -> None:
-        """Close a batch the turn was cut off in (the user interrupted it): every call not
-        settled gets a result saying whether it may have run, so the conversation stays
-        protocol-complete and nothing is run again."""
+    async def _run_wave(self, batch: PendingState, wave: list[PreparedCall]) -> None:
+        # A wave that can change something is recorded as started first: killed while it
+        # runs, a resume tells the model its outcome is unknown instead of running it again.
+        # A wave of reads is not: run again after a kill, it repeats nothing.
+        if any(not c.tool.is_read_only for c in wave):
+            batch.running = [c.use.id for c in wave]
+            await self._save()
+        outputs = await asyncio.gather(*(execute_prepared(c, executor=self.ports.executor, ctx=self.kit.tool_context)
+                                         for c in wave))
+        for call, result in zip(wave, outputs, strict=True):
+            await self._post_tool_use(call, result)
+            self._settle(batch, self._clip_to_budget(result), call.use.name)
+        batch.running = []
+
+    def _close(self, batch: PendingState, *, by: str) -> None:
+        """Close a batch the turn was cut off in: every call not settled gets a result
+        saying whether it may have run, so the conversation stays protocol-complete and
+        nothing is run again."""
+        settled = {r.tool_use_id for r in batch.results}
         for use_id in batch.order:
-            if all(r.tool_use_id != use_id for r in batch.results):
-                batch.settle(interrupted_result(use_id, by=by, started=use_id in batch.running))
+            if use_id not in settled:
+                self._settle(batch, interrupted_result(use_id, by=by, started=use_id in batch.running), "")
         batch.running = []
         self.state.pending = None
         self.state.conversation.append(Message.tool_results(batch.results_in_order()))

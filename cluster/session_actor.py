@@ -8,7 +8,8 @@ of processes. The actor holds no CPU while it waits on models (num_cpus=0).
 
 Fault tolerance: the actor restarts when killed (max_restarts=-1) and starts
 empty; the caller's RemoteSession reopens its session from the last snapshot
-(taken after every outer turn), so no completed turn is lost.
+(taken after every tool batch and every outer turn), so no completed turn or tool
+batch is lost, and the interrupted turn goes on from where it was saved.
 """
 
 from __future__ import annotations
@@ -269,6 +270,8 @@ class SessionActor:
             "last_input": inputs[-1] if inputs else "",
             # a finished turn ends in an assistant reply without tool calls and nothing parked
             "complete": bool(last and last.role == "assistant" and not last.tool_uses and session.pending is None),
+            "turns": session.state.turns,  # outer turns begun; a turn saved mid-way is `in_turn`
+            "in_turn": session.state.in_turn,
         }
 
     def _turn_end(self, session: Session, outcome: TurnOutcome | None) -> TurnEnd:
