@@ -162,7 +162,7 @@ class SessionEnded(_EventBase):
     type: Literal["session_ended"] = "session_ended"
     reason: Literal[
         "end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget",
-        "truncated", "refusal",
+        "truncated", "refusal", "permission_denied",
     ]
     final_text: str
     turns: int

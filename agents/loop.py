@@ -59,7 +59,8 @@ TURN_CONTINUES = ("the session was lost during a turn; the turn goes on from its
                   "and no call that could have changed something runs again")
 
 TurnReason = Literal[
-    "end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget", "truncated", "refusal"
+    "end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget", "truncated", "refusal",
+    "permission_denied",
 ]
 
 
@@ -208,7 +209,7 @@ class Session:
             cwd = str(self.kit.tool_context.workspace)
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
         state.conversation.append(Message.user(user_input))
-        state.turn_calls, state.final_text, state.cut_in_a_row = 0, "", 0
+        state.turn_calls, state.final_text, state.cut_in_a_row, state.unanswered = 0, "", 0, []
         state.turns, state.in_turn = state.turns + 1, True
         return await self._saved(await self._advance())
 
@@ -308,11 +309,23 @@ class Session:
                     return outcome
                 follow_up = await self._judge_goal(outcome)
                 if follow_up is None or isinstance(follow_up, TurnOutcome):
-                    return follow_up or outcome
+                    return self._unless_denied(follow_up or outcome)
                 self.conversation.append(Message.user(follow_up))
                 self._turn_calls = 0
         except BudgetExceeded as exc:
             return TurnOutcome("budget", self._final_text, self._turn_calls, detail=str(exc))
+
+    def _unless_denied(self, outcome: TurnOutcome) -> TurnOutcome:
+        """A turn that ended naturally after calls were denied for want of anyone to ask
+        did not do what the model says it did: its outcome says so."""
+        denied = self.state.unanswered
+        if outcome.reason != "end_turn" or not denied:
+            return outcome
+        tools = ", ".join(name if denied.count(name) == 1 else f"{name} ×{denied.count(name)}"
+                          for name in dict.fromkeys(denied))
+        calls = f"{len(denied)} tool calls ({tools}) were" if len(denied) > 1 else f"1 tool call ({tools}) was"
+        detail = f"{calls} denied because nobody could answer a permission prompt; the task may be unfinished"
+        return TurnOutcome("permission_denied", outcome.final_text, outcome.model_calls, detail=detail)
 
     async def _work(self) -> TurnOutcome:
         while self._turn_calls < self.settings.agent.max_turns:

@@ -115,6 +115,10 @@ class SessionState(BaseModel):
     model_calls: int = Field(0, description="Model calls over the session's life.")
     turn_calls: int = Field(0, description="Model calls in the current outer turn.")
     final_text: str = Field("", description="The last assistant text of the current outer turn.")
+    unanswered: list[str] = Field(
+        default_factory=list,
+        description="Tools of the current outer turn's calls denied because nobody could answer their ask.",
+    )
     turns: int = Field(0, description="Outer turns begun over the session's life.")
     in_turn: bool = Field(
         False, description="A turn is under way: a version saved around a tool batch, which a resume continues."

@@ -100,6 +100,8 @@ class ToolBatchRunner:
             if decision.effect == "allow":
                 batch.allowed.append(use.id)
             elif decision.effect == "deny":
+                if decision.source == "headless":  # the turn's outcome says so (agents.loop)
+                    self.state.unanswered.append(use.name)
                 self._settle(batch, error_result(use, f"Permission denied: {decision.reason}. The call did not run."), use.name)
             else:
                 batch.asks.append(use.id)

@@ -1,4 +1,5 @@
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,27 @@ def test_turn_limit_exits_nonzero(tmp_path, capsys):
     script.write_text("turns:\n" + "  - tool_calls: [{name: Glob, input: {pattern: '*'}}]\n" * 5)
     code = main(["run", "x", "--cwd", str(tmp_path), "--model", f"scripted:{script}", "--max-turns", "2", "--json"])
     assert code == 1 and _events(capsys.readouterr().out)[-1]["reason"] == "turn_limit"
+
+
+def test_a_headless_run_whose_calls_were_denied_ends_permission_denied_exit_3_and_says_so(tmp_path, capsys):
+    ws = _demo_workspace(tmp_path)  # no terminal, no rule allowing Edit or Bash: nobody can answer their asks
+    code = main(["run", "fix it", "--cwd", str(ws), "--model", f"scripted:{DEMO / 'script.yaml'}", "--json", "--local"])
+    captured = capsys.readouterr()
+    ended = _events(captured.out)[-1]
+    assert code == 3
+    assert (ended["type"], ended["reason"]) == ("session_ended", "permission_denied")
+    assert ended["error"].startswith("2 tool calls (Edit, Bash) were denied because nobody could answer")
+    assert captured.err.count("\n") == 1 and "the task may be unfinished" in captured.err and "--allow" in captured.err
+    assert '"Helo, "' in (ws / "greeting.py").read_text()  # the final text claims a fix; the file is unchanged
+
+
+def test_the_readme_offline_run_example_runs_as_written(tmp_path, capsys, monkeypatch):
+    readme = (ROOT / "README.md").read_text()
+    copy, run = [line for line in readme.splitlines() if "/tmp/demo" in line][:2]
+    assert copy.startswith("cp -r benchmarks/demo/workspace /tmp/demo") and run.startswith("workingset run ")
+    monkeypatch.chdir(ROOT)  # the example's paths are the repository's
+    ws = _demo_workspace(tmp_path)
+    argv = [str(ws) if word == "/tmp/demo" else word for word in shlex.split(run.split("#")[0])[1:]]
+    assert main([*argv, "--local"]) == 0
+    assert _events(capsys.readouterr().out)[-1]["reason"] == "end_turn"
+    assert '"Hello, "' in (ws / "greeting.py").read_text()
