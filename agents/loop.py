@@ -8,6 +8,7 @@ judge and budgets are called steps, not inline branches; the tool batch lives in
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from dataclasses import dataclass
@@ -50,7 +51,8 @@ from agents.session_state import GoalState, PendingState, SessionState
 from agents.snapshot_store import SnapshotError
 from agents.stop_reasons import NextStep, next_step_for
 from agents.system_prompt import SystemPrompt, tool_catalog_section
-from agents.tool_batch import ToolBatchRunner
+from agents.tool_batch import TURN_CANCELLED, ToolBatchRunner
+from agents.tool_calls import interrupted_result
 from agents.working_set import CompiledRequest, WorkingSetCompiler
 
 __all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "new_session_id"]
@@ -126,6 +128,7 @@ class Session:
             session_id=session_id or new_session_id(), cwd=str(kit.tool_context.workspace), model=ports.model.name
         )
         self.closers: list = []  # async callables run by aclose (MCP connections, ...)
+        self.saved_version: str | None = None  # the last version this session saved
         self.compiler = WorkingSetCompiler(kit.counter)
         self.strategy = make_strategy(self.settings.compact.strategy)
         self.model_info = model_info(ports.model, self.settings.models)
@@ -211,7 +214,9 @@ class Session:
         state.conversation.append(Message.user(user_input))
         state.turn_calls, state.final_text, state.cut_in_a_row, state.unanswered = 0, "", 0, []
         state.turns, state.in_turn = state.turns + 1, True
-        return await self._saved(await self._advance())
+        if state.goal is not None:
+            state.goal.auto_turns = 0  # the user spoke: the judge's continuations count afresh
+        return await self._advanced()
 
     async def notify_hooks(self, event: HookEvent, payload: dict, *, tool_name: str | None = None) -> HookResult | None:
         """Run the hooks for `event`; their warnings and messages become notices."""
@@ -239,7 +244,7 @@ class Session:
         if not self.state.in_turn:
             return None
         self.emit(Notice(session_id=self.session_id, text=TURN_CONTINUES))
-        return await self._saved(await self._advance())
+        return await self._advanced()
 
     async def continue_parked(self) -> TurnOutcome:
         """Run a parked batch whose calls are all settled, then go on with the turn
@@ -248,7 +253,7 @@ class Session:
             raise WorkingsetError("nothing parked is ready to continue")
         await self.tools.finish(self.pending)
         self.pending = None
-        return await self._saved(await self._advance())
+        return await self._advanced()
 
     async def compact_now(self, focus: str | None = None) -> CompactionResult:
         """Manual `/compact`: summarize keeping the last few messages; on failure the
@@ -259,8 +264,10 @@ class Session:
         return result
 
     async def clear(self) -> None:
-        """`/clear`: an empty conversation, saved at once, so the old one is only in history."""
+        """`/clear`: an empty conversation, saved at once, so the old one is only in history
+        (`cleared_from` names its version)."""
         state = self.state
+        state.cleared_from = self.saved_version
         state.conversation, state.pending, state.goal = [], None, None
         self._show_goal()
         state.turn_calls, state.final_text, state.in_turn = 0, "", False
@@ -278,6 +285,7 @@ class Session:
             self.emit(SnapshotSaved(session_id=self.session_id, saved=False, reason=reason, error=f"state not saved: {exc}"))
             return None
         self.emit(SnapshotSaved(session_id=self.session_id, saved=True, version=version, reason=reason))
+        self.saved_version = version
         return version
 
     def restore(self, saved: SessionState) -> list[str]:
@@ -289,6 +297,26 @@ class Session:
         for text in notices:
             self.emit(Notice(session_id=self.session_id, text=text))
         return notices
+
+    async def _advanced(self) -> TurnOutcome:
+        """The turn advanced to its end and saved. Cancelled (Ctrl-C in the REPL, a caller
+        that gave up), the turn is closed — every call of the last reply has a result —
+        and saved as it stands; the conversation is kept."""
+        try:
+            return await self._saved(await self._advance())
+        except asyncio.CancelledError:
+            self._close_cancelled_turn()
+            await self.save_snapshot("cancelled")
+            raise
+
+    def _close_cancelled_turn(self) -> None:
+        state = self.state
+        last = state.conversation[-1] if state.conversation else None
+        if last is not None and last.role == "assistant" and last.tool_uses and state.pending is None:
+            # cancelled between the reply and its batch: none of its calls started
+            results = [interrupted_result(u.id, by=TURN_CANCELLED, started=False) for u in last.tool_uses]
+            state.conversation.append(Message.tool_results(results))
+        state.in_turn = False
 
     async def _saved(self, outcome: TurnOutcome) -> TurnOutcome:
         self.state.in_turn = outcome.reason == "permission"  # a paused turn goes on when it is answered

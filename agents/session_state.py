@@ -115,6 +115,9 @@ class SessionState(BaseModel):
     model_calls: int = Field(0, description="Model calls over the session's life.")
     turn_calls: int = Field(0, description="Model calls in the current outer turn.")
     final_text: str = Field("", description="The last assistant text of the current outer turn.")
+    cleared_from: str | None = Field(
+        None, description="The version current when /clear emptied the conversation (`/resume` returns to it)."
+    )
     unanswered: list[str] = Field(
         default_factory=list,
         description="Tools of the current outer turn's calls denied because nobody could answer their ask.",

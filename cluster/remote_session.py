@@ -149,7 +149,14 @@ class RemoteSession:
             self.emit(Notice(session_id=self.session_id, text=f"the session's actor failed ({type(exc).__name__}); "
                                                                "restarting it and resuming from the last snapshot"))
             raise _ActorLost from exc
+        except asyncio.CancelledError:
+            # Cancelled here (Ctrl-C in the REPL): the turn stops on the actor too, and is kept.
+            await asyncio.wait([asyncio.ensure_future(self._cancel_on_actor())], timeout=30)
+            raise
         raise ClusterError(f"session {self.session_id}: the turn's stream ended without an outcome")
+
+    async def _cancel_on_actor(self) -> None:
+        await self.actor.cancel_turn.remote(self.session_id)
 
     async def _answer_child(self, question: ChildQuestion) -> None:
         # The child's own permission_requested event has already reached the stream.

@@ -146,10 +146,21 @@ class SessionActor:
         if hosted is not None:
             # A caller that closes mid-turn (it gave up: a wall-clock limit, Ctrl-C) must not
             # leave the turn running here, still calling the model and the tools.
-            if hosted.turn is not None and not hosted.turn.done():
-                hosted.turn.cancel()
-                await asyncio.wait([hosted.turn])
+            await self._cancel(hosted)
             await hosted.session.aclose()
+
+    async def cancel_turn(self, session_id: str) -> None:
+        """Stop the turn running now (Ctrl-C in the caller's REPL); the session stays open,
+        its conversation kept (agents.loop closes and saves the cancelled turn)."""
+        hosted = self.hosted.get(session_id)
+        if hosted is not None:
+            await self._cancel(hosted)
+
+    @staticmethod
+    async def _cancel(hosted: _Hosted) -> None:
+        if hosted.turn is not None and not hosted.turn.done():
+            hosted.turn.cancel()
+            await asyncio.wait([hosted.turn])
 
     def sessions(self) -> list[str]:
         return list(self.hosted)
@@ -189,6 +200,8 @@ class SessionActor:
                 done = True
             if batch:
                 yield batch
+        if task.cancelled():
+            return  # the caller cancelled it (cancel_turn, close) and reads no more
         outcome = task.result()  # re-raises a model error for the caller
         yield [self._turn_end(hosted.session, outcome)]
 

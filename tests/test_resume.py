@@ -692,6 +692,20 @@ def test_repl_clear_is_persisted_and_restore_undoes_it(tmp_path, capsys, monkeyp
     assert texts == ["hello", "hi!", "still there?", "welcome back"]
 
 
+def test_repl_resume_after_clear_returns_to_the_conversation_before_it(tmp_path, capsys, monkeypatch):
+    ws = _workspace(tmp_path)
+    _cli_config(ws, tmp_path)
+    _script(tmp_path, [{"text": "hi!"}, {"text": "welcome back"}])
+    _feed_lines(monkeypatch, ["hello", "/clear", "/resume", "still there?", "/exit"])
+    assert main(["run", "--cwd", str(ws), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "conversation cleared (the previous one stays in the session's history; /resume returns to it)" in out
+    assert "is a /clear; resuming the conversation before it" in out and "2 messages" in out
+    sid = _events(out)[0]["session_id"]
+    texts = [m.text for m in _store(tmp_path).load(sid).state.conversation]
+    assert texts == ["hello", "hi!", "still there?", "welcome back"]
+
+
 def test_repl_resume_command_loads_the_latest_snapshot(tmp_path, capsys, monkeypatch):
     ws = _workspace(tmp_path)
     _cli_config(ws, tmp_path)

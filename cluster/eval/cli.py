@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agents.directories import output_directory
 from agents.errors import ConfigError
 from cluster.eval.hosts import LocalHost, RayHost, default_actors
 from cluster.eval.progress import JsonReporter, ProgressReporter
@@ -103,6 +104,7 @@ class EvalCommand:
         selection = Selection(task_file, filters=args.filter, part=args.slice)
         tasks = selection.apply(loaded.tasks)
         settings = eval_settings(args)
+        output_directory(args.out, "--out")
         preflight(settings, tasks)
         reporter = JsonReporter() if args.json else ProgressReporter()
         for problem, text in zip(loaded.problems, invalid, strict=True):
