@@ -177,3 +177,25 @@ def test_an_output_directory_that_is_a_file_is_one_clear_line_before_any_work(tm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{taken} is a file, not a directory" in err
     assert taken.read_text() == "a file\n"
+
+
+def test_ctrl_c_at_the_repl_prompt_leaves_at_once_without_a_traceback(tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text('{"turns": []}')
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cluster.cli", "run", "--cwd", str(tmp_path), "--model", f"scripted:{script}", "--local"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        _wait_for(lambda: any("REPL" in line for line in lines), proc)
+        time.sleep(0.5)  # waiting at the prompt, stdin open
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+    finally:
+        proc.kill()
+    err = proc.stderr.read()
+    assert "workingset: interrupted" in err and "Traceback" not in err and "Fatal" not in err
