@@ -430,6 +430,10 @@ class Session:
         )
         for text in (b.text for b in response.content if b.type == "text"):
             self.emit(AssistantText(session_id=self.session_id, text=text))
+        if response.unknown_blocks:
+            kinds = ", ".join(sorted(set(response.unknown_blocks)))
+            self.emit(Notice(session_id=self.session_id, text=f"the reply held content blocks of a type this "
+                                                               f"Workingset does not know ({kinds}); they were left out"))
         if self.kit.budget is not None:
             self.kit.budget.charge(response.usage, cost, self.ports.model.name)
         return response
