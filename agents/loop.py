@@ -40,7 +40,7 @@ from agents.events import (
 )
 from agents.goal import anchor_after_rewrite, goal_section, judge_step
 from agents.hooks import HookEvent, HookResult
-from agents.messages import Message, ToolUseBlock
+from agents.messages import Message, ToolUseBlock, tool_uses_by_id, with_unique_tool_ids
 from agents.models import cost_usd, model_info
 from agents.modes import Mode, visible_registry
 from agents.persistence import restored_state, snapshot_of
@@ -415,7 +415,7 @@ class Session:
             self.unpriced_calls += 1
         else:
             self.cost_usd += cost
-        self._record_reply(response)
+        response = self._record_reply(response)
         self.emit(
             ModelCall(
                 session_id=self.session_id,
@@ -438,13 +438,21 @@ class Session:
             self.kit.budget.charge(response.usage, cost, self.ports.model.name)
         return response
 
-    def _record_reply(self, response: ModelResponse) -> None:
-        """Append the reply; the continuation of a paused turn joins the paused message."""
+    def _record_reply(self, response: ModelResponse) -> ModelResponse:
+        """Append the reply (returned with its tool_use ids made unique); the continuation
+        of a paused turn joins the paused message."""
         message = response.as_message()
+        if message.tool_uses:
+            message, renamed = with_unique_tool_ids(message, set(tool_uses_by_id(self.conversation)))
+            if renamed:
+                response = response.model_copy(update={"content": message.content})
+                self.emit(Notice(session_id=self.session_id, text="the model reused tool-use ids; the calls were "
+                                 "given fresh ones: " + ", ".join(f"{old} → {new}" for old, new in renamed)))
         if self._resuming_paused and self.conversation and self.conversation[-1].role == "assistant":
             paused = self.conversation.pop()
             message = Message(role="assistant", content=(*paused.content, *message.content))
         self.conversation.append(message)
+        return response
 
     def _calibrate(self, estimated: int, response: ModelResponse) -> None:
         observe = getattr(self.kit.counter, "observe", None)
