@@ -1,12 +1,14 @@
 """Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
 session states for the snapshot store, what a compaction strategy is run with (a recording
 summarizer, its env and request, a conversation of tool calls), trusting a workspace the way
-`workingset trust` does, and an eval host whose agent is a Python function."""
+`workingset trust` does, an eval host whose agent is a Python function, and a directory
+committed as a git repository."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -238,3 +240,16 @@ class AttackerHost(LocalHost):
         if attack is None:
             return await super().open(workspace, settings, emit)
         return _AttackSession(workspace, attack)
+
+
+def commit_all(repo: Path, message: str = "base") -> str:
+    """`repo` (a directory) as a git repository with everything in one commit; its hash."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    if not (repo / ".git").exists():
+        git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", message)
+    return git("rev-parse", "HEAD")

@@ -7,6 +7,7 @@
                     [--grade-concurrency N] [--filter PATTERN] [--slice START:END] [--redo]
                     [--allow RULE] [--deny RULE] [--no-sandbox] [--trust-workspace]
                     [--swebench-runner CMD] [--reject-test-changes]
+                    [--setup-network] [--setup-host HOST] [--env-cache DIR]
 
 Headless permissions and settings: see settings.py. What a rerun into the same --out
 compares (and refuses on): provenance.py. The batch cost cap: spend.py.
@@ -30,6 +31,7 @@ from typing import Any
 
 from agents.directories import output_directory
 from agents.errors import ConfigError
+from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.hosts import LocalHost, RayHost, default_actors
 from cluster.eval.progress import JsonReporter, ProgressReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
@@ -88,6 +90,13 @@ class EvalCommand:
                        help="run only this Python slice of the task file's tasks (after --filter), e.g. 0:10 or --slice=-5:")
         p.add_argument("--redo", action="store_true",
                        help="start over: move the --out directory's earlier rows and reports to OUT/previous/<time>/")
+        p.add_argument("--setup-network", action="store_true",
+                       help="building a task's environment may reach the package registries (through an allow-list "
+                       "proxy), unless the task sets environment.network; never the agent's turns or the grade")
+        p.add_argument("--setup-host", action="append", default=[], metavar="HOST",
+                       help=f"one more host such a build may reach on port 443 (default: {', '.join(DEFAULT_HOSTS)})")
+        p.add_argument("--env-cache", type=Path, metavar="DIR",
+                       help="this machine's cache of task environments (default: OUT/state/envs)")
         add_setting_flags(p, "eval")
         add_trust_flag(p)
         return p
@@ -117,7 +126,9 @@ class EvalCommand:
                               retry_failed=args.retry_failed, wall_s=args.wall_s, invalid=invalid,
                               command_slots=args.grade_concurrency, reject_test_changes=args.reject_test_changes,
                               redo=args.redo, batch_max_cost=args.batch_max_cost, task_file=task_file,
-                              digests=loaded.digests, selection=selection, swebench_runner=args.swebench_runner)
+                              digests=loaded.digests, selection=selection, swebench_runner=args.swebench_runner,
+                              setup_network=args.setup_network, environment_cache=args.env_cache,
+                              egress_hosts=(*DEFAULT_HOSTS, *args.setup_host))
         runner = EvalRunner(settings, tasks, options, host=host, reporter=reporter)
         try:
             summary = asyncio.run(_stoppable(runner.run()))

@@ -15,6 +15,8 @@
     state/scratch/     scratch indexes and object directories of host-side git
     state/batch.lock   held by the batch running on this directory (one at a time)
     previous/<time>/   what --redo moved aside: the rows, reports and per-task files of before
+    state/envs/        the tasks' own environments, unless --env-cache names another place
+                       (environments/cache.py: bound read-only into the sandboxes that use them)
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class OutDir:
         self.scratch = self.state / "scratch"
         self.run_record = self.root / "run.json"
         self.previous = self.root / "previous"
+        self.environments = self.state / "envs"
         self._lock: int | None = None
 
     # What --redo moves aside: the rows first and run.json last, so a move cut short by a

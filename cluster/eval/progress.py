@@ -13,7 +13,7 @@ and ETA — with one line per finished task above it.
 | `task_skipped` | `task_id`, `status` (its earlier result) |
 | `task_changed` | `task_id` (its row in the task file changed since its result: it runs again) |
 | `task_started` | `task_id`, `attempt` |
-| `task_phase` | `task_id`, `phase` (`workspace`, `setup`, `agent`, `patch`, `grade`) |
+| `task_phase` | `task_id`, `phase` (`workspace`, `environment`, `setup`, `agent`, `patch`, `grade`) |
 | `task_retry` | `task_id`, `reason` (lost infrastructure; the task runs once more) |
 | `task_finished` | `task_id`, `status`, `result` (the row written to results.jsonl) |
 | `batch_stopped` | `reason` (`batch_max_cost`), `cap_usd`, `spent_usd`, `not_started` (no new task starts) |

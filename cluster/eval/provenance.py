@@ -13,11 +13,12 @@ The settings that determine a result (and so are recorded and compared):
     bundle, plugins.*, hooks, mcp_servers   what tools and hooks the agent gets (hooks and
                                       MCP servers as a digest of each: they may hold secrets)
     eval.wall_s, eval.reject_test_changes, eval.swebench_runner   the batch's grading rules
+    eval.setup_network, eval.setup_hosts   what a task's environment build may reach (what it installs)
     workingset.version, workingset.commit   the harness itself (commit: of a git checkout)
 
 Left out, because they do not change a task's result: concurrency, actors, grade
 concurrency, --json, --strict, --keep-workspaces, --retry-failed, --filter, --slice,
---batch-max-cost, --repos, paths (home, out, trace_dir), where sessions run (runtime,
+--batch-max-cost, --repos, paths (home, out, trace_dir, --env-cache), where sessions run (runtime,
 cluster.*), snapshot history, and the providers' timeouts and retries.
 
 A task's digest is a hash of its own row in the task file (the parsed JSON object, so
@@ -46,7 +47,8 @@ _FLAGS = {"model": "--model", "summarizer.spec": "--summarizer", "compact.strate
           "agent.max_turns": "--max-turns", "subagents.tree_max_tokens": "--max-tokens",
           "subagents.tree_max_cost_usd": "--max-cost", "sandbox.enabled": "--no-sandbox",
           "permissions.allow": "--allow", "permissions.deny": "--deny", "eval.wall_s": "--wall-s",
-          "eval.reject_test_changes": "--reject-test-changes", "eval.swebench_runner": "--swebench-runner"}
+          "eval.reject_test_changes": "--reject-test-changes", "eval.swebench_runner": "--swebench-runner",
+          "eval.setup_network": "--setup-network", "eval.setup_hosts": "--setup-host"}
 
 
 class SettingsChanged(ConfigError):
@@ -155,6 +157,8 @@ class RunRecord:
 
 
 def record_for(settings: WorkingsetSettings, *, wall_s: float | None, reject_test_changes: bool,
-               swebench_runner: str | None) -> RunRecord:
-    grading = {"wall_s": wall_s, "reject_test_changes": reject_test_changes, "swebench_runner": swebench_runner}
+               swebench_runner: str | None, setup_network: bool = False,
+               egress_hosts: tuple[str, ...] = ()) -> RunRecord:
+    grading = {"wall_s": wall_s, "reject_test_changes": reject_test_changes, "swebench_runner": swebench_runner,
+               "setup_network": setup_network, "setup_hosts": sorted(egress_hosts)}
     return RunRecord(result_settings(settings, grading))

@@ -73,6 +73,12 @@ class ResultRow(BaseModel):
     model: str = ""
     strategy: str = ""
     base_commit: str | None = None
+    environment: str | None = Field(None, description="Key of the task's own environment (its directory in the "
+                                    "node's environment cache), when it has one.")
+    environment_reused: bool | None = Field(None, description="The environment was in the node's cache: this task "
+                                            "built nothing.")
+    environment_s: float | None = Field(None, description="Seconds to get the environment: its recipe resolved "
+                                        "against the repository, and its build or the wait for another task's.")
     error: str | None = Field(None, description="Why an error row has no verdict, or why a failed row was not graded.")
     retries: int = Field(0, description="Runs again after lost infrastructure (at most 1).")
     actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")

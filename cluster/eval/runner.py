@@ -31,6 +31,7 @@ from typing import Any
 
 from agents.config import WorkingsetSettings
 from cluster.eval.durable import write_atomic
+from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.grading import SandboxedShell
 from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.progress import Reporter
@@ -62,6 +63,9 @@ class EvalOptions:
     digests: dict[str, str] = field(default_factory=dict)  # task id -> digest of its row in the task file
     selection: Selection | None = None  # --filter / --slice, for the report
     swebench_runner: str | None = None  # SWE-bench rows' test runner (it decides their grades)
+    setup_network: bool = False  # building a task's environment may reach the registries (unless the task says)
+    environment_cache: Path | None = None  # this node's environments (default: <out>/state/envs)
+    egress_hosts: tuple[str, ...] = DEFAULT_HOSTS  # what a build with the network may reach
 
 
 class EvalRunner:
@@ -74,7 +78,8 @@ class EvalRunner:
         self.host = host
         self.reporter = SpendMeter(reporter, spent_before=0.0, cap_usd=options.batch_max_cost)
         self.record = record_for(settings, wall_s=options.wall_s, reject_test_changes=options.reject_test_changes,
-                                 swebench_runner=options.swebench_runner)
+                                 swebench_runner=options.swebench_runner, setup_network=options.setup_network,
+                                 egress_hosts=options.egress_hosts)
         self.changed: set[str] = set()
         self.stopped: dict | None = None  # why the batch stopped starting tasks (the cost cap)
         self.shell = SandboxedShell(self.settings)
@@ -87,7 +92,9 @@ class EvalRunner:
         commands = asyncio.Semaphore(options.command_slots or max(4, 2 * (os.cpu_count() or 1)))
         self.flow = TaskFlow(self.settings, self.out, host=host, reporter=self.reporter, workspaces=self.workspaces,
                              shell=self.shell, commands=commands, wall_s=options.wall_s,
-                             keep_workspaces=options.keep_workspaces, reject_test_changes=options.reject_test_changes)
+                             keep_workspaces=options.keep_workspaces, reject_test_changes=options.reject_test_changes,
+                             environment_cache=options.environment_cache, setup_network=options.setup_network,
+                             egress_hosts=options.egress_hosts)
 
     # -- the batch ----------------------------------------------------------------------
 
