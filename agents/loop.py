@@ -29,6 +29,7 @@ from agents.config import SessionSettings
 from agents.errors import PromptTooLong, WorkingsetError
 from agents.events import (
     AssistantText,
+    EndReason,
     GoalVerdict,
     ModeChanged,
     ModelCall,
@@ -55,7 +56,7 @@ from agents.tool_batch import TURN_CANCELLED, ToolBatchRunner
 from agents.tool_calls import interrupted_result
 from agents.working_set import CompiledRequest, WorkingSetCompiler
 
-__all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "new_session_id"]
+__all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "TurnReason", "new_session_id"]
 
 TURN_CONTINUES = ("the session was lost during a turn; the turn goes on from its last saved tool batch, "
                   "and no call that could have changed something runs again")
@@ -168,7 +169,7 @@ class Session:
     def announce_start(self) -> None:
         self.emit(SessionStarted(session_id=self.session_id, model=self.ports.model.name, cwd=str(self.kit.tool_context.workspace)))
 
-    def announce_end(self, reason: str, final_text: str, error: str | None = None) -> None:
+    def announce_end(self, reason: EndReason, final_text: str, error: str | None = None) -> None:
         self.emit(
             SessionEnded(
                 session_id=self.session_id,
@@ -474,11 +475,13 @@ class Session:
             refused_actual=refusal.actual_tokens,
             limit=refusal.limit_tokens,
         )
+        count = None if retry is None else (lambda: exact_tokens(self.ports.model, retry.request))
         try:
-            await check_retry(check, refusal, count=retry and (lambda: exact_tokens(self.ports.model, retry.request)))
+            await check_retry(check, refusal, count=count)
         except PromptTooLong:
             self._emit_compaction(result)  # what was tried, though not applied
             raise
+        assert retry is not None  # check_retry refuses when nothing was recompiled
         self._apply(result)
         if self.kit.trace is not None:
             self.kit.trace.write(retry, self.prompt, result.events, budget_tokens=target, counter=self.kit.counter)
@@ -502,7 +505,7 @@ class Session:
         )
         self.emit(GoalVerdict(session_id=self.session_id, condition=goal.condition, verdict=step.verdict.verdict,
                               reason=step.verdict.reason, auto_turns=auto_turns))
-        if goal.status == "met":
+        if step.verdict.verdict == "met":  # judge_step marked the goal met
             self._show_goal()
         if step.stop is not None:
             return TurnOutcome(step.stop, outcome.final_text, outcome.model_calls, detail=step.detail)
