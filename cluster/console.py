@@ -53,9 +53,9 @@ class _RawLines:
         self.pending = b""
         self.ended = False
 
-    def next(self) -> str:
+    def next(self, fd: int) -> str:
         while b"\n" not in self.pending and not self.ended:
-            chunk = os.read(sys.stdin.fileno(), 65536)
+            chunk = os.read(fd, 65536)
             self.ended = not chunk
             self.pending += chunk
         if not self.pending:
@@ -68,10 +68,14 @@ _RAW_LINES = _RawLines()
 
 
 def _read_line(prompt: str) -> str:
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # stdin replaced by an in-memory stream
+        return input(prompt)
     if sys.stdin.isatty():
         return input(prompt)  # readline's editing; it reads the terminal without sys.stdin's lock
     print(prompt, end="", flush=True)
-    return _RAW_LINES.next()
+    return _RAW_LINES.next(fd)
 
 
 async def console_approver(request: PermissionRequested) -> PermissionAnswer:
