@@ -20,6 +20,7 @@ from agents.blueprint import RootSpec, SessionBlueprint, SpawnerFactory, assembl
 from agents.budgets import Budget
 from agents.compaction import load_summarizer
 from agents.config import WorkingsetSettings
+from agents.directories import output_directory
 from agents.errors import ConfigError
 from agents.events import EventSink, Notice, discard_events
 from agents.hooks import HookRunner
@@ -288,6 +289,7 @@ def build_session(
         budget=Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd),
         snapshots=runtime.snapshots or snapshot_store(settings),
         judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge", settings=settings.providers),
-        trace=TraceWriter(settings.trace_dir, session_id) if settings.trace_dir is not None else None,
+        trace=(TraceWriter(output_directory(settings.trace_dir, "trace_dir (--trace-dir)"), session_id)
+               if settings.trace_dir is not None else None),
     )
     return assemble(blueprint, root)

@@ -162,7 +162,7 @@ class Notice(_EventBase):
 # Why a session ended: a turn's own reasons (agents.loop.TurnReason), an error, or the user.
 EndReason = Literal[
     "end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget",
-    "truncated", "refusal",
+    "truncated", "refusal", "permission_denied",
 ]
 
 

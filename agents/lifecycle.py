@@ -106,6 +106,7 @@ async def _resume(session: Session, *, restart: bool) -> bool:
     if loaded.problem:
         session.emit(Notice(session_id=session.session_id, text=loaded.problem))
     session.restore(loaded.state)
+    session.saved_version = loaded.version
     if restart and isinstance(session.ports.model, _Replaying):
         session.ports.model.seek(loaded.state.model_calls)
     return True

@@ -8,6 +8,7 @@ judge and budgets are called steps, not inline branches; the tool batch lives in
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from agents.events import (
 )
 from agents.goal import anchor_after_rewrite, goal_section, judge_step
 from agents.hooks import HookEvent, HookResult
-from agents.messages import Message, ToolUseBlock
+from agents.messages import Message, ToolUseBlock, tool_uses_by_id, with_unique_tool_ids
 from agents.models import cost_usd, model_info
 from agents.modes import Mode, visible_registry
 from agents.persistence import restored_state, snapshot_of
@@ -51,13 +52,18 @@ from agents.session_state import GoalState, PendingState, SessionState
 from agents.snapshot_store import SnapshotError
 from agents.stop_reasons import NextStep, next_step_for
 from agents.system_prompt import SystemPrompt, tool_catalog_section
-from agents.tool_batch import ToolBatchRunner
+from agents.tool_batch import TURN_CANCELLED, ToolBatchRunner
+from agents.tool_calls import interrupted_result
 from agents.working_set import CompiledRequest, WorkingSetCompiler
 
 __all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "TurnReason", "new_session_id"]
 
+TURN_CONTINUES = ("the session was lost during a turn; the turn goes on from its last saved tool batch, "
+                  "and no call that could have changed something runs again")
+
 TurnReason = Literal[
-    "end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget", "truncated", "refusal"
+    "end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget", "truncated", "refusal",
+    "permission_denied",
 ]
 
 
@@ -123,13 +129,15 @@ class Session:
             session_id=session_id or new_session_id(), cwd=str(kit.tool_context.workspace), model=ports.model.name
         )
         self.closers: list = []  # async callables run by aclose (MCP connections, ...)
+        self.saved_version: str | None = None  # the last version this session saved
         self.compiler = WorkingSetCompiler(kit.counter)
         self.strategy = make_strategy(self.settings.compact.strategy)
         self.model_info = model_info(ports.model, self.settings.models)
         self.budget_tokens = compact_budget(
             ports.model, self.settings.agent.max_output_tokens, self.settings.compact, self.settings.models
         )
-        self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens)
+        self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens,
+                                     checkpoint=lambda: self.save_snapshot("tool_batch"))
         self.set_mode(mode, announce=False)
         check_budget_fits(self.budget_tokens, self._overhead_tokens())
         self._compaction_env = CompactionEnv(
@@ -205,8 +213,11 @@ class Session:
             cwd = str(self.kit.tool_context.workspace)
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
         state.conversation.append(Message.user(user_input))
-        state.turn_calls, state.final_text, state.cut_in_a_row = 0, "", 0
-        return await self._saved(await self._advance())
+        state.turn_calls, state.final_text, state.cut_in_a_row, state.unanswered = 0, "", 0, []
+        state.turns, state.in_turn = state.turns + 1, True
+        if state.goal is not None:
+            state.goal.auto_turns = 0  # the user spoke: the judge's continuations count afresh
+        return await self._advanced()
 
     async def notify_hooks(self, event: HookEvent, payload: dict, *, tool_name: str | None = None) -> HookResult | None:
         """Run the hooks for `event`; their warnings and messages become notices."""
@@ -227,12 +238,14 @@ class Session:
 
     async def settle_resumed(self) -> TurnOutcome | None:
         """After a resume: the parked question again, or the turn continued when every
-        parked call was settled on restore; None when nothing was parked."""
-        if self.pending is None:
+        parked call was settled on restore, or a turn the session was lost in continued
+        from its last saved tool batch; None when no turn was under way."""
+        if self.pending is not None:
+            return self._paused() if self.pending.asks else await self.continue_parked()
+        if not self.state.in_turn:
             return None
-        if self.pending.asks:
-            return self._paused()
-        return await self.continue_parked()
+        self.emit(Notice(session_id=self.session_id, text=TURN_CONTINUES))
+        return await self._advanced()
 
     async def continue_parked(self) -> TurnOutcome:
         """Run a parked batch whose calls are all settled, then go on with the turn
@@ -241,7 +254,7 @@ class Session:
             raise WorkingsetError("nothing parked is ready to continue")
         await self.tools.finish(self.pending)
         self.pending = None
-        return await self._saved(await self._advance())
+        return await self._advanced()
 
     async def compact_now(self, focus: str | None = None) -> CompactionResult:
         """Manual `/compact`: summarize keeping the last few messages; on failure the
@@ -252,11 +265,13 @@ class Session:
         return result
 
     async def clear(self) -> None:
-        """`/clear`: an empty conversation, saved at once, so the old one is only in history."""
+        """`/clear`: an empty conversation, saved at once, so the old one is only in history
+        (`cleared_from` names its version)."""
         state = self.state
+        state.cleared_from = self.saved_version
         state.conversation, state.pending, state.goal = [], None, None
         self._show_goal()
-        state.turn_calls, state.final_text = 0, ""
+        state.turn_calls, state.final_text, state.in_turn = 0, "", False
         state.start_source = "clear"
         await self.save_snapshot("clear")
 
@@ -271,6 +286,7 @@ class Session:
             self.emit(SnapshotSaved(session_id=self.session_id, saved=False, reason=reason, error=f"state not saved: {exc}"))
             return None
         self.emit(SnapshotSaved(session_id=self.session_id, saved=True, version=version, reason=reason))
+        self.saved_version = version
         return version
 
     def restore(self, saved: SessionState) -> list[str]:
@@ -283,7 +299,28 @@ class Session:
             self.emit(Notice(session_id=self.session_id, text=text))
         return notices
 
+    async def _advanced(self) -> TurnOutcome:
+        """The turn advanced to its end and saved. Cancelled (Ctrl-C in the REPL, a caller
+        that gave up), the turn is closed — every call of the last reply has a result —
+        and saved as it stands; the conversation is kept."""
+        try:
+            return await self._saved(await self._advance())
+        except asyncio.CancelledError:
+            self._close_cancelled_turn()
+            await self.save_snapshot("cancelled")
+            raise
+
+    def _close_cancelled_turn(self) -> None:
+        state = self.state
+        last = state.conversation[-1] if state.conversation else None
+        if last is not None and last.role == "assistant" and last.tool_uses and state.pending is None:
+            # cancelled between the reply and its batch: none of its calls started
+            results = [interrupted_result(u.id, by=TURN_CANCELLED, started=False) for u in last.tool_uses]
+            state.conversation.append(Message.tool_results(results))
+        state.in_turn = False
+
     async def _saved(self, outcome: TurnOutcome) -> TurnOutcome:
+        self.state.in_turn = outcome.reason == "permission"  # a paused turn goes on when it is answered
         await self.save_snapshot(outcome.reason)
         return outcome
 
@@ -301,11 +338,23 @@ class Session:
                     return outcome
                 follow_up = await self._judge_goal(outcome)
                 if follow_up is None or isinstance(follow_up, TurnOutcome):
-                    return follow_up or outcome
+                    return self._unless_denied(follow_up or outcome)
                 self.conversation.append(Message.user(follow_up))
                 self._turn_calls = 0
         except BudgetExceeded as exc:
             return TurnOutcome("budget", self._final_text, self._turn_calls, detail=str(exc))
+
+    def _unless_denied(self, outcome: TurnOutcome) -> TurnOutcome:
+        """A turn that ended naturally after calls were denied for want of anyone to ask
+        did not do what the model says it did: its outcome says so."""
+        denied = self.state.unanswered
+        if outcome.reason != "end_turn" or not denied:
+            return outcome
+        tools = ", ".join(name if denied.count(name) == 1 else f"{name} ×{denied.count(name)}"
+                          for name in dict.fromkeys(denied))
+        calls = f"{len(denied)} tool calls ({tools}) were" if len(denied) > 1 else f"1 tool call ({tools}) was"
+        detail = f"{calls} denied because nobody could answer a permission prompt; the task may be unfinished"
+        return TurnOutcome("permission_denied", outcome.final_text, outcome.model_calls, detail=detail)
 
     async def _work(self) -> TurnOutcome:
         while self._turn_calls < self.settings.agent.max_turns:
@@ -367,7 +416,7 @@ class Session:
             self.unpriced_calls += 1
         else:
             self.cost_usd += cost
-        self._record_reply(response)
+        response = self._record_reply(response)
         self.emit(
             ModelCall(
                 session_id=self.session_id,
@@ -382,17 +431,29 @@ class Session:
         )
         for text in (b.text for b in response.content if b.type == "text"):
             self.emit(AssistantText(session_id=self.session_id, text=text))
+        if response.unknown_blocks:
+            kinds = ", ".join(sorted(set(response.unknown_blocks)))
+            self.emit(Notice(session_id=self.session_id, text=f"the reply held content blocks of a type this "
+                                                               f"Workingset does not know ({kinds}); they were left out"))
         if self.kit.budget is not None:
             self.kit.budget.charge(response.usage, cost, self.ports.model.name)
         return response
 
-    def _record_reply(self, response: ModelResponse) -> None:
-        """Append the reply; the continuation of a paused turn joins the paused message."""
+    def _record_reply(self, response: ModelResponse) -> ModelResponse:
+        """Append the reply (returned with its tool_use ids made unique); the continuation
+        of a paused turn joins the paused message."""
         message = response.as_message()
+        if message.tool_uses:
+            message, renamed = with_unique_tool_ids(message, set(tool_uses_by_id(self.conversation)))
+            if renamed:
+                response = response.model_copy(update={"content": message.content})
+                self.emit(Notice(session_id=self.session_id, text="the model reused tool-use ids; the calls were "
+                                 "given fresh ones: " + ", ".join(f"{old} → {new}" for old, new in renamed)))
         if self._resuming_paused and self.conversation and self.conversation[-1].role == "assistant":
             paused = self.conversation.pop()
             message = Message(role="assistant", content=(*paused.content, *message.content))
         self.conversation.append(message)
+        return response
 
     def _calibrate(self, estimated: int, response: ModelResponse) -> None:
         observe = getattr(self.kit.counter, "observe", None)

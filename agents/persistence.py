@@ -5,7 +5,9 @@
 figures). `restored_state` takes the conversation and control state from a snapshot
 into the environment the session was just built for: permission grants come back
 only when the rules they were given under are unchanged; a parked call is prepared
-again and, under changed rules, decided again; notices say what changed.
+again and, under changed rules, decided again; a call that could change something and
+was running when the version was saved mid-batch is never run again: its result says
+it may or may not have taken effect (a read runs again). Notices say what changed.
 """
 
 from __future__ import annotations
@@ -25,9 +27,17 @@ from agents.session_state import (
     git_head,
     settings_fingerprint,
 )
-from agents.tool_calls import error_result, lost_call_result, parked_use, prepare_tool_call
+from agents.tool_calls import (
+    error_result,
+    interrupted_result,
+    lost_call_result,
+    parked_use,
+    prepare_tool_call,
+)
 
-__all__ = ["permission_fingerprint", "restored_state", "snapshot_of"]
+__all__ = ["SESSION_LOST", "permission_fingerprint", "restored_state", "snapshot_of"]
+
+SESSION_LOST = "the session was lost"
 
 
 def permission_fingerprint(runtime: PermissionRuntime) -> str:
@@ -98,7 +108,11 @@ def _restore_pending(state: SessionState, kit: SessionKit, compatible: bool, not
     if saved is None:
         return None
     pending = PendingState(order=saved.order, results=list(saved.results), reasons=saved.reasons)
+    again = _settle_running(state, saved, pending, kit, notices)
+    settled = {r.tool_use_id for r in pending.results}
     for use_id in [*saved.allowed, *saved.asks]:
+        if use_id in settled:  # ran (or was blocked) before the version was saved
+            continue
         use = parked_use(state.conversation, use_id)
         if use is None:
             pending.settle(lost_call_result(use_id))
@@ -108,7 +122,7 @@ def _restore_pending(state: SessionState, kit: SessionKit, compatible: bool, not
             notices.append(f"the parked call {use.name} cannot run any more: {prepared.content}")
             pending.settle(prepared)
             continue
-        if compatible:
+        if compatible or use_id in again:
             (pending.asks if use_id in saved.asks else pending.allowed).append(use_id)
             continue
         decision = kit.permissions.decide(prepared.tool, prepared.args, kit.tool_context.workspace)
@@ -118,3 +132,25 @@ def _restore_pending(state: SessionState, kit: SessionKit, compatible: bool, not
             (pending.asks if decision.effect == "ask" else pending.allowed).append(use_id)
         notices.append(f"the parked call {use.name} was decided again under the current rules: {decision.effect}")
     return pending
+
+
+def _settle_running(
+    state: SessionState, saved: PendingState, pending: PendingState, kit: SessionKit, notices: list[str]
+) -> set[str]:
+    """Settle the calls that were running when the version was saved: one that could
+    have changed something is never run again (its result says its outcome is unknown);
+    a read runs again. Returns the reads (allowed already, they are not decided again)."""
+    again: set[str] = set()
+    settled = {r.tool_use_id for r in saved.results}
+    for use_id in saved.running:
+        if use_id in settled:
+            continue
+        use = parked_use(state.conversation, use_id)
+        if use is not None and use.name in kit.registry and kit.registry.get(use.name).is_read_only:
+            again.add(use_id)
+            continue
+        name = use.name if use is not None else use_id
+        notices.append(f"the call {name} was running when the session was lost; it is not run again, and its "
+                       "result tells the model its outcome is unknown")
+        pending.settle(interrupted_result(use_id, by=SESSION_LOST, started=True))
+    return again

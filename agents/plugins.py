@@ -301,16 +301,17 @@ def _plugin_tools(plugin: Plugin) -> list[Tool]:
 
 def _call_factory(plugin: Plugin, path: str) -> Any:
     module_name, _, attr = path.partition(":")
+    # SystemExit too: a plugin that calls sys.exit() is a broken plugin, not the end of the run.
     try:
         target: Any = importlib.import_module(module_name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise _Problem(f"cannot import {module_name!r} for tool factory {path!r}: {type(exc).__name__}: {exc}") from exc
     _check_module_home(plugin, target, module_name)
     try:
         for part in attr.split("."):
             target = getattr(target, part)
         return target()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise _Problem(f"tool factory {path!r} failed: {type(exc).__name__}: {exc}") from exc
 
 

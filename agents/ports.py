@@ -70,6 +70,9 @@ class ModelResponse(BaseModel):
     model: str = ""
     stop_details: str | None = Field(None, description="What the provider said about the stop (e.g. a refusal's category).")
     usage_reported: bool = Field(True, description="False when the provider sent no usage and it was estimated.")
+    unknown_blocks: tuple[str, ...] = Field(
+        (), description="Types of content blocks the reply held that Workingset does not know; left out of it."
+    )
 
     def as_message(self) -> Message:
         return Message(role="assistant", content=self.content)

@@ -61,6 +61,9 @@ class PendingState(BaseModel):
     allowed: list[str] = Field(default_factory=list)
     asks: list[str] = Field(default_factory=list)
     reasons: dict[str, str] = Field(default_factory=dict)
+    # The calls started and not settled yet: saved with them, a version tells a resume
+    # which calls may or may not have taken effect (a resume never runs them again).
+    running: list[str] = Field(default_factory=list)
     # When each call was first seen (perf_counter), for the durations events report;
     # meaningless in another process, so never saved.
     started: dict[str, float] = Field(default_factory=dict, exclude=True)
@@ -112,6 +115,17 @@ class SessionState(BaseModel):
     model_calls: int = Field(0, description="Model calls over the session's life.")
     turn_calls: int = Field(0, description="Model calls in the current outer turn.")
     final_text: str = Field("", description="The last assistant text of the current outer turn.")
+    cleared_from: str | None = Field(
+        None, description="The version current when /clear emptied the conversation (`/resume` returns to it)."
+    )
+    unanswered: list[str] = Field(
+        default_factory=list,
+        description="Tools of the current outer turn's calls denied because nobody could answer their ask.",
+    )
+    turns: int = Field(0, description="Outer turns begun over the session's life.")
+    in_turn: bool = Field(
+        False, description="A turn is under way: a version saved around a tool batch, which a resume continues."
+    )
     # Not saved (a resumed session starts them afresh): why SessionStart fires before
     # the next turn (None: it has fired; a restore sets "resume"), the priced cost and
     # the calls without a price since the session was opened, and the stop-reason

@@ -99,6 +99,9 @@ async def _run_child(child: Session, request: SubagentRequest) -> SubagentResult
         return result(f"Subagent '{request.description}' failed: {type(exc).__name__}: {exc}", "error", True)
     if outcome.reason == "end_turn":
         return result(outcome.final_text or "(the subagent finished without a final answer)", "end_turn", False)
+    if outcome.reason == "permission_denied":  # it finished; its answer comes with what it could not do
+        answer = outcome.final_text or "(the subagent finished without a final answer)"
+        return result(f"{answer}\n\n(Subagent '{request.description}': {outcome.detail}.)", outcome.reason, False)
     last = f" Its last words: {outcome.final_text}" if outcome.final_text else ""
     why = {
         "turn_limit": f"stopped at its turn limit ({outcome.model_calls} model calls) before finishing.",

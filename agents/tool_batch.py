@@ -5,6 +5,10 @@ gate:   lookup in the full registry → input validation → mode check → perm
         given), parked (at the root), or denied (a child with no one to ask).
 finish: run the allowed calls concurrently, clip each result to its budget (the
         full body goes to the record first), and append the results in call order.
+        The state is saved before each wave that can change something (which calls
+        are starting) and after the batch, so a resumed session never runs such a call
+        twice (`agents.persistence`); a batch cut short (the user interrupted the turn)
+        is closed with results saying which calls may have run.
 
 A batch is a PendingState (calls named by tool_use id; parked, it is the state's
 `pending`); each call is prepared from the reply that made it (the last message)
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 from agents.compaction import clip_tool_result
 from agents.events import PermissionDecided, PermissionRequested, ToolCall, ToolResult
@@ -29,12 +34,21 @@ from agents.tool_calls import (
     PreparedCall,
     error_result,
     execute_prepared,
+    interrupted_result,
     prepare_parked,
     prepare_tool_call,
 )
 from tools.base import ExecutionDomain
 
 __all__ = ["Approver", "PermissionAnswer", "ToolBatchRunner", "waves"]
+
+TURN_CANCELLED = "the turn was cancelled"
+
+
+def _cut_short_by(exc: BaseException) -> str:
+    if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+        return TURN_CANCELLED
+    return f"the tool batch failed ({type(exc).__name__}: {exc})"
 
 
 def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
@@ -61,11 +75,13 @@ def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
 class ToolBatchRunner:
     """Gate, answer and finish the tool calls of a reply, over a state and its ports."""
 
-    def __init__(self, state: SessionState, ports: SessionPorts, kit: SessionKit, *, result_max_tokens: int):
+    def __init__(self, state: SessionState, ports: SessionPorts, kit: SessionKit, *, result_max_tokens: int,
+                 checkpoint: Callable[[], Awaitable[object]] | None = None):
         self.state = state
         self.ports = ports
         self.kit = kit
         self.result_max_tokens = result_max_tokens
+        self.checkpoint = checkpoint  # saves the state (a snapshot) before each wave and after the batch
 
     async def gate(self, uses: list[ToolUseBlock]) -> PendingState:
         kit = self.kit
@@ -84,6 +100,8 @@ class ToolBatchRunner:
             if decision.effect == "allow":
                 batch.allowed.append(use.id)
             elif decision.effect == "deny":
+                if decision.source == "headless":  # the turn's outcome says so (agents.loop)
+                    self.state.unanswered.append(use.name)
                 self._settle(batch, error_result(use, f"Permission denied: {decision.reason}. The call did not run."), use.name)
             else:
                 batch.asks.append(use.id)
@@ -108,16 +126,49 @@ class ToolBatchRunner:
         """PreToolUse hooks (in call order) may still block an allowed call; the rest run in
         call order, concurrently where that is safe (see `waves`); PostToolUse hooks see
         each full result before it is clipped."""
-        ctx = self.kit.tool_context
         prepared = (self._prepared(use_id, batch) for use_id in sorted(batch.allowed, key=batch.order.index))
         allowed = [call for call in prepared if call is not None]
         runnable = [c for c in allowed if await self._pre_tool_use(batch, c)]
-        for wave in waves(runnable):
-            outputs = await asyncio.gather(*(execute_prepared(c, executor=self.ports.executor, ctx=ctx) for c in wave))
-            for call, result in zip(wave, outputs, strict=True):
-                await self._post_tool_use(call, result)
-                self._settle(batch, self._clip_to_budget(result), call.use.name)
+        self.state.pending = batch  # while it runs, a save shows which calls are done and which started
+        try:
+            for wave in waves(runnable):
+                await self._run_wave(batch, wave)
+        except BaseException as exc:  # cancelled (the user interrupted the turn) or a bug: close the batch
+            self._close(batch, by=_cut_short_by(exc))
+            raise
+        self.state.pending = None
         self.state.conversation.append(Message.tool_results(batch.results_in_order()))
+        await self._save()
+
+    async def _run_wave(self, batch: PendingState, wave: list[PreparedCall]) -> None:
+        # A wave that can change something is recorded as started first: killed while it
+        # runs, a resume tells the model its outcome is unknown instead of running it again.
+        # A wave of reads is not: run again after a kill, it repeats nothing.
+        if any(not c.tool.is_read_only for c in wave):
+            batch.running = [c.use.id for c in wave]
+            await self._save()
+        outputs = await asyncio.gather(*(execute_prepared(c, executor=self.ports.executor, ctx=self.kit.tool_context)
+                                         for c in wave))
+        for call, result in zip(wave, outputs, strict=True):
+            await self._post_tool_use(call, result)
+            self._settle(batch, self._clip_to_budget(result), call.use.name)
+        batch.running = []
+
+    def _close(self, batch: PendingState, *, by: str) -> None:
+        """Close a batch the turn was cut off in: every call not settled gets a result
+        saying whether it may have run, so the conversation stays protocol-complete and
+        nothing is run again."""
+        settled = {r.tool_use_id for r in batch.results}
+        for use_id in batch.order:
+            if use_id not in settled:
+                self._settle(batch, interrupted_result(use_id, by=by, started=use_id in batch.running), "")
+        batch.running = []
+        self.state.pending = None
+        self.state.conversation.append(Message.tool_results(batch.results_in_order()))
+
+    async def _save(self) -> None:
+        if self.checkpoint is not None:
+            await self.checkpoint()
 
     def current_request(self, batch: PendingState | None) -> PermissionRequested:
         """The question for the first parked call (what a caller shows the user)."""

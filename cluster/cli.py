@@ -4,7 +4,8 @@
     workingset run            (no prompt: interactive REPL)
     workingset trust [PATH] | trust --list | untrust [PATH]
 
-Every error a user can cause ends in one line naming the problem and the fix, exit 2.
+Every error a user can cause ends in one line naming the problem and the fix, exit 2;
+a run whose calls were denied because nobody could answer exits 3, saying so.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from cluster.trust_cli import add_trust_parsers, run_trust_command, settle_trust
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DENIED = 0, 1, 2, 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,6 +84,11 @@ async def _run_prompt(session: SessionHandle, prompt: str, approver: Approver | 
         session.announce_end("error", "", error=f"{type(exc).__name__}: {exc}")
         return EXIT_FAILED
     session.announce_end(outcome.reason, outcome.final_text, error=outcome.detail)
+    if outcome.reason == "permission_denied":
+        # Said on stderr too: whatever the final text claims, those calls never ran.
+        print(f"workingset: {outcome.detail}. Allow them with --allow RULE or --permission-mode, "
+              "or run at a terminal to be asked", file=sys.stderr)
+        return EXIT_DENIED
     return EXIT_OK if outcome.reason == "end_turn" else EXIT_FAILED
 
 

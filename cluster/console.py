@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import sys
+import threading
 from typing import overload
 
 from agents.errors import ConfigError
@@ -16,11 +20,62 @@ __all__ = ["ask_line", "console_approver", "describe_request", "settle_parked"]
 
 
 async def ask_line(prompt: str) -> str | None:
-    """One line from stdin without blocking the event loop; None at end of input."""
+    """One line from stdin without blocking the event loop; None at end of input. The
+    read runs on a daemon thread, not the loop's executor: Ctrl-C at the prompt ends the
+    run at once instead of waiting for a line that never comes."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str | None] = loop.create_future()
+
+    def deliver(line: str | None, error: BaseException | None) -> None:
+        if not answer.done():
+            answer.set_exception(error) if error is not None else answer.set_result(line)
+
+    def read() -> None:
+        line, error = None, None
+        try:
+            line = _read_line(prompt)
+        except EOFError:
+            pass
+        except BaseException as exc:  # handed to the waiting coroutine
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(deliver, line, error)
+
+    threading.Thread(target=read, name="workingset-input", daemon=True).start()
+    return await answer
+
+
+class _RawLines:
+    """Lines of a non-terminal stdin read from its file descriptor: a thread blocked in
+    os.read holds no lock the interpreter needs at exit (sys.stdin's reader would)."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+        self.ended = False
+
+    def next(self, fd: int) -> str:
+        while b"\n" not in self.pending and not self.ended:
+            chunk = os.read(fd, 65536)
+            self.ended = not chunk
+            self.pending += chunk
+        if not self.pending:
+            raise EOFError
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode(errors="replace")
+
+
+_RAW_LINES = _RawLines()
+
+
+def _read_line(prompt: str) -> str:
     try:
-        return await asyncio.to_thread(input, prompt)
-    except EOFError:
-        return None
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # stdin replaced by an in-memory stream
+        return input(prompt)
+    if sys.stdin.isatty():
+        return input(prompt)  # readline's editing; it reads the terminal without sys.stdin's lock
+    print(prompt, end="", flush=True)
+    return _RAW_LINES.next(fd)
 
 
 async def console_approver(request: PermissionRequested) -> PermissionAnswer:

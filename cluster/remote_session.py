@@ -5,7 +5,8 @@ answer_permission, compact_now, set_mode, set_goal, clear, ...), streams the
 session's events to the caller's sink as they happen, answers subagents'
 permission questions, and survives the actor's death: it waits for the restart,
 reopens the session from its last snapshot and, if the interrupted turn had not
-completed, runs it again — saying so, because its tool calls may run twice.
+completed, goes on with it from its last saved tool batch (or runs it again from
+its start when nothing of it was saved), so no call that changes anything runs twice.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from cluster.session_actor import ChildQuestion, ClusterServices, SessionSpec, T
 __all__ = ["RemoteSession"]
 
 _LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
+
+
+TURN_RESTARTS = ("the interrupted turn runs again from its start: it had saved nothing, so none of its calls "
+                 "that change anything had run")
 
 
 class _ActorLost(Exception):
@@ -103,17 +108,24 @@ class RemoteSession:
     # -- turns --------------------------------------------------------------------------
 
     async def run_turn(self, user_input: str) -> TurnOutcome:
-        text = user_input
+        begun = self._control.get("turns", 0) + 1  # the session's count of turns begun, in this one
+        continuing = False
         for _ in range(3):
             try:
-                return await self._consume(self.actor.turn.remote(self.session_id, text))
+                if continuing:
+                    return await self._consume(self.actor.settle_resumed.remote(self.session_id))
+                return await self._consume(self.actor.turn.remote(self.session_id, user_input))
             except _ActorLost:
                 await self._reopen()
-                if self._control.get("complete") and self._control.get("last_input") == text:
+                if self._control.get("turns", 0) < begun:
+                    # Nothing of this turn was saved, so no call of it that changes anything
+                    # had started (one is saved before it runs): running it again repeats none.
+                    self.emit(Notice(session_id=self.session_id, text=TURN_RESTARTS))
+                    continuing = False
+                elif not self._control.get("in_turn"):
                     return TurnOutcome("end_turn", "", 0, detail="the turn had completed before the actor failed")
-                self.emit(Notice(session_id=self.session_id, text=(
-                    "the interrupted turn runs again from the last snapshot; tool calls it made before the "
-                    "failure may run a second time")))
+                else:  # saved mid-turn: the reopened session goes on from its last saved tool batch
+                    continuing = True
         raise ClusterError(f"session {self.session_id} lost its actor three times in one turn; giving up")
 
     async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
@@ -142,7 +154,14 @@ class RemoteSession:
             self.emit(Notice(session_id=self.session_id, text=f"the session's actor failed ({type(exc).__name__}); "
                                                                "restarting it and resuming from the last snapshot"))
             raise _ActorLost from exc
+        except asyncio.CancelledError:
+            # Cancelled here (Ctrl-C in the REPL): the turn stops on the actor too, and is kept.
+            await asyncio.wait([asyncio.ensure_future(self._cancel_on_actor())], timeout=30)
+            raise
         raise ClusterError(f"session {self.session_id}: the turn's stream ended without an outcome")
+
+    async def _cancel_on_actor(self) -> None:
+        await self.actor.cancel_turn.remote(self.session_id)
 
     async def _answer_child(self, question: ChildQuestion) -> None:
         # The child's own permission_requested event has already reached the stream.

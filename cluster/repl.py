@@ -6,7 +6,11 @@ plan (back to Default, implement it), keeps planning, or discards it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+import signal
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import Any, TypeVar
 
 from agents.errors import ModelError, WorkingsetError
 from agents.handle import SessionHandle
@@ -19,20 +23,60 @@ __all__ = ["SLASH_COMMANDS", "run_repl"]
 SlashHandler = Callable[[SessionHandle, str], Awaitable[bool]]  # returns False to leave the REPL
 
 APPROVED_PLAN = "The user approved the plan above. Implement it now, then verify it."
+CANCELLED = ("turn cancelled; the conversation is kept (a tool call that had started may have taken effect, "
+             "and its result says so)")
+
+T = TypeVar("T")
 
 
 async def converse(session: SessionHandle, text: str) -> TurnOutcome | None:
-    """One user input to its end: permissions asked, plan approval offered."""
+    """One user input to its end: permissions asked, plan approval offered. Ctrl-C
+    cancels the turn (the conversation is kept) instead of leaving the REPL."""
     try:
-        outcome = await settle_parked(session, console_approver, await session.run_turn(text))
+        outcome = await _cancellable(_answered_turn(session, text))
     except ModelError as exc:
         print(f"model error: {exc}")
+        return None
+    if outcome is None:
+        print(f"[{CANCELLED}]")
         return None
     if outcome.reason != "end_turn":
         print(f"[stopped: {outcome.reason}{' — ' + outcome.detail if outcome.detail else ''}]")
     if session.mode is Mode.PLAN and outcome.reason == "end_turn":
         return await _offer_plan_approval(session) or outcome
     return outcome
+
+
+async def _answered_turn(session: SessionHandle, text: str) -> TurnOutcome | None:
+    return await settle_parked(session, console_approver, await session.run_turn(text))
+
+
+async def _cancellable(work: Coroutine[Any, Any, T]) -> T | None:
+    """Run `work`; Ctrl-C cancels it (None) instead of ending the REPL."""
+    task = asyncio.ensure_future(work)
+    with _ctrl_c_cancels(task):
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:  # the REPL itself is being cancelled
+            task.cancel()
+            raise
+    return None if task.cancelled() else task.result()
+
+
+@contextlib.contextmanager
+def _ctrl_c_cancels(task: asyncio.Future) -> Iterator[None]:
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread: Ctrl-C keeps its meaning
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)
 
 
 async def _offer_plan_approval(session: SessionHandle) -> TurnOutcome | None:
@@ -90,7 +134,8 @@ async def _goal(session: SessionHandle, arg: str) -> bool:
 
 async def _clear(session: SessionHandle, arg: str) -> bool:
     await session.clear()
-    print("conversation cleared (the previous one stays in the session's history)")
+    how = "/resume returns to it" if isinstance(session, Session) else "`workingset sessions history ID` lists it"
+    print(f"conversation cleared (the previous one stays in the session's history; {how})")
     return True
 
 
@@ -102,12 +147,17 @@ async def _resume(session: SessionHandle, arg: str) -> bool:
     target = arg or session.session_id
     try:
         loaded = await store.aload(target)
+        if not loaded.state.conversation and loaded.state.cleared_from is not None:
+            # the latest version is a /clear: return to the conversation before it
+            print(f"the latest version of {target} is a /clear; resuming the conversation before it")
+            loaded = await store.aload(target, loaded.state.cleared_from)
     except WorkingsetError as exc:
         print(f"cannot resume {target}: {exc}")
         return True
     if loaded.problem:
         print(f"warning: {loaded.problem}")
     session.restore(loaded.state.model_copy(update={"session_id": session.session_id}))
+    session.saved_version = loaded.version if target == session.session_id else None
     print(f"resumed {target} (version {loaded.version}): {len(session.conversation)} messages, mode {session.mode.value}")
     await settle_parked(session, console_approver)
     return True

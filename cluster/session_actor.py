@@ -8,7 +8,8 @@ of processes. The actor holds no CPU while it waits on models (num_cpus=0).
 
 Fault tolerance: the actor restarts when killed (max_restarts=-1) and starts
 empty; the caller's RemoteSession reopens its session from the last snapshot
-(taken after every outer turn), so no completed turn is lost.
+(taken after every tool batch and every outer turn), so no completed turn or tool
+batch is lost, and the interrupted turn goes on from where it was saved.
 """
 
 from __future__ import annotations
@@ -145,10 +146,21 @@ class SessionActor:
         if hosted is not None:
             # A caller that closes mid-turn (it gave up: a wall-clock limit, Ctrl-C) must not
             # leave the turn running here, still calling the model and the tools.
-            if hosted.turn is not None and not hosted.turn.done():
-                hosted.turn.cancel()
-                await asyncio.wait([hosted.turn])
+            await self._cancel(hosted)
             await hosted.session.aclose()
+
+    async def cancel_turn(self, session_id: str) -> None:
+        """Stop the turn running now (Ctrl-C in the caller's REPL); the session stays open,
+        its conversation kept (agents.loop closes and saves the cancelled turn)."""
+        hosted = self.hosted.get(session_id)
+        if hosted is not None:
+            await self._cancel(hosted)
+
+    @staticmethod
+    async def _cancel(hosted: _Hosted) -> None:
+        if hosted.turn is not None and not hosted.turn.done():
+            hosted.turn.cancel()
+            await asyncio.wait([hosted.turn])
 
     def sessions(self) -> list[str]:
         return list(self.hosted)
@@ -188,6 +200,8 @@ class SessionActor:
                 done = True
             if batch:
                 yield batch
+        if task.cancelled():
+            return  # the caller cancelled it (cancel_turn, close) and reads no more
         outcome = task.result()  # re-raises a model error for the caller
         yield [self._turn_end(hosted.session, outcome)]
 
@@ -269,6 +283,8 @@ class SessionActor:
             "last_input": inputs[-1] if inputs else "",
             # a finished turn ends in an assistant reply without tool calls and nothing parked
             "complete": bool(last and last.role == "assistant" and not last.tool_uses and session.pending is None),
+            "turns": session.state.turns,  # outer turns begun; a turn saved mid-way is `in_turn`
+            "in_turn": session.state.in_turn,
         }
 
     def _turn_end(self, session: Session, outcome: TurnOutcome | None) -> TurnEnd:

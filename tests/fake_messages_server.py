@@ -2,7 +2,7 @@
 
 `POST /v1/messages` (streamed as server-sent events when the request asks, else one
 JSON message) and `POST /v1/messages/count_tokens`. Answers come from a queue the test
-fills (`push_text`, `push_tool_use`, `push_content`, `push_error`, ...); with the queue
+fills (`push_text`, `push_tool_use`, `push_content`, `push_error`, `push_raw`, ...); with the queue
 empty it answers a default text reply. A streamed answer can fail the ways real streams
 do (`fault=StreamFault(...)`: stall, `error` event, dropped connection).
 
@@ -76,6 +76,7 @@ class ScriptedResponse:
     headers: dict[str, str] = field(default_factory=dict)
     fault: StreamFault | None = None
     chunk_chars: int = 8
+    raw: tuple[str, str] | None = None  # (body, content type): sent exactly as it is
 
 
 def error_body(error_type: str, message: str) -> dict[str, Any]:
@@ -121,6 +122,10 @@ class FakeMessagesServer(FakeApiServer):
     def push_error(self, status: int, error_type: str, message: str, *, headers: dict[str, str] | None = None) -> None:
         self.push(ScriptedResponse(status=status, body=error_body(error_type, message), headers=dict(headers or {})))
 
+    def push_raw(self, body: str, *, status: int = 200, content_type: str = "application/json") -> None:
+        """An answer that is not what the API sends (an empty or HTML body, JSON that is not a message)."""
+        self.push(ScriptedResponse(status=status, raw=(body, content_type)))
+
     def push_rate_limit(self, retry_after_s: float | None = None, message: str = "Rate limited") -> None:
         headers = {} if retry_after_s is None else {"retry-after-ms": str(int(retry_after_s * 1000))}
         self.push_error(429, "rate_limit_error", message, headers=headers)
@@ -155,6 +160,8 @@ class FakeMessagesServer(FakeApiServer):
             return json_error(400, error_body("invalid_request_error", problems[0]))
         scripted = self.next_answer(ScriptedResponse(content=[{"type": "text", "text": DEFAULT_TEXT}]))
         headers = {"request-id": f"req_fake_{next(self.ids):06d}", **scripted.headers}
+        if scripted.raw is not None:
+            return Response(scripted.raw[0], status_code=scripted.status, media_type=scripted.raw[1], headers=headers)
         if scripted.body is not None:
             return json_error(scripted.status, scripted.body, headers)
         message = self._message(body.get("model", "claude-fake"), scripted)

@@ -1,8 +1,16 @@
 import json
+import os
+import shlex
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+import pytest
+
+from agents.snapshot_store import DiskSnapshotStore
 from cluster.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,3 +91,111 @@ def test_turn_limit_exits_nonzero(tmp_path, capsys):
     script.write_text("turns:\n" + "  - tool_calls: [{name: Glob, input: {pattern: '*'}}]\n" * 5)
     code = main(["run", "x", "--cwd", str(tmp_path), "--model", f"scripted:{script}", "--max-turns", "2", "--json"])
     assert code == 1 and _events(capsys.readouterr().out)[-1]["reason"] == "turn_limit"
+
+
+def test_a_headless_run_whose_calls_were_denied_ends_permission_denied_exit_3_and_says_so(tmp_path, capsys):
+    ws = _demo_workspace(tmp_path)  # no terminal, no rule allowing Edit or Bash: nobody can answer their asks
+    code = main(["run", "fix it", "--cwd", str(ws), "--model", f"scripted:{DEMO / 'script.yaml'}", "--json", "--local"])
+    captured = capsys.readouterr()
+    ended = _events(captured.out)[-1]
+    assert code == 3
+    assert (ended["type"], ended["reason"]) == ("session_ended", "permission_denied")
+    assert ended["error"].startswith("2 tool calls (Edit, Bash) were denied because nobody could answer")
+    assert captured.err.count("\n") == 1 and "the task may be unfinished" in captured.err and "--allow" in captured.err
+    assert '"Helo, "' in (ws / "greeting.py").read_text()  # the final text claims a fix; the file is unchanged
+
+
+def test_the_readme_offline_run_example_runs_as_written(tmp_path, capsys, monkeypatch):
+    readme = (ROOT / "README.md").read_text()
+    copy, run = [line for line in readme.splitlines() if "/tmp/demo" in line][:2]
+    assert copy.startswith("cp -r benchmarks/demo/workspace /tmp/demo") and run.startswith("workingset run ")
+    monkeypatch.chdir(ROOT)  # the example's paths are the repository's
+    ws = _demo_workspace(tmp_path)
+    argv = [str(ws) if word == "/tmp/demo" else word for word in shlex.split(run.split("#")[0])[1:]]
+    assert main([*argv, "--local"]) == 0
+    assert _events(capsys.readouterr().out)[-1]["reason"] == "end_turn"
+    assert '"Hello, "' in (ws / "greeting.py").read_text()
+
+
+def test_ctrl_c_in_the_repl_cancels_the_running_turn_and_keeps_the_conversation(tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [
+        {"text": "Sleeping.", "tool_calls": [{"name": "Bash", "input": {"command": "sleep 60"}, "id": "toolu_sleep"}]},
+        {"text": "Still here."},
+    ]}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKINGSET_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cluster.cli", "run", "--cwd", str(tmp_path), "--model", f"scripted:{script}",
+         "--permission-mode", "bypass", "--local"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        proc.stdin.write("sleep a minute\n")
+        proc.stdin.flush()
+        _wait_for(lambda: any("Bash" in line for line in lines), proc)
+        time.sleep(0.5)  # the command is running
+        proc.send_signal(signal.SIGINT)
+        _wait_for(lambda: any("turn cancelled" in line for line in lines), proc)
+        proc.stdin.write("are you there?\n/exit\n")
+        proc.stdin.close()
+        assert proc.wait(60) == 0
+    finally:
+        proc.kill()
+    reader.join(10)
+    assert "Still here." in "".join(lines) and "Traceback" not in proc.stderr.read()
+    store = DiskSnapshotStore(tmp_path / "home" / "snapshots")
+    try:
+        (info,) = store.sessions()
+        conversation = store.load(info.session_id).state.conversation
+    finally:
+        store.close()
+    assert [m.text for m in conversation if m.text] == ["sleep a minute", "Sleeping.", "are you there?", "Still here."]
+    (result,) = [r for m in conversation for r in m.tool_results_in]
+    assert "interrupted when the turn was cancelled; it may or may not have taken effect" in result.content
+
+
+def _wait_for(condition, proc, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert proc.poll() is None and time.monotonic() < deadline, "the REPL never got there"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "x", "--model", f"scripted:{DEMO / 'script.yaml'}", "--trace-dir", "{file}"],
+    ["eval", str(ROOT / "benchmarks" / "eval_tasks" / "tasks.jsonl"), "--out", "{file}", "--local"],
+    ["bench", "compaction", "--out", "{file}"],
+])
+def test_an_output_directory_that_is_a_file_is_one_clear_line_before_any_work(tmp_path, capsys, command):
+    taken = tmp_path / "taken"
+    taken.write_text("a file\n")
+    argv = [str(taken) if word == "{file}" else word for word in command]
+    assert main([*argv, *(["--cwd", str(tmp_path)] if argv[0] == "run" else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{taken} is a file, not a directory" in err
+    assert taken.read_text() == "a file\n"
+
+
+def test_ctrl_c_at_the_repl_prompt_leaves_at_once_without_a_traceback(tmp_path):
+    script = tmp_path / "s.json"
+    script.write_text('{"turns": []}')
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cluster.cli", "run", "--cwd", str(tmp_path), "--model", f"scripted:{script}", "--local"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        _wait_for(lambda: any("REPL" in line for line in lines), proc)
+        time.sleep(0.5)  # waiting at the prompt, stdin open
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+    finally:
+        proc.kill()
+    err = proc.stderr.read()
+    assert "workingset: interrupted" in err and "Traceback" not in err and "Fatal" not in err

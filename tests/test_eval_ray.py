@@ -1,6 +1,6 @@
 """`workingset eval` on Ray (the session-scoped two-node `ray_cluster`): sessions on a
-SessionPool, a session actor killed mid-task (the task runs once more, recorded), and a
-wall-clock timeout whose turn really stops on the actor."""
+SessionPool, a session actor killed mid-task (the task goes on from its last saved tool
+batch, recorded, with the unperturbed patch), and a wall-clock timeout whose turn really stops on the actor."""
 
 import io
 import json
@@ -28,7 +28,7 @@ _EDIT = {"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "ne
 
 class KillingRayHost(RayHost):
     """Kills the SessionActor of the task whose workspace is named `victim`, once, right
-    after that session's Edit — mid-turn, while the model is still thinking."""
+    after that session's Edit was saved — mid-turn, while the model is still thinking."""
 
     def __init__(self, *, actors: int, victim: str):
         super().__init__(actors=actors)
@@ -37,11 +37,15 @@ class KillingRayHost(RayHost):
 
     async def open(self, workspace, settings, emit):
         holder: list = []
+        edited: list = []
 
         def watch(event) -> None:
             emit(event)
-            if (workspace.name == self.victim and not self.killed and getattr(event, "type", "") == "tool_result"
-                    and event.name == "Edit"):
+            kind = getattr(event, "type", "")
+            if kind == "tool_result" and event.name == "Edit":
+                edited.append(event)
+            if (workspace.name == self.victim and not self.killed and edited and kind == "snapshot"
+                    and event.reason == "tool_batch"):
                 self.killed += 1
                 ray.kill(holder[0].actor, no_restart=False)  # it restarts, empty
 
@@ -87,14 +91,16 @@ async def test_eval_on_ray_survives_a_killed_session_actor_and_stops_a_timed_out
 
     victim = rows["victim"]
     assert host.killed == 1
-    # Killed in its first turn (no snapshot yet): the RemoteSession reopens it fresh and
-    # runs the turn again, saying so — the batch does not need its own retry.
+    # Killed in its one turn after its Edit was saved: the RemoteSession reopens it from
+    # that version and the turn goes on after the Edit, saying so, so the Edit is made once
+    # and the patch is the unperturbed one's — the batch does not need its own retry.
     assert (victim["status"], victim["retries"], victim["actor_restarts"]) == ("passed", 0, 1)
     events = [json.loads(line) for line in (out / victim["events_path"]).read_text().splitlines()]
     notices = [e["text"] for e in events if e["type"] == "notice"]
     assert any(t.startswith("the session's actor failed") for t in notices)
-    assert any(t.startswith("no snapshot was saved before the failure") for t in notices)
-    assert any(t.startswith("the interrupted turn runs again") for t in notices)
+    assert any("the turn goes on from its last saved tool batch" in t for t in notices)
+    assert [e["name"] for e in events if e["type"] == "tool_result"] == ["Edit", "Bash"]
+    assert (out / victim["patch_path"]).read_bytes() == (out / rows["plain"]["patch_path"]).read_bytes()
     assert [e["type"] for e in map(json.loads, stream.getvalue().splitlines())].count("task_retry") == 0
 
     slow = rows["slow"]

@@ -133,6 +133,18 @@ async def test_max_goal_auto_turns_bounds_automatic_continues(tmp_path):
     assert _verdicts(events) == ["not_met"] * 3
 
 
+async def test_new_user_input_resets_the_count_of_automatic_continues(tmp_path):
+    model = RecordingModel([[TextBlock(text=f"try {i}")] for i in range(10)])
+    judge = RecordingModel([_verdict("not_met", f"still failing {i}") for i in range(10)])
+    session, events = _session(tmp_path, model, judge, max_goal_auto_turns=1)
+    session.set_goal("tests pass")
+    first = await session.run_turn("go")
+    assert first.reason == "goal_limit" and len(model.requests) == 2
+    second = await session.run_turn("try another way")  # continues again, not stopped at its first "not met"
+    assert second.reason == "goal_limit" and second.final_text == "try 3" and len(model.requests) == 4
+    assert [e.auto_turns for e in events if e.type == "goal_verdict"] == [0, 1, 0, 1]
+
+
 async def test_zero_auto_turns_stops_at_the_first_not_met(tmp_path):
     model = RecordingModel([[TextBlock(text="done")]])
     session, _ = _session(tmp_path, model, RecordingModel([_verdict("not_met", "no")]), max_goal_auto_turns=0)

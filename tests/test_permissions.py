@@ -226,7 +226,7 @@ async def test_headless_ask_rule_never_parks_the_session(tmp_path):
     runtime = PermissionRuntime.from_texts(ask=["Bash(git push:*)"], mode="bypass", headless="deny-asks")
     session, _ = _session(tmp_path, model, runtime)
     outcome = await session.run_turn("push")
-    assert outcome.reason == "end_turn" and session.pending is None
+    assert outcome.reason == "permission_denied" and session.pending is None
     assert _results(session)["p1"].is_error
 
 
@@ -235,7 +235,7 @@ async def test_headless_deny_result_names_the_rule_to_add_and_nothing_runs(tmp_p
     session, _ = _session(tmp_path, model, PermissionRuntime.from_texts(headless="deny-asks"))
     outcome = await session.run_turn("go")
     result = _results(session)["b1"]
-    assert outcome.reason == "end_turn" and result.is_error
+    assert outcome.reason == "permission_denied" and result.is_error
     assert "Permission denied" in result.content and "'Bash(touch ran.txt)'" in result.content
     assert not (tmp_path / "ran.txt").exists()
 

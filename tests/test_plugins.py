@@ -136,6 +136,19 @@ def test_a_plugin_whose_module_fails_to_import_is_skipped(tmp_path: Path):
     assert "ModuleNotFoundError: No module named 'not_installed_anywhere'" in problem
 
 
+@pytest.mark.parametrize("where", ["import", "factory"])
+def test_a_plugin_that_calls_sys_exit_is_skipped_and_the_run_goes_on(tmp_path: Path, where: str):
+    module = ("import sys\nsys.exit(3)\n" + TOOL_MODULE if where == "import"
+              else TOOL_MODULE + "\n\ndef make_tools():\n    raise SystemExit('bye')\n")
+    write_plugin(tmp_path, "good")
+    write_plugin(tmp_path, "quitter", module=module)
+    plugins, _ = discover_plugins([tmp_path], entry_points=[])
+    loaded = load_enabled(plugins, ["good", "quitter"])
+    assert loaded.names == ["good"]
+    [problem] = loaded.problems
+    assert problem.startswith("plugin 'quitter' (directory ") and "SystemExit" in problem
+
+
 def test_a_failing_tool_factory_is_reported(tmp_path: Path):
     write_plugin(tmp_path, "flaky", module=TOOL_MODULE + "\n\ndef make_tools():\n    raise RuntimeError('no licence')\n")
     plugins, _ = discover_plugins([tmp_path], entry_points=[])

@@ -147,7 +147,7 @@ def _corrupt_current(tmp_path: Path, session_id: str) -> tuple[str, bytes]:
 # -- exact round trip through a real session -------------------------------------------------
 
 
-async def test_every_outer_turn_is_saved_and_resume_restores_the_conversation_exactly(tmp_path):
+async def test_every_tool_batch_and_outer_turn_is_saved_and_resume_restores_the_conversation_exactly(tmp_path):
     ws = _workspace(tmp_path)
     (ws / "notes.txt").write_text("alpha\n")
     _script(tmp_path, [{"text": "Reading.", "tool_calls": [{"name": "Read", "input": {"path": "notes.txt"}}]}, {"text": "It says alpha."}])
@@ -156,7 +156,8 @@ async def test_every_outer_turn_is_saved_and_resume_restores_the_conversation_ex
     await first.run_turn("what does notes.txt say?")
     await first.run_turn("thanks")
     saved = _of(events, "snapshot")
-    assert [(e.saved, e.reason) for e in saved] == [(True, "end_turn"), (True, "end_turn")]
+    # A batch of reads is saved once it completes (not before it starts: run again, it repeats nothing).
+    assert [(e.saved, e.reason) for e in saved] == [(True, "tool_batch"), (True, "end_turn"), (True, "end_turn")]
 
     second, _, loaded, notices = await _resume(settings, ws, first.session_id)
     assert notices == [] and loaded.problem is None and loaded.version == saved[-1].version
@@ -687,6 +688,20 @@ def test_repl_clear_is_persisted_and_restore_undoes_it(tmp_path, capsys, monkeyp
     assert f"version {history[1].version} is current again" in capsys.readouterr().out
     _script(tmp_path, [{"text": "welcome back"}])
     assert main(["run", "still there?", "--cwd", str(ws), "--continue", "--json"]) == 0
+    texts = [m.text for m in _store(tmp_path).load(sid).state.conversation]
+    assert texts == ["hello", "hi!", "still there?", "welcome back"]
+
+
+def test_repl_resume_after_clear_returns_to_the_conversation_before_it(tmp_path, capsys, monkeypatch):
+    ws = _workspace(tmp_path)
+    _cli_config(ws, tmp_path)
+    _script(tmp_path, [{"text": "hi!"}, {"text": "welcome back"}])
+    _feed_lines(monkeypatch, ["hello", "/clear", "/resume", "still there?", "/exit"])
+    assert main(["run", "--cwd", str(ws), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "conversation cleared (the previous one stays in the session's history; /resume returns to it)" in out
+    assert "is a /clear; resuming the conversation before it" in out and "2 messages" in out
+    sid = _events(out)[0]["session_id"]
     texts = [m.text for m in _store(tmp_path).load(sid).state.conversation]
     assert texts == ["hello", "hi!", "still there?", "welcome back"]
 

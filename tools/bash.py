@@ -22,7 +22,7 @@ import subprocess
 from enum import Enum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tools.base import (
     CommandLaunch,
@@ -37,6 +37,11 @@ __all__ = ["BashInput", "BashTool", "OutputCapture"]
 
 # After the shell exits (or is killed), how long to wait for output still in the pipe.
 _DRAIN_GRACE_S = 2.0
+
+
+# One argument of a command line is at most 128 KiB on Linux (MAX_ARG_STRLEN); the
+# command goes to bash as one argument.
+MAX_COMMAND_BYTES = 128 * 1024 - 1
 
 
 class BashInput(BaseModel):
@@ -54,6 +59,17 @@ class BashInput(BaseModel):
         description="Seconds before the command is killed. Omit for the default; values "
         "above the harness limit are capped to it.",
     )
+
+    @field_validator("command")
+    @classmethod
+    def _runnable(cls, command: str) -> str:
+        # Both are limits of the kernel's argv, not of bash: such a command can never start.
+        if "\0" in command:
+            raise ValueError("the command contains a NUL byte, which no command line can hold; remove it")
+        if len(command.encode()) > MAX_COMMAND_BYTES:
+            raise ValueError(f"the command is {len(command.encode()):,} bytes; a command line holds at most "
+                             f"{MAX_COMMAND_BYTES:,}: write the script to a file with Write and run that file")
+        return command
 
 
 class BashTool:

@@ -172,6 +172,9 @@ class AnthropicModelClient(StreamedClient):
             raise StreamBroken(f"the stream broke: {type(exc).__name__}: {exc}") from exc
         finally:
             await stream.close()
+        missing = reply.missing()
+        if missing is not None:  # an empty, HTML or cut-short 200 body is no reply: never an empty success
+            raise StreamBroken(missing)
         return reply.response()
 
     def _final_error(self, exc: anthropic.APIStatusError) -> ModelError:

@@ -180,6 +180,8 @@ class AnthropicReply:
         self._stop_reason: str | None = None
         self._stop_details: str | None = None
         self.model = ""
+        self.started = False  # message_start seen: the body is a Messages API stream
+        self.complete = False  # message_stop seen: nothing of the reply is missing
 
     def feed(self, event: Any) -> None:
         kind = event.type
@@ -198,8 +200,11 @@ class AnthropicReply:
             self._blocks[event.index] = event.content_block.to_dict()
             self._parts[event.index] = []
         elif kind == "message_start":
+            self.started = True
             self.model = event.message.model or ""
             self._take_usage(event.message.usage)
+        elif kind == "message_stop":
+            self.complete = True
         elif kind == "message_delta":
             self._stop_reason = event.delta.stop_reason
             self._stop_details = _describe_stop_details(getattr(event.delta, "stop_details", None))
@@ -214,14 +219,24 @@ class AnthropicReply:
             if value is not None:
                 self._usage[key] = value
 
+    def missing(self) -> str | None:
+        """What makes the body received so far not a whole reply (None: it is one)."""
+        if not self.started:
+            return "the answer was not a Messages API stream (no message_start event)"
+        if not self.complete:
+            return "the stream ended before the reply was complete (no message_stop event)"
+        return None
+
     def response(self) -> ModelResponse:
-        content = tuple(b for b in (self._block(i) for i in sorted(self._blocks)) if b is not None)
+        blocks = [(self._blocks[i].get("type"), self._block(i)) for i in sorted(self._blocks)]
+        content = tuple(b for _, b in blocks if b is not None)
         return ModelResponse(
             content=content,
             stop_reason=_stop_reason(self._stop_reason, content),
             usage=Usage(**self._usage),
             model=self.model,
             stop_details=self._stop_details,
+            unknown_blocks=tuple(str(kind) for kind, b in blocks if b is None),
         )
 
     def _block(self, index: int) -> ReplyBlock | None:

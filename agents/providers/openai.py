@@ -169,6 +169,9 @@ class OpenAIModelClient(StreamedClient):
             raise StreamBroken(f"the stream ended with an error: {_error_text(exc)}") from exc
         finally:
             await stream.close()
+        missing = reply.missing()
+        if missing is not None:  # an empty, HTML or cut-short 200 body is no reply: never an empty success
+            raise StreamBroken(missing)
         return reply.response(request)
 
     def _final_error(self, exc: openai.APIStatusError) -> ModelError:

@@ -152,10 +152,20 @@ class OpenAIReply:
         self._finish: str | None = None
         self._usage: Any = None
         self.model = ""
+        self._chunks = 0
+
+    def missing(self) -> str | None:
+        """What makes the body received so far not a whole reply (None: it is one)."""
+        if not self._chunks:
+            return "the answer was not a Chat Completions stream (no chunk)"
+        if self._finish is None:
+            return "the stream ended before the reply was complete (no finish_reason)"
+        return None
 
     def feed(self, chunk: Any) -> None:
         # Declared fields are read directly and the extras from their dict: a missing
         # attribute on the SDK's models costs an exception, thousands of times a reply.
+        self._chunks += 1
         if chunk.usage is not None:
             self._usage = chunk.usage
         if not self.model:

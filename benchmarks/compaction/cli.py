@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agents.compaction import STRATEGIES, make_strategy
+from agents.directories import output_directory
 from agents.errors import ConfigError
 from benchmarks.traces import FORMATS
 
@@ -159,6 +160,7 @@ def _inputs(args: argparse.Namespace) -> Inputs:
 
 def run_compaction(args: argparse.Namespace) -> int:
     started = time.perf_counter()  # the wall time covers loading, replays (and Ray start-up) and statistics
+    output_directory(args.out, "--out")  # before the run's work, not after it
     config = _config(args)
     inputs = _inputs(args)
     # Before any replay: the commit and trace hashes are those of what this run reads.

@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agents.directories import output_directory
 from agents.errors import ConfigError
 from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.hosts import LocalHost, RayHost, default_actors
@@ -113,6 +114,7 @@ class EvalCommand:
         selection = Selection(task_file, filters=args.filter, part=args.slice)
         tasks = selection.apply(loaded.tasks)
         settings = eval_settings(args)
+        output_directory(args.out, "--out")
         preflight(settings, tasks)
         reporter = JsonReporter() if args.json else ProgressReporter()
         for problem, text in zip(loaded.problems, invalid, strict=True):
