@@ -53,6 +53,10 @@ def test_an_unrecognised_command_has_no_effects():
     assert effects_of(_use("bash", command="python -m pytest -q")) == Effects()
 
 
+def test_a_command_line_too_long_to_parse_claims_no_effects():
+    assert effects_of(_use("bash", command="cat a.py > " + "x" * 10_000)) == Effects()
+
+
 def test_a_re_run_of_the_same_command_supersedes_the_earlier_run():
     stale = superseded_results(_calls(("bash", {"command": "pytest -q"}), ("bash", {"command": "pytest -q"})))
     assert stale == {"t0": Supersession("t0", by="t1", reason="re-run")}

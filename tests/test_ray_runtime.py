@@ -113,8 +113,10 @@ def test_workingset_run_on_ray_fans_out_subagents_runs_sandboxed_bash_and_compac
     # A small window: budget (10_000 - 1_000) x 0.8 = 7_200 tokens, about 3_700 of them
     # system prompt and tool schemas. The 8_000-char Bash result on top of the long notes
     # pushes the fourth call over it: the older result is cleared, and as the notes alone
-    # keep it over budget, older history is summarized through the pool.
+    # keep it over budget, older history is summarized through the pool. The strategy is
+    # named: the default folds history without a summarizer, and this is about the pool.
     for name, value in {
+        "COMPACT__STRATEGY": "clear-then-summarize",
         "COMPACT__CONTEXT_WINDOW": "10000",
         "AGENT__MAX_OUTPUT_TOKENS": "1000",
         "COMPACT__PRESERVE_RECENT_MESSAGES": "2",

@@ -154,10 +154,18 @@ class _Shell:
         )
 
 
+# Longer first lines are not parsed: shlex is pure Python, and the strategy looks at every
+# call on each compaction, so a megabyte command would stall every turn after it. Such a
+# call claims no effects, which only ever keeps evidence.
+_LONGEST_PARSED_LINE = 8192
+
+
 def _shell_effects(command: str) -> Effects:
     """Reads and writes of a shell command's first line (a heredoc's body and quoted
     scripts are not parsed)."""
     line = command.split("\n", 1)[0]
+    if len(line) > _LONGEST_PARSED_LINE:
+        return Effects()
     m = _CD_PREFIX.match(line)
     shell = _Shell(cwd=m.group(1) if m else None)
     line = line[m.end() :] if m else line
