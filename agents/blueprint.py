@@ -93,7 +93,7 @@ class RootSpec:
     session_id: str
     model: ModelClient
     mode: Mode = Mode.DEFAULT
-    budget: Budget = field(default_factory=lambda: Budget("tree"))  # every descendant's usage counts here too
+    budget: Budget = field(default_factory=Budget.tree)  # the tree's ledger: every descendant's usage counts here
     snapshots: SnapshotStore | None = None
     judge: ModelClient | None = None  # None: the main model judges the goal
     trace: TraceWriter | None = None
@@ -101,7 +101,7 @@ class RootSpec:
 
 @dataclass(frozen=True)
 class ChildSpec:
-    """One subagent: the call that asks for it, its id, and its own budget."""
+    """One subagent: the call that asks for it, its id, and its scope in the tree's ledger."""
 
     request: SubagentRequest
     child_id: str

@@ -352,6 +352,8 @@ class Session:
 
     async def _query(self, call_number: int) -> ModelResponse:
         compiled = await self._compile("auto")
+        if self.kit.budget is not None:
+            await self.kit.budget.reserve()  # refused when the tree (or this scope) is already spent
         started = time.perf_counter()
         try:
             response = await self.ports.model.create(compiled.request)
@@ -382,7 +384,7 @@ class Session:
         for text in (b.text for b in response.content if b.type == "text"):
             self.emit(AssistantText(session_id=self.session_id, text=text))
         if self.kit.budget is not None:
-            self.kit.budget.charge(response.usage, cost, self.ports.model.name)
+            await self.kit.budget.settle(response.usage, cost, self.ports.model.name)
         return response
 
     def _record_reply(self, response: ModelResponse) -> None:

@@ -22,6 +22,7 @@ import ray
 from pydantic import BaseModel
 
 from agents.assembly import RuntimePorts, resolve_workspace
+from agents.budgets import BudgetRefusal, ScopeLimits, TreeLedger
 from agents.config import WorkingsetSettings
 from agents.events import PermissionRequested
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
@@ -31,6 +32,7 @@ from agents.ports import SnapshotStore, Summarizer
 from agents.tool_batch import PermissionAnswer
 from cluster.subagent_actor import SubagentPool, ray_spawner_factory
 from cluster.tool_tasks import RayToolExecutor
+from cluster.tree_budget import LedgerHost
 
 __all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "TurnEnd"]
 
@@ -113,6 +115,7 @@ class SessionActor:
         self.pool = SubagentPool(keep_idle=services.subagent_pool_idle)
         self.hosted: dict[str, _Hosted] = {}
         self.me = ray.get_runtime_context().current_actor
+        self.ledgers = LedgerHost(self._ledger_of)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -226,6 +229,21 @@ class SessionActor:
         hosted = self.hosted.get(session_id)
         if hosted is not None:
             hosted.events.put_nowait(event)
+
+    def budget_open(self, session_id: str, scope_id: str, parent_id: str | None, limits: ScopeLimits) -> BudgetRefusal | None:
+        """A subagent's scope in the tree's ledger (cluster.tree_budget)."""
+        return self.ledgers.open(session_id, scope_id, parent_id, limits)
+
+    def budget_reserve(self, session_id: str, scope_id: str) -> BudgetRefusal | None:
+        return self.ledgers.reserve(session_id, scope_id)
+
+    def budget_settle(self, session_id: str, scope_id: str, tokens: int, cost_usd: float | None, model_name: str):
+        return self.ledgers.settle(session_id, scope_id, tokens, cost_usd, model_name)
+
+    def _ledger_of(self, session_id: str) -> TreeLedger | None:
+        hosted = self.hosted.get(session_id)
+        budget = hosted.session.kit.budget if hosted is not None else None
+        return budget.ledger if budget is not None and isinstance(budget.ledger, TreeLedger) else None
 
     async def ask_user(self, session_id: str, request: PermissionRequested) -> PermissionAnswer:
         """A subagent's question: shown in the root's stream, answered by answer_child."""

@@ -6,10 +6,10 @@ SessionActor, its tool calls still go to node-affine tool tasks, and only its
 SubagentResult comes back. Actors are reused from a small per-process pool (a
 fresh actor costs a Python process start); one whose child failed is not reused.
 
-Tree budgets: a child gets the room left in the tree when it starts and enforces
-it itself; its usage is added to the parent's tree when it returns. Children that
-run in parallel each see the same room, so a tree may overshoot by what they spend
-concurrently.
+Tree budgets are live: the spawner opens the child's scope in the tree's ledger
+(the root's, in its SessionActor) and the child reserves and settles every model
+call there through a RemoteLedger (cluster.tree_budget), so parallel children see
+each other's spending as it happens.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from agents.blueprint import SessionBlueprint
 from agents.budgets import Budget
 from agents.events import PermissionRequested
 from agents.ports import SubagentRequest, SubagentResult
-from agents.subagents import run_child
+from agents.subagents import child_limits, run_child
 from agents.tool_batch import PermissionAnswer
+from cluster.tree_budget import RemoteLedger
 from tools.base import ExecutionDomain
 
 __all__ = ["RaySpawner", "RemoteApprover", "RemoteEmitter", "SubagentActor", "SubagentPool"]
@@ -91,12 +92,10 @@ class RemoteApprover:
 @ray.remote(num_cpus=0, max_restarts=0)
 class SubagentActor:
     async def run(
-        self, blueprint: SessionBlueprint, request: SubagentRequest, parent_id: str, child_id: str,
-        room: tuple[int | None, float | None],
+        self, blueprint: SessionBlueprint, request: SubagentRequest, parent_id: str, child_id: str, budget: Budget
     ) -> SubagentResult:
-        tree = Budget("tree (room left when this subagent started)", max_tokens=room[0], max_cost_usd=room[1])
         try:
-            return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, parent_budget=tree)
+            return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, budget=budget)
         finally:
             if isinstance(blueprint.emit, RemoteEmitter):
                 await blueprint.emit.flush()  # the child's events reach the root before its result
@@ -144,11 +143,13 @@ class RaySpawner:
     async def spawn(self, request: SubagentRequest) -> SubagentResult:
         self._count += 1
         child_id = f"{self.parent_id}.{self._count}"
+        limits = child_limits(self.blueprint, request)
+        await self.parent_budget.child(child_id, limits)
+        budget = Budget(RemoteLedger(self.root_actor, self.root_session_id), child_id, limits.label)
         actor = self.pool.acquire()
         healthy = True
         try:
-            result = await actor.run.remote(self._shipped_blueprint(), request, self.parent_id, child_id,
-                                            self.parent_budget.remaining())
+            result = await actor.run.remote(self._shipped_blueprint(), request, self.parent_id, child_id, budget)
         except RayError as exc:
             healthy = False
             result = SubagentResult(
@@ -158,9 +159,6 @@ class RaySpawner:
             )
         finally:
             self.pool.release(actor, healthy=healthy)
-        self.parent_budget.add(result.usage.input_tokens + result.usage.output_tokens
-                               + result.usage.cache_read_input_tokens + result.usage.cache_creation_input_tokens,
-                               result.cost_usd)
         return result
 
     def _shipped_blueprint(self) -> SessionBlueprint:
