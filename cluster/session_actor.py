@@ -30,9 +30,11 @@ from agents.loop import Session, TurnOutcome, new_session_id
 from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
 from agents.tool_batch import PermissionAnswer
+from cluster.root_tools import answer_root_tool
 from cluster.subagent_actor import SubagentPool, ray_spawner_factory
 from cluster.tool_tasks import RayToolExecutor
 from cluster.tree_budget import LedgerHost
+from tools.base import ToolOutput
 
 __all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "TurnEnd"]
 
@@ -239,6 +241,16 @@ class SessionActor:
 
     def budget_settle(self, session_id: str, scope_id: str, tokens: int, cost_usd: float | None, model_name: str):
         return self.ledgers.settle(session_id, scope_id, tokens, cost_usd, model_name)
+
+    async def call_root_tool(self, session_id: str, name: str, arguments: dict) -> ToolOutput:
+        """A subagent's call of one of the root's MCP tools, over the root's connection
+        (cluster.root_tools); the child already checked its mode and permissions."""
+        hosted = self.hosted.get(session_id)
+        if hosted is None:
+            return ToolOutput(content=f"{name} cannot be called: the root session {session_id} is no longer open",
+                              is_error=True)
+        kit = hosted.session.kit
+        return await answer_root_tool(kit.registry, kit.tool_context, name, arguments)
 
     def _ledger_of(self, session_id: str) -> TreeLedger | None:
         hosted = self.hosted.get(session_id)

@@ -25,8 +25,8 @@ from agents.events import PermissionRequested
 from agents.ports import SubagentRequest, SubagentResult
 from agents.subagents import child_limits, run_child
 from agents.tool_batch import PermissionAnswer
+from cluster.root_tools import proxied_tools
 from cluster.tree_budget import RemoteLedger
-from tools.base import ExecutionDomain
 
 __all__ = ["RaySpawner", "RemoteApprover", "RemoteEmitter", "SubagentActor", "SubagentPool"]
 
@@ -167,9 +167,9 @@ class RaySpawner:
         bp = self.blueprint
         shipped = SessionBlueprint(**{k: v for k, v in bp.__dict__.items() if not k.startswith("_")})
         shipped.emit = RemoteEmitter(self.root_actor, self.root_session_id)
-        # MCP connections live in the root's process and cannot travel: children on Ray
-        # get every other tool.
-        shipped.tools = [t for t in bp.tools if t.execution_domain is not ExecutionDomain.REMOTE]
+        # MCP connections live in the root's process and cannot travel: children call
+        # those tools through the root's actor (cluster.root_tools).
+        shipped.tools = proxied_tools(bp.tools, self.root_actor, self.root_session_id)
         if bp.child_approver is not None:
             shipped.child_approver = RemoteApprover(self.root_actor, self.root_session_id, shipped.emit)
         shipped.spawner_factory = ray_spawner_factory(self.pool, self.root_actor, self.root_session_id)
