@@ -66,7 +66,9 @@ async def run_child(
         child = assemble(bp, ChildSpec(request, child_id, budget))
     except ToolError as exc:
         return SubagentResult(text=str(exc), is_error=True, reason="error", session_id=child_id)
-    bp.emit(SubagentStarted(session_id=parent_id, child_session_id=child_id, description=request.description, depth=request.depth))
+    parent_path = list(request.path[:-1])
+    bp.emit(SubagentStarted(session_id=parent_id, child_session_id=child_id, description=request.description,
+                            depth=request.depth, path=parent_path, child_path=list(request.path)))
     result = await _run_child(child, request)
     if bp.hooks is not None:
         stop = {"session_id": parent_id, "child_session_id": child_id, "description": request.description, "reason": result.reason}
@@ -82,6 +84,8 @@ async def run_child(
             cost_usd=result.cost_usd,
             model_calls=result.model_calls,
             unpriced_calls=result.unpriced_calls,
+            path=parent_path,
+            child_path=list(request.path),
         )
     )
     return result
