@@ -86,6 +86,17 @@ async def test_a_deny_rule_stops_a_childs_proxied_mcp_call_before_it_reaches_the
     assert not (tmp_path / "kv.json").exists()
 
 
+async def test_the_roots_hooks_run_in_a_child_on_ray_and_can_block_a_proxied_mcp_call(ray_cluster, tmp_path):
+    hook = {"event": "PreToolUse", "matcher": "mcp__kv__store", "command": "echo 'no writes from research' >&2; exit 2"}
+    settings = _settings(tmp_path, _researcher({"name": "mcp__kv__store", "input": {"key": "finding", "value": "42"}}),
+                         permissions={"mode": "bypass"}, hooks=[hook])
+    events, _, root_id = await _run_on_ray(settings, _workspace(tmp_path))
+
+    (blocked,) = _results(events, child=True, root_id=root_id)
+    assert blocked.is_error and "no writes from research" in blocked.content
+    assert not (tmp_path / "kv.json").exists()
+
+
 async def test_proxied_mcp_tools_keep_their_metadata_so_plan_mode_shapes_them_alike(tmp_path):
     async with McpManager([_kv(tmp_path / "kv.json")]) as manager:
         tools = [*default_workspace_tools(), *manager.tools]
