@@ -31,7 +31,8 @@ from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
 from agents.tool_batch import PermissionAnswer
 from cluster.root_tools import answer_root_tool
-from cluster.subagent_actor import SubagentPool, ray_spawner_factory
+from cluster.subagent_actor import ray_spawner_factory
+from cluster.subagent_pool import SubagentPool
 from cluster.tool_tasks import RayToolExecutor
 from cluster.tree_budget import LedgerHost
 from tools.base import ToolOutput
@@ -50,6 +51,7 @@ class ClusterServices:
     snapshots: SnapshotStore | None = None  # RaySnapshotStore when sessions span nodes
     tool_cpus: float = 0.5
     subagent_pool_idle: int = 8
+    subagents_per_actor: int = 8
 
 
 class SessionSpec(BaseModel):
@@ -114,7 +116,8 @@ class SessionActor:
     def __init__(self, services: ClusterServices):
         self.services = services
         self.node_id = ray.get_runtime_context().get_node_id()
-        self.pool = SubagentPool(keep_idle=services.subagent_pool_idle)
+        self.pool = SubagentPool(keep_idle=services.subagent_pool_idle, per_actor=services.subagents_per_actor,
+                                 node_id=self.node_id)
         self.hosted: dict[str, _Hosted] = {}
         self.me = ray.get_runtime_context().current_actor
         self.ledgers = LedgerHost(self._ledger_of)
@@ -143,6 +146,8 @@ class SessionActor:
         hosted = _Hosted(session, queue, {})
         hosted_ref.append(hosted)
         self.hosted[session.session_id] = hosted
+        if session.ports.spawner is not None:
+            self.pool.warm_soon()  # its first fan-out then finds an actor booted or booting
         return {"session_id": session.session_id, "events": self.drain(session.session_id), **self._control(session)}
 
     async def close(self, session_id: str) -> None:

@@ -3,8 +3,8 @@
 The child is derived from the same blueprint as in-process (agents.subagents); only
 the process differs. Its events and permission questions travel to the root's
 SessionActor, its tool calls still go to node-affine tool tasks, and only its
-SubagentResult comes back. Actors are reused from a small per-process pool (a
-fresh actor costs a Python process start); one whose child failed is not reused.
+SubagentResult comes back. Actors come from the SessionActor's pool
+(cluster.subagent_pool), each running several children at once.
 
 Tree budgets are live: the spawner opens the child's scope in the tree's ledger
 (the root's, in its SessionActor) and the child reserves and settles every model
@@ -28,7 +28,7 @@ from agents.tool_batch import PermissionAnswer
 from cluster.root_tools import proxied_tools
 from cluster.tree_budget import RemoteLedger
 
-__all__ = ["RaySpawner", "RemoteApprover", "RemoteEmitter", "SubagentActor", "SubagentPool"]
+__all__ = ["RaySpawner", "RemoteApprover", "RemoteEmitter", "SubagentActor", "ray_spawner_factory"]
 
 
 class RemoteEmitter:
@@ -104,33 +104,10 @@ class SubagentActor:
         return True
 
 
-class SubagentPool:
-    """Idle SubagentActors kept for reuse (bounded); created on demand."""
-
-    def __init__(self, keep_idle: int = 8):
-        self.keep_idle = keep_idle
-        self._idle: list = []
-
-    def acquire(self):
-        return self._idle.pop() if self._idle else SubagentActor.remote()
-
-    def release(self, actor, *, healthy: bool) -> None:
-        if healthy and len(self._idle) < self.keep_idle:
-            self._idle.append(actor)
-        else:
-            ray.kill(actor)
-
-    async def warm(self, count: int) -> None:
-        actors = [SubagentActor.remote() for _ in range(count)]
-        await asyncio.gather(*(a.ready.remote() for a in actors))
-        for actor in actors:
-            self.release(actor, healthy=True)
-
-
 class RaySpawner:
     """The SubagentSpawner port on Ray."""
 
-    def __init__(self, blueprint: SessionBlueprint, *, parent_id: str, parent_budget: Budget, pool: SubagentPool,
+    def __init__(self, blueprint: SessionBlueprint, *, parent_id: str, parent_budget: Budget, pool,
                  root_actor, root_session_id: str):
         self.blueprint = blueprint
         self.parent_id = parent_id
@@ -176,7 +153,7 @@ class RaySpawner:
         return shipped
 
 
-def ray_spawner_factory(pool: SubagentPool, root_actor, root_session_id: str):
+def ray_spawner_factory(pool, root_actor, root_session_id: str):
     def factory(bp: SessionBlueprint, parent_id: str, budget: Budget) -> RaySpawner:
         return RaySpawner(bp, parent_id=parent_id, parent_budget=budget, pool=pool, root_actor=root_actor,
                           root_session_id=root_session_id)
