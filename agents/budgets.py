@@ -4,7 +4,7 @@ Every session of a tree has a scope in the tree's one `TreeLedger`, which lives 
 root's process: the root's scope is the tree's ("tree", `subagents.tree_max_*`), each
 subagent's scope has its parent's as parent (`subagents.max_*`). A session holds a
 `Budget`: its scope in a `BudgetLedger`, the ledger itself in the root's process, or
-a client of it in another process (on Ray: `cluster.subagent_actor.RemoteLedger`,
+a client of it in another process (on Ray: `cluster.tree_budget.RemoteLedger`,
 answered by the root's SessionActor).
 
 Around every model call a session reserves, then settles:
