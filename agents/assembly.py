@@ -114,7 +114,7 @@ def command_runner(settings: WorkingsetSettings, *, writable: tuple[str, ...] = 
     names protected workspace entries this runner leaves writable (grading's `.git`)."""
     sandbox = settings.sandbox
     if not sandbox.enabled:
-        return PlainCommandRunner()
+        return PlainCommandRunner(sandbox.virtualenv)
     return BubblewrapRunner.configured(sandbox).allowing_writes(*writable)
 
 

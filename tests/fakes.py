@@ -1,13 +1,15 @@
 """Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
 session states for the snapshot store, what a compaction strategy is run with (a recording
 summarizer, its env and request, a conversation of tool calls), trusting a workspace the way
-`workingset trust` does, and an eval host whose agent is a Python function."""
+`workingset trust` does, an eval host whose agent is a Python function, a directory
+committed as a git repository, and a scripted fan-out of subagents."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import random
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -254,3 +256,16 @@ def fanout_script(path: Path, children: int, calls: int, *, sleep_ms: int = 0) -
         "subagents": {f"child {i}": {"turns": child_turns} for i in range(children)},
     }))
     return path
+
+
+def commit_all(repo: Path, message: str = "base") -> str:
+    """`repo` (a directory) as a git repository with everything in one commit; its hash."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    if not (repo / ".git").exists():
+        git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", message)
+    return git("rev-parse", "HEAD")

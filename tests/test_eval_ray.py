@@ -4,7 +4,6 @@ wall-clock timeout whose turn really stops on the actor."""
 
 import io
 import json
-import subprocess
 from pathlib import Path
 
 import ray
@@ -14,30 +13,14 @@ from cluster.eval.hosts import RayHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.tasks import load_tasks
+from tests.eval_support import calc_repo as _calc_repo
+from tests.eval_support import script
 
 GRADER = "python3 test_calc.py"
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout.strip()
-
-
-def _calc_repo(root: Path) -> Path:
-    repo = root / "calc"
-    repo.mkdir()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text("from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
-    return repo
-
-
 def _script(root: Path, name: str, turns: list[dict]) -> Path:
-    path = root / f"{name}.json"
-    path.write_text(json.dumps({"turns": turns, "final_text": "Fixed."}))
-    return path
+    return script(root, name, turns, final="Fixed.")
 
 
 _EDIT = {"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}

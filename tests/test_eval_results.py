@@ -46,12 +46,12 @@ def test_plan_skips_finished_tasks_and_retry_failed_reruns_every_non_passed_one(
     tasks = [_task(i) for i in ("new", "ok", "bad", "err", "slow", "costly")]
     latest = {"ok": _row("ok"), "bad": _row("bad", "failed"), "err": _row("err", "error"),
               "slow": _row("slow", "timeout"), "costly": _row("costly", "budget")}
-    run, skipped = plan_run(tasks, latest, retry_failed=False)
-    assert [t.id for t in run] == ["new"]
-    assert [t.id for t in skipped] == ["ok", "bad", "err", "slow", "costly"]
-    run, skipped = plan_run(tasks, latest, retry_failed=True)
-    assert [t.id for t in run] == ["new", "bad", "err", "slow", "costly"]
-    assert [t.id for t in skipped] == ["ok"]
+    plan = plan_run(tasks, latest, retry_failed=False)
+    assert [t.id for t in plan.run] == ["new"]
+    assert [t.id for t in plan.skipped] == ["ok", "bad", "err", "slow", "costly"]
+    plan = plan_run(tasks, latest, retry_failed=True)
+    assert [t.id for t in plan.run] == ["new", "bad", "err", "slow", "costly"]
+    assert [t.id for t in plan.skipped] == ["ok"]
 
 
 def test_percentile_interpolates():

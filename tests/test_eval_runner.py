@@ -21,64 +21,16 @@ from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.tasks import load_tasks
 from cluster.runtime import ClusterError
-
-GRADER = "python3 test_calc.py"
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout.strip()
-
-
-def _calc_repo(root: Path, name: str = "calc") -> Path:
-    """A git repository with a one-line bug and a test that shows it."""
-    repo = root / name
-    repo.mkdir(parents=True)
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text("from calc import add\n\nassert add(2, 3) == 5, add(2, 3)\nprint('ok')\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
-    return repo
-
-
-def _script(root: Path, name: str, turns: list[dict], final: str = "Done.") -> Path:
-    path = root / f"{name}.json"
-    path.write_text(json.dumps({"turns": turns, "final_text": final}))
-    return path
-
-
-def _fix_turns(sleep_ms: int = 0) -> list[dict]:
-    return [
-        {"text": "Reading.", "sleep_ms": sleep_ms, "tool_calls": [{"name": "Read", "input": {"path": "calc.py"}}]},
-        {"text": "Fixing.", "tool_calls": [
-            {"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}]},
-        {"text": "Testing.", "tool_calls": [{"name": "Bash", "input": {"command": GRADER}}]},
-        {"text": "Fixed add()."},
-    ]
-
-
-def _tasks_file(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def _task(task_id: str, repo: Path | str, **fields) -> dict:
-    return {"id": task_id, "repo": str(repo), "instruction": "add() is wrong; fix it.", "test_command": GRADER, **fields}
-
-
-def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-
-
-def _by_id(out: Path) -> dict[str, dict]:
-    return {r["task_id"]: r for r in _rows(out)}
-
-
-def _eval(tasks: Path, out: Path, model: Path, *extra: str) -> int:
-    return main(["eval", str(tasks), "--model", f"scripted:{model}", "--out", str(out), "--local", *extra])
-
+from tests.eval_support import ROOT
+from tests.eval_support import calc_repo as _calc_repo
+from tests.eval_support import fix_turns as _fix_turns
+from tests.eval_support import git as _git
+from tests.eval_support import result_rows as _rows
+from tests.eval_support import rows_by_id as _by_id
+from tests.eval_support import run_eval as _eval
+from tests.eval_support import script as _script
+from tests.eval_support import task as _task
+from tests.eval_support import tasks_file as _tasks_file
 
 # -- passed and failed, and what is kept -------------------------------------------------
 

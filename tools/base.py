@@ -135,10 +135,19 @@ class CommandRunner(Protocol):
 
 @dataclass(frozen=True)
 class PlainCommandRunner:
-    """Runs commands directly with the caller's environment (no sandbox)."""
+    """Runs commands directly with the caller's environment (no sandbox); with a
+    `virtualenv`, that environment's bin first on PATH and VIRTUAL_ENV set."""
+
+    virtualenv: Path | None = None
 
     def launch(self, command: str, workspace: Path) -> CommandLaunch:
-        return CommandLaunch(["bash", "-c", command], dict(os.environ))
+        env = dict(os.environ)
+        if self.virtualenv is not None:
+            env["VIRTUAL_ENV"] = str(self.virtualenv)
+            env["PATH"] = os.pathsep.join([str(self.virtualenv / "bin"), env.get("PATH", "")])
+            for name in ("PYTHONHOME", "PYTHONPATH"):  # the harness's, not the environment's
+                env.pop(name, None)
+        return CommandLaunch(["bash", "-c", command], env)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,11 @@ task in `results.jsonl`, plus a summary, a report and SWE-bench predictions.
     grade_stage.py  grading one task in a fresh copy
     stats.py        per-task event log and usage totals
     hosts.py        where sessions run: a SessionPool on Ray, or this process
-    results.py      results.jsonl (append, skip, retry) and predictions
+    results.py      results.jsonl (append, skip, retry, repair) and predictions
+    durable.py      appends and replacements of out-dir files that survive kill -9
+    provenance.py   the settings that produced an out dir (run.json) and each task's digest
+    selection.py    --filter and --slice
+    spend.py        the batch's total cost cap
     report.py       summary.json and report.md
     task_flow.py    one task: workspace, setup, session, patch, grade -> a row
     runner.py       the batch: concurrency, rerun, one retry, Ctrl-C, the summary

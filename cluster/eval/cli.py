@@ -3,16 +3,21 @@
     workingset eval TASKS.jsonl --model SPEC --out DIR [--concurrency N] [--local | --address ADDR]
                     [--summarizer SPEC] [--strategy NAME] [--json] [--strict] [--retry-failed]
                     [--keep-workspaces] [--repos DIR] [--max-turns N] [--max-tokens N]
-                    [--max-cost USD] [--wall-s S] [--actors N] [--grade-concurrency N]
+                    [--max-cost USD] [--batch-max-cost USD] [--wall-s S] [--actors N]
+                    [--grade-concurrency N] [--filter PATTERN] [--slice START:END] [--redo]
                     [--allow RULE] [--deny RULE] [--no-sandbox] [--trust-workspace]
                     [--swebench-runner CMD] [--reject-test-changes]
+                    [--setup-network] [--setup-host HOST] [--env-cache DIR]
 
-Headless permissions and settings: see settings.py.
+Headless permissions and settings: see settings.py. What a rerun into the same --out
+compares (and refuses on): provenance.py. The batch cost cap: spend.py.
 
-Exit codes: 0 every task ran; 1 some task lines were invalid or some task ended in
-status error (the rest ran); 2 a usage error (bad flag, unreadable task file, invalid
-lines with --strict); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (`ray job stop`):
-the results so far are kept and the same command resumes.
+Exit codes: 0 every task ran; 1 some task lines were invalid, some task ended in
+status error, or the batch cost cap stopped the batch (the rest ran); 2 a usage error
+(bad flag, unreadable task file, invalid lines with --strict, an --out that other
+settings produced, a task id another task file of the --out holds with other content);
+130 interrupted by Ctrl-C, 143 stopped by SIGTERM (`ray job stop`): the results so far
+are kept and the same command resumes.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import ConfigError
+from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.hosts import LocalHost, RayHost, default_actors
 from cluster.eval.progress import JsonReporter, ProgressReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
+from cluster.eval.selection import Selection, parse_slice
 from cluster.eval.settings import eval_settings, preflight
 from cluster.eval.swebench import DEFAULT_RUNNER
 from cluster.eval.tasks import load_tasks
@@ -73,6 +80,22 @@ class EvalCommand:
         p.add_argument("--repos", type=Path, help="SWE-bench rows: directory holding owner__name or name clones")
         p.add_argument("--swebench-runner", default=DEFAULT_RUNNER, help=f"SWE-bench rows: test runner (default: {DEFAULT_RUNNER})")
         p.add_argument("--wall-s", type=positive_float, help="agent wall clock per task, unless the task sets budgets.wall_s")
+        p.add_argument("--batch-max-cost", type=positive_float, metavar="USD",
+                       help="total cost of the batch (every row in --out): once reached, no new task starts "
+                       "(--max-cost is per task)")
+        p.add_argument("--filter", action="append", default=[], metavar="PATTERN",
+                       help="run only the tasks whose id matches this glob (repeatable: any may match)")
+        p.add_argument("--slice", type=parse_slice, metavar="START:END",
+                       help="run only this Python slice of the task file's tasks (after --filter), e.g. 0:10 or --slice=-5:")
+        p.add_argument("--redo", action="store_true",
+                       help="start over: move the --out directory's earlier rows and reports to OUT/previous/<time>/")
+        p.add_argument("--setup-network", action="store_true",
+                       help="building a task's environment may reach the package registries (through an allow-list "
+                       "proxy), unless the task sets environment.network; never the agent's turns or the grade")
+        p.add_argument("--setup-host", action="append", default=[], metavar="HOST",
+                       help=f"one more host such a build may reach on port 443 (default: {', '.join(DEFAULT_HOSTS)})")
+        p.add_argument("--env-cache", type=Path, metavar="DIR",
+                       help="this machine's cache of task environments (default: OUT/state/envs)")
         add_setting_flags(p, "eval")
         add_trust_flag(p)
         return p
@@ -85,8 +108,11 @@ class EvalCommand:
             raise ConfigError(f"{len(invalid)} invalid task line(s), nothing was run (--strict): {shown}")
         if not loaded.tasks:
             raise ConfigError(f"no valid task in {args.tasks}" + (f": {invalid[0]}" if invalid else ""))
+        task_file = str(Path(args.tasks).resolve())
+        selection = Selection(task_file, filters=args.filter, part=args.slice)
+        tasks = selection.apply(loaded.tasks)
         settings = eval_settings(args)
-        preflight(settings, loaded.tasks)
+        preflight(settings, tasks)
         reporter = JsonReporter() if args.json else ProgressReporter()
         for problem, text in zip(loaded.problems, invalid, strict=True):
             reporter.event("task_invalid", line=problem.line, field=problem.field, message=problem.message, text=text)
@@ -96,8 +122,12 @@ class EvalCommand:
             host = RayHost(actors=args.actors or default_actors(args.concurrency))
         options = EvalOptions(out=Path(args.out), concurrency=args.concurrency, keep_workspaces=args.keep_workspaces,
                               retry_failed=args.retry_failed, wall_s=args.wall_s, invalid=invalid,
-                              command_slots=args.grade_concurrency, reject_test_changes=args.reject_test_changes)
-        runner = EvalRunner(settings, loaded.tasks, options, host=host, reporter=reporter)
+                              command_slots=args.grade_concurrency, reject_test_changes=args.reject_test_changes,
+                              redo=args.redo, batch_max_cost=args.batch_max_cost, task_file=task_file,
+                              digests=loaded.digests, selection=selection, swebench_runner=args.swebench_runner,
+                              setup_network=args.setup_network, environment_cache=args.env_cache,
+                              egress_hosts=(*DEFAULT_HOSTS, *args.setup_host))
+        runner = EvalRunner(settings, tasks, options, host=host, reporter=reporter)
         try:
             summary = asyncio.run(_stoppable(runner.run()))
         except (KeyboardInterrupt, asyncio.CancelledError) as exc:
@@ -107,7 +137,7 @@ class EvalCommand:
             return 130 if isinstance(exc, KeyboardInterrupt) else 143
         if not args.json:
             print(f"results: {runner.out.results}\nreport:  {runner.out.report}")
-        return 1 if invalid or summary["statuses"]["error"] else 0
+        return 1 if invalid or summary["statuses"]["error"] or summary["stopped"] else 0
 
 
 COMMAND = EvalCommand()

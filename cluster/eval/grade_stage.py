@@ -46,9 +46,11 @@ class GradeStage:
         self._commands = commands
         self.reject_test_changes = reject_test_changes
 
-    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str, row: dict) -> bool | None:
+    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str, row: dict,
+                    shell: SandboxedShell | None = None) -> bool | None:
         """The verdict (None: the patch was not graded, `row["error"]` says why); raises
-        TaskEnded when the grader gives none."""
+        TaskEnded when the grader gives none. `shell`: the task's own (its environment)."""
+        shell = shell or self.shell
         hidden = []
         if task.test_patch:
             try:
@@ -70,21 +72,21 @@ class GradeStage:
         except (WorkspaceError, OSError) as exc:
             raise TaskEnded(f"grading copy: {exc}") from None
         try:
-            if task.setup_command and not await self._setup(task, copy, name, row):
+            if task.setup_command and not await self._setup(task, copy, name, row, shell):
                 return None
             try:
                 await asyncio.to_thread(place_hidden, copy, hidden)
             except WorkspaceError as exc:
                 raise TaskEnded(str(exc)) from None
-            return await self._test(task, copy, name, row)
+            return await self._test(task, copy, name, row, shell)
         finally:
             await self.workspaces.remove(copy)
 
-    async def _setup(self, task: Task, copy: Path, name: str, row: dict) -> bool:
+    async def _setup(self, task: Task, copy: Path, name: str, row: dict, shell: SandboxedShell) -> bool:
         assert task.setup_command
         log = self.out.logs / name / "grade-setup.log"
         async with self._commands:
-            result = await self.shell.run(task.setup_command, copy, task.timeouts.setup_s)
+            result = await shell.run(task.setup_command, copy, task.timeouts.setup_s)
         write_log(log, task.setup_command, result)
         if result.ok:
             return True
@@ -93,12 +95,12 @@ class GradeStage:
                         f"{result.tail(2)} (log: {self.out.rel(log)})")
         return False
 
-    async def _test(self, task: Task, copy: Path, name: str, row: dict) -> bool:
+    async def _test(self, task: Task, copy: Path, name: str, row: dict, shell: SandboxedShell) -> bool:
         log = self.out.logs / name / "grade.log"
         row["grade_log"] = self.out.rel(log)
         try:
             async with self._commands:
-                result = await self.shell.grade(task.test_command, copy, task.timeouts.test_s, log)
+                result = await shell.grade(task.test_command, copy, task.timeouts.test_s, log)
         except GradingError as exc:
             raise TaskEnded(str(exc).replace(str(log), self.out.rel(log))) from None
         row.update(tests_passed=result.passed, test_exit_code=result.exit_code)

@@ -57,9 +57,14 @@ class SandboxedShell:
     """Runs commands in a workspace through BashTool and the configured sandbox."""
 
     def __init__(self, settings: WorkingsetSettings, *, output_max_chars: int = 60_000):
+        self.settings = settings
         self.runner = command_runner(settings)
         self.output_max_chars = output_max_chars
         self.tool = BashTool()
+
+    def with_settings(self, settings: WorkingsetSettings) -> SandboxedShell:
+        """The same shell with another sandbox (a task's own environment)."""
+        return SandboxedShell(settings, output_max_chars=self.output_max_chars)
 
     async def run(self, command: str, workspace: Path, timeout_s: float) -> CommandResult:
         ctx = ToolContext(

@@ -8,15 +8,17 @@ and ETA — with one line per finished task above it.
 
 | type | fields |
 |---|---|
-| `eval_started` | `tasks` (in the file), `to_run`, `skipped` (finished before), `concurrency`, `runtime`, `out` |
+| `eval_started` | `tasks` (selected from the file), `to_run`, `skipped` (finished before), `changed` (their task row changed since their result), `concurrency`, `runtime`, `out`, `selection` (task file, --filter, --slice; or null) |
 | `task_invalid` | `line`, `field`, `message`, `text` (a line of the task file that will not run) |
 | `task_skipped` | `task_id`, `status` (its earlier result) |
+| `task_changed` | `task_id` (its row in the task file changed since its result: it runs again) |
 | `task_started` | `task_id`, `attempt` |
-| `task_phase` | `task_id`, `phase` (`workspace`, `setup`, `agent`, `patch`, `grade`) |
+| `task_phase` | `task_id`, `phase` (`workspace`, `environment`, `setup`, `agent`, `patch`, `grade`) |
 | `task_retry` | `task_id`, `reason` (lost infrastructure; the task runs once more) |
 | `task_finished` | `task_id`, `status`, `result` (the row written to results.jsonl) |
+| `batch_stopped` | `reason` (`batch_max_cost`), `cap_usd`, `spent_usd`, `not_started` (no new task starts) |
 | `eval_finished` | `interrupted`, `summary` (as in summary.json) |
-| `notice` | `text` (e.g. a torn line in results.jsonl that was skipped) |
+| `notice` | `text` (a torn line of results.jsonl repaired, --redo's move, a cost cap that cannot cap) |
 
 Every object also has `ts` (Unix time). The agents' own events are not in this stream:
 each task's are in `<out>/events/<task>.jsonl`.
@@ -104,7 +106,10 @@ class ProgressReporter:
         if handler is not None:
             handler(**fields)
 
-    def _on_eval_started(self, *, to_run: int, skipped: int, tasks: int, out: str, **_: Any) -> None:
+    def _on_eval_started(self, *, to_run: int, skipped: int, tasks: int, out: str, selection: str | None = None,
+                         **_: Any) -> None:
+        if selection:
+            self.console.print(f"[dim]selected: {escape(selection)}[/]")
         if skipped:
             self.console.print(f"[dim]{skipped} of {tasks} tasks already finished in {escape(out)}; skipped[/]")
         self.progress.start()
@@ -115,6 +120,14 @@ class ProgressReporter:
 
     def _on_notice(self, *, text: str, **_: Any) -> None:
         self.progress.console.print(f"[yellow]{escape(text)}[/]")
+
+    def _on_task_changed(self, *, task_id: str, **_: Any) -> None:
+        self.progress.console.print(f"[yellow]↻ {escape(task_id)}: its row in the task file changed since its "
+                                    "result; running it again[/]")
+
+    def _on_batch_stopped(self, *, cap_usd: float, spent_usd: float, not_started: int, **_: Any) -> None:
+        self.progress.console.print(f"[yellow]batch cost cap ${cap_usd:.4f} reached (${spent_usd:.4f} spent): "
+                                    f"{not_started} tasks not started; running tasks finish[/]")
 
     def _on_task_started(self, **_: Any) -> None:
         self.running += 1
@@ -147,7 +160,8 @@ class ProgressReporter:
         if s.get("unpriced_tasks") and s["cost_usd"] is not None:
             cost += f" + {s['unpriced_tasks']} unpriced tasks"
         self.console.print(
-            f"[bold]{'interrupted' if interrupted else 'done'}[/]: {s['statuses']['passed']}/{s['finished']} passed "
+            f"[bold]{'interrupted' if interrupted else 'stopped by the cost cap' if s.get('stopped') else 'done'}[/]: "
+            f"{s['statuses']['passed']}/{s['finished']} passed "
             f"({s['pass_rate'] * 100:.1f} %) · {cost} · "
             f"wall p50 {s['wall_s']['p50'] or 0:.1f} s, p95 {s['wall_s']['p95'] or 0:.1f} s"
         )

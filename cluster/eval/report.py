@@ -1,7 +1,11 @@
 """The batch's figures: `summary.json` (for programs) and `report.md` (for people).
 
-Computed from the latest result row of each task of the task file, so an interrupted
-batch reports what finished and a rerun's report covers the whole set.
+Computed from the latest result row of every task in the out directory, so an
+interrupted batch reports what finished, a rerun's report covers the whole set, and the
+rows of several task files run into one out directory are all reported (the report's
+tasks grouped per task file; `task_files` in the summary). `selection` names the task
+file, --filter and --slice of the run that wrote them; `stopped` says when the batch
+cost cap (--batch-max-cost) stopped it starting tasks.
 
     pass_rate             passed / finished
     cost_per_task_usd     total cost / finished
@@ -23,6 +27,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from cluster.eval.durable import write_atomic
 from cluster.eval.results import STATUSES, ResultRow
 
 __all__ = ["describe_cost", "percentile", "summarize", "write_report", "write_summary"]
@@ -41,8 +46,20 @@ def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(value, digits)
 
 
+_NO_FILE = "(task file not recorded)"
+
+
+def _per_file(rows: list[ResultRow]) -> list[dict]:
+    groups: dict[str, list[ResultRow]] = {}
+    for row in rows:
+        groups.setdefault(row.task_file or _NO_FILE, []).append(row)
+    return [{"task_file": name, "finished": len(group), "passed": sum(r.status == "passed" for r in group),
+             "pass_rate": _round(sum(r.status == "passed" for r in group) / len(group), 4)}
+            for name, group in sorted(groups.items())]
+
+
 def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], model: str,
-              interrupted: bool = False) -> dict:
+              interrupted: bool = False, selection: dict | None = None, stopped: dict | None = None) -> dict:
     n = len(rows)
     statuses = Counter(r.status for r in rows)
     passed = statuses["passed"]
@@ -86,14 +103,15 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
         "retries": sum(r.retries for r in rows),
         "actor_restarts": sum(r.actor_restarts for r in rows),
         "interrupted": interrupted,
+        "stopped": stopped,
+        "selection": selection,
+        "task_files": _per_file(rows),
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
 
 def write_summary(path: Path, summary: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(summary, indent=2) + "\n")
 
 
 def _money(value: float | None) -> str:
@@ -142,16 +160,54 @@ def _row_note(row: ResultRow) -> str:
     return _cell("; ".join(p for p in parts if p))
 
 
+def _task_line(row: ResultRow) -> str:
+    cost = describe_cost(row.cost_usd, row.unpriced_calls, row.pricing)
+    return (f"| {_cell(row.task_id, 60)} | {row.status} | {row.turns} | {row.tokens:,} | {cost} | "
+            f"{_seconds(row.wall_s)} | {row.compactions} | {row.patch_path or '–'} | {_row_note(row)} |")
+
+
+def _task_tables(summary: dict, rows: list[ResultRow]) -> list[str]:
+    lines = ["## Tasks"]
+    for group in summary.get("task_files") or []:
+        name = group["task_file"]
+        lines += ["", f"### {_cell(name, 300)}", "",
+                  f"{group['finished']} tasks · {group['passed']} passed ({group['pass_rate'] * 100:.1f} %)", "",
+                  "| task | status | turns | tokens | cost | wall | compactions | patch | note |",
+                  "|---|---|---:|---:|---:|---:|---:|---|---|"]
+        lines += [_task_line(r) for r in sorted(rows, key=lambda r: r.task_id) if (r.task_file or _NO_FILE) == name]
+    return lines
+
+
+def _run_lines(s: dict) -> list[str]:
+    """What selection produced the report, and whether the cost cap stopped it."""
+    lines = []
+    if s.get("selection"):
+        sel = s["selection"]
+        parts = [f"`{sel['task_file']}`", *(f"--filter `{p}`" for p in sel["filters"])]
+        if sel["slice"] is not None:
+            parts.append(f"--slice `{sel['slice']}`")
+        lines += ["", f"Selection of the last run: {', '.join(parts)}: {sel['selected']} of {sel['in_file']} tasks"]
+    stopped = s.get("stopped")
+    if stopped:
+        lines += ["", f"**Stopped by the batch cost cap** (--batch-max-cost {_money(stopped['cap_usd'])}): "
+                  f"{_money(stopped['spent_usd'])} spent, {stopped['not_started']} tasks not started; raise the cap "
+                  "and run the same command again to go on"]
+    return lines
+
+
 def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list[str]) -> None:
     s = summary
     st = s["statuses"]
     t = s["tokens"]
     state = " (interrupted: rerun the same command to finish)" if s["interrupted"] else ""
+    files = len(s.get("task_files") or [])
+    in_files = f" in {files} task files" if files > 1 else ""
     lines = [
         "# Evaluation report",
         "",
-        f"Model `{s['model']}` · {s['tasks']} tasks: {s['finished']} finished, {s['pending']} pending, "
+        f"Model `{s['model']}` · {s['tasks']} tasks{in_files}: {s['finished']} finished, {s['pending']} pending, "
         f"{s['invalid_lines']} invalid lines{state} · {s['generated_at']}",
+        *_run_lines(s),
         "",
         "| | |",
         "|---|---|",
@@ -166,19 +222,9 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         f"| compactions | {s['compactions']} |",
         f"| retries · actor restarts | {s['retries']} · {s['actor_restarts']} |",
         "",
-        "## Tasks",
-        "",
-        "| task | status | turns | tokens | cost | wall | compactions | patch | note |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|",
+        *_task_tables(s, rows),
     ]
-    for row in sorted(rows, key=lambda r: r.task_id):
-        lines.append(
-            f"| {_cell(row.task_id, 60)} | {row.status} | {row.turns} | {row.tokens:,} | {describe_cost(row.cost_usd, row.unpriced_calls, row.pricing)} | "
-            f"{_seconds(row.wall_s)} | {row.compactions} | {row.patch_path or '–'} | {_row_note(row)} |"
-        )
     if invalid:
         lines += ["", "## Lines of the task file that were not run", ""]
         lines += [f"- {_cell(text, 300)}" for text in invalid]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "\n".join(lines) + "\n")

@@ -1,9 +1,15 @@
 """`results.jsonl`: one row per finished task attempt, appended as each task ends.
 
 The latest row of a task is its result. Rerunning the same command skips every task
-that has a row; `--retry-failed` runs again those whose latest row is not `passed`.
-A task interrupted by Ctrl-C has no row, so the rerun picks it up. A torn last line
-(the process was killed mid-write) is skipped with a warning and never breaks a rerun.
+that has a row; `--retry-failed` runs again those whose latest row is not `passed`; a
+task whose row in the task file changed since its result row (`task_digest`) runs
+again and says so. A task interrupted by Ctrl-C or a kill has no row, so the rerun
+picks it up. Each row is one write of a complete line, fsynced (durable.py); a torn
+last line left by a crash is moved to `results.jsonl.torn-<time>` on the next start.
+
+Rows of several task files share one out directory: each row names its `task_file`;
+a task id is one task in the directory, so the same id with other content in another
+task file is refused (`TaskConflict`) rather than mixed up.
 
 Statuses:
     passed   the agent finished and the test command exited 0
@@ -24,15 +30,17 @@ Statuses:
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agents.errors import ConfigError
+from cluster.eval.durable import append_line, repair_jsonl, write_atomic
 from cluster.eval.tasks import Task
 
-__all__ = ["STATUSES", "ResultRow", "ResultsFile", "plan_run", "write_predictions"]
+__all__ = ["STATUSES", "Plan", "ResultRow", "ResultsFile", "TaskConflict", "plan_run", "write_predictions"]
 
 Status = Literal["passed", "failed", "error", "timeout", "budget", "truncated", "refused"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget", "truncated", "refused")
@@ -65,6 +73,12 @@ class ResultRow(BaseModel):
     model: str = ""
     strategy: str = ""
     base_commit: str | None = None
+    environment: str | None = Field(None, description="Key of the task's own environment (its directory in the "
+                                    "node's environment cache), when it has one.")
+    environment_reused: bool | None = Field(None, description="The environment was in the node's cache: this task "
+                                            "built nothing.")
+    environment_s: float | None = Field(None, description="Seconds to get the environment: its recipe resolved "
+                                        "against the repository, and its build or the wait for another task's.")
     error: str | None = Field(None, description="Why an error row has no verdict, or why a failed row was not graded.")
     retries: int = Field(0, description="Runs again after lost infrastructure (at most 1).")
     actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")
@@ -74,6 +88,9 @@ class ResultRow(BaseModel):
     workspace: str | None = Field(None, description="Kept workspace (--keep-workspaces).")
     started_at: float = 0.0
     finished_at: float = 0.0
+    run: str | None = Field(None, description="Fingerprint of the settings that produced the row (run.json).")
+    task_digest: str | None = Field(None, description="Digest of the task's own row in the task file.")
+    task_file: str | None = Field(None, description="The task file the task came from.")
 
     @property
     def tokens(self) -> int:
@@ -110,28 +127,67 @@ class ResultsFile:
         return latest, counts
 
     def append(self, row: ResultRow) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a+b") as f:
-            f.seek(0, os.SEEK_END)
-            if f.tell() > 0:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":  # a torn last line: start on a fresh one
-                    f.write(b"\n")
-            f.write((row.model_dump_json() + "\n").encode())
-            f.flush()
-            os.fsync(f.fileno())
+        append_line(self.path, row.model_dump_json())
+
+    def repair(self) -> str | None:
+        """Cut lines that are not rows (a torn last line) out of the file, kept aside;
+        a notice saying so, or None when the file was whole."""
+        moved, aside = repair_jsonl(self.path, _is_row)
+        if not moved:
+            return None
+        what = "a torn last line (a write cut short by a crash)" if moved == 1 else f"{moved} lines that were not rows"
+        return f"{self.path.name}: moved {what} to {aside.name if aside else '?'}; the file is valid again"
 
 
-def plan_run(tasks: list[Task], latest: dict[str, ResultRow], *, retry_failed: bool) -> tuple[list[Task], list[Task]]:
-    """(to run, skipped as finished)."""
-    run, skipped = [], []
+def _is_row(line: bytes) -> bool:
+    try:
+        ResultRow.model_validate_json(line)
+    except ValidationError:
+        return False
+    return True
+
+
+class TaskConflict(ConfigError):
+    """A task id that another task file of the out directory holds with other content."""
+
+
+@dataclass
+class Plan:
+    run: list[Task] = field(default_factory=list)  # new, changed, or retried
+    skipped: list[Task] = field(default_factory=list)  # finished, unchanged
+    changed: set[str] = field(default_factory=set)  # ids whose row in the task file changed since their result
+
+
+def _conflict_message(conflicts: dict[str, list[str]], task_file: str) -> str:
+    parts = []
+    for other, ids in conflicts.items():
+        shown = ", ".join(map(repr, ids[:3])) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        parts.append(f"task id{'s' if len(ids) > 1 else ''} {shown} in {task_file} also in {other} with other content")
+    return ("; ".join(parts) + ": an id names one task in an out directory; give the tasks other ids in one file, "
+            "or use a different --out")
+
+
+def plan_run(tasks: list[Task], latest: dict[str, ResultRow], *, retry_failed: bool,
+             digests: dict[str, str] | None = None, task_file: str | None = None) -> Plan:
+    """What to run and what to skip; a task whose id another task file holds with other
+    content raises TaskConflict naming both files."""
+    plan = Plan()
+    conflicts: dict[str, list[str]] = {}
     for task in tasks:
         row = latest.get(task.id)
-        if row is None or (retry_failed and row.status != "passed"):
-            run.append(task)
+        digest = (digests or {}).get(task.id)
+        if row is not None and digest and row.task_digest and row.task_digest != digest:
+            if row.task_file not in (None, task_file):
+                conflicts.setdefault(row.task_file, []).append(task.id)
+                continue
+            plan.changed.add(task.id)
+        if row is None or task.id in plan.changed or (retry_failed and row.status != "passed"):
+            plan.run.append(task)
         else:
-            skipped.append(task)
-    return run, skipped
+            plan.skipped.append(task)
+    if conflicts:
+        raise TaskConflict(_conflict_message(conflicts, task_file or "this task file"))
+    return plan
 
 
 def write_predictions(path: Path, rows: list[ResultRow], out_dir: Path) -> int:
@@ -142,7 +198,5 @@ def write_predictions(path: Path, rows: list[ResultRow], out_dir: Path) -> int:
         if row.patch_path and (out_dir / row.patch_path).is_file():
             patch = (out_dir / row.patch_path).read_text(encoding="utf-8", errors="replace")
         lines.append(json.dumps({"instance_id": row.task_id, "model_name_or_path": row.model, "model_patch": patch}))
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(f"{line}\n" for line in lines))
     return len(lines)

@@ -17,7 +17,9 @@ Task repositories are never trusted, whatever the flags or the trust list say: t
 
 A task's `model`, `strategy` and `budgets` (turns -> agent.max_turns, tokens ->
 subagents.tree_max_tokens, cost_usd -> subagents.tree_max_cost_usd) override the
-batch's; `budgets.wall_s` is enforced by the runner around the agent's turn.
+batch's; `budgets.wall_s` is enforced by the runner around the agent's turn. A task with
+its own environment runs every command — the agent's Bash, the setup and the grader —
+with `sandbox.virtualenv` set to it (`with_environment`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from cluster.eval.layout import OutDir
 from cluster.eval.tasks import Task
 from cluster.flags import setting_overrides
 
-__all__ = ["EVAL_ALLOW", "eval_settings", "preflight", "task_settings"]
+__all__ = ["EVAL_ALLOW", "eval_settings", "preflight", "task_settings", "with_environment"]
 
 EVAL_ALLOW = ["Bash", "Agent"]
 
@@ -86,3 +88,13 @@ def task_settings(base: WorkingsetSettings, task: Task) -> WorkingsetSettings:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"settings for task {task.id!r}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+
+
+def with_environment(settings: WorkingsetSettings, venv: Path, *, extra_toolchains: tuple[Path, ...] = ()) -> WorkingsetSettings:
+    """`settings` whose commands run in `venv` (tools/sandbox/venv.py): its python and
+    console scripts, not the harness's; `extra_toolchains` are visible read-only too."""
+    sandbox = settings.sandbox
+    update: dict = {"virtualenv": venv}
+    if extra_toolchains:
+        update["toolchains"] = (*(sandbox.toolchains or ()), *extra_toolchains)
+    return settings.model_copy(update={"sandbox": sandbox.model_copy(update=update)})

@@ -12,6 +12,14 @@ dataset stores them) with pytest (`--swebench-runner` changes the runner). The g
 eval fields, which override: setup_command, test_command, timeouts, budgets, model,
 strategy, grading.
 
+A row with `environment_setup_commit` gets its own environment, as the SWE-bench harness
+builds one per (repo, version) at that commit: built from the repository at
+environment_setup_commit (its requirements files, the project's dependencies, and
+pytest for the grader), keyed with `version` as its label, then used at base_commit.
+The row's own `environment` (an object) replaces the recipe's fields it names; `null`
+runs the row in the harness's Python as before. Building it needs the network
+(`--setup-network`) unless every requirement is already on this machine.
+
 A repository that is not found does not make the row malformed: the task gets an
 error row naming the places looked at, and the batch goes on.
 """
@@ -94,4 +102,19 @@ def swebench_task(row: dict[str, Any], *, repos_dir: Path, runner: str = DEFAULT
         "metadata": metadata,
     }
     fields.update({k: row[k] for k in _OVERRIDES if k in row})
+    fields["environment"] = _environment(row)
     return Task.model_validate(fields)
+
+
+def _environment(row: dict[str, Any]) -> dict[str, Any] | None:
+    given = row.get("environment", {})
+    if given is None:
+        return None
+    if not isinstance(given, dict):
+        raise RowError("environment", "must be an object (the environment's recipe) or null")
+    commit = row.get("environment_setup_commit")
+    if not (isinstance(commit, str) and commit.strip()):
+        return given or None
+    version = row.get("version")
+    return {"ref": commit.strip(), "label": str(version) if version is not None else None, "packages": ["pytest"],
+            **given}

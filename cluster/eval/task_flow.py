@@ -1,7 +1,13 @@
 """One task's flow, from workspace to result row:
 
-    base + workspace -> setup (sandboxed) -> agent session -> patch (host, read only)
+    base + workspace -> [environment: the node's cached one, or built] -> setup (sandboxed)
+    -> agent session -> patch (host, read only)
     -> grade in a fresh copy (grade_stage.py: patch, setup, hidden tests, test command)
+
+A task with an `environment` gets it from the node's cache (environments/), building
+it there if it is missing; from then on every command of the task — the setup, the
+agent's Bash, the grader — runs with that virtualenv, read-only, and never with the
+network (only the build may have it).
 
 Each stage that fails ends the task with an error row saying why (`TaskEnded`); a lost
 session actor or runtime raises `Retry` for the batch to run the task once more. The
@@ -20,13 +26,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 from agents.config import WorkingsetSettings
 from agents.errors import ConfigError, WorkingsetError
 from agents.handle import SessionHandle
 from agents.ports import Usage
-from cluster.eval.errors import PatchNotGradable, TaskEnded
+from cluster.eval.environments import (
+    DEFAULT_HOSTS,
+    EnvironmentCache,
+    TaskEnvironment,
+    resolve_recipe,
+)
+from cluster.eval.errors import GitError, PatchNotGradable, TaskEnded
 from cluster.eval.grade_stage import GradeStage
 from cluster.eval.grading import SandboxedShell, write_log
 from cluster.eval.hosts import SessionHost
@@ -34,7 +47,7 @@ from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.patches import Patch
 from cluster.eval.progress import Reporter
 from cluster.eval.results import ResultRow
-from cluster.eval.settings import task_settings
+from cluster.eval.settings import task_settings, with_environment
 from cluster.eval.stats import TaskStats
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces
@@ -90,7 +103,9 @@ class TaskFlow:
 
     def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: SessionHost, reporter: Reporter,
                  workspaces: Workspaces, shell: SandboxedShell, commands: asyncio.Semaphore,
-                 wall_s: float | None, keep_workspaces: bool, reject_test_changes: bool = False):
+                 wall_s: float | None, keep_workspaces: bool, reject_test_changes: bool = False,
+                 environment_cache: Path | None = None, setup_network: bool = False,
+                 egress_hosts: tuple[str, ...] = DEFAULT_HOSTS):
         self.settings = settings
         self.out = out
         self.host = host
@@ -101,6 +116,12 @@ class TaskFlow:
         self.wall_s = wall_s
         self.keep_workspaces = keep_workspaces
         self.grader = GradeStage(out, workspaces, shell, commands, reject_test_changes=reject_test_changes)
+        self.environments = EnvironmentCache(environment_cache or out.environments, self._shell_in,
+                                             egress_hosts=egress_hosts)
+        self.setup_network = setup_network
+
+    def _shell_in(self, venv: Path, extra_toolchains: tuple[Path, ...] = ()) -> SandboxedShell:
+        return self.shell.with_settings(with_environment(self.settings, venv, extra_toolchains=extra_toolchains))
 
     async def attempt(self, task: Task, attempt: int, *, retries: int = 0, notes: list[str] | None = None) -> ResultRow:
         started, clock = time.time(), time.monotonic()
@@ -143,9 +164,14 @@ class TaskFlow:
         self._phase(task, stats, "workspace")
         ws = await self._prepare(task, name)
         row["base_commit"] = ws.base_commit
+        shell = self.shell
+        if task.environment is not None:
+            self._phase(task, stats, "environment")
+            env = await self._environment(task, ws, name, row)
+            settings, shell = with_environment(settings, env.venv), self._shell_in(env.venv)
         if task.setup_command:
             self._phase(task, stats, "setup")
-            await self._setup(task, ws, name)
+            await self._setup(task, ws, name, shell)
         self._phase(task, stats, "agent")
         reason = await self._agent(task, ws, settings, stats, row)
         row["stop_reason"] = reason
@@ -153,7 +179,7 @@ class TaskFlow:
         patch = await self._patch(ws, name, row)
         await self.workspaces.remove(ws.path)  # only read once: the grade never looks at it
         self._phase(task, stats, "grade")
-        passed = await self.grader.grade(task, ws, patch, name, row) if patch is not None else None
+        passed = await self.grader.grade(task, ws, patch, name, row, shell=shell) if patch is not None else None
         row["status"] = status_for(reason, passed=passed)  # passed None: not graded, `error` says why
 
     async def _prepare(self, task: Task, name: str) -> Workspace:
@@ -164,10 +190,25 @@ class TaskFlow:
         except (WorkspaceError, OSError) as exc:
             raise TaskEnded(f"workspace: {exc}") from None
 
-    async def _setup(self, task: Task, ws: Workspace, name: str) -> None:
+    async def _environment(self, task: Task, ws: Workspace, name: str, row: dict) -> TaskEnvironment:
+        assert task.environment is not None
+        network = task.environment.network if task.environment.network is not None else self.setup_network
+        clock = time.monotonic()
+        try:
+            recipe = await resolve_recipe(task, ws.base)
+        except GitError as exc:
+            raise TaskEnded(f"environment: {exc}") from None
+        row["environment"] = recipe.key
+        env = await self.environments.ensure(
+            recipe, ws.base, task_id=task.id, network=network, timeout_s=task.timeouts.setup_s,
+            log=self.out.logs / name / "environment.log", rel=self.out.rel, slots=self._commands)
+        row.update(environment_reused=env.reused, environment_s=round(time.monotonic() - clock, 4))
+        return env
+
+    async def _setup(self, task: Task, ws: Workspace, name: str, shell: SandboxedShell) -> None:
         assert task.setup_command
         async with self._commands:
-            result = await self.shell.run(task.setup_command, ws.path, task.timeouts.setup_s)
+            result = await shell.run(task.setup_command, ws.path, task.timeouts.setup_s)
         log = self.out.logs / name / "setup.log"
         write_log(log, task.setup_command, result)
         if result.timed_out:

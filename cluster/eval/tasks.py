@@ -10,6 +10,7 @@
 | `ref` | branch, tag or commit to start from (default: the repository's HEAD; a plain directory has none) |
 | `instruction` | the prompt the agent gets |
 | `setup_command` | run (sandboxed) in the workspace before the agent, and in the grading copy before the tests; a non-zero exit is an error row (in the grading copy: a failed row) |
+| `environment` | the task's own Python environment, built once per node and shared by the tasks that ask for the same one (environments/): `requirements`, `project`, `packages`, `commands`, `network`, `ref`, `label`, `python` |
 | `test_command` | the grader, run (sandboxed) in a fresh copy of the base with only the agent's patch applied: exit 0 = passed |
 | `test_patch` | the hidden tests, as in SWE-bench: a diff against the base, placed last in the grading copy (its files replace the agent's versions) |
 | `grading` | `reject_test_changes`: fail a patch that changes test infrastructure (default: the `--reject-test-changes` flag) |
@@ -33,12 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agents.errors import ConfigError, WorkingsetError
+from cluster.eval.provenance import task_digest
+from tools.sandbox.config import check_inside_workspace
 
-__all__ = ["Budgets", "GradingRules", "LoadedTasks", "Task", "TaskProblem", "Timeouts", "absolute_spec", "is_url",
-           "load_tasks"]
+__all__ = ["Budgets", "Environment", "GradingRules", "LoadedTasks", "Task", "TaskProblem", "Timeouts", "absolute_spec",
+           "is_url", "load_tasks"]
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -64,6 +67,38 @@ class GradingRules(BaseModel):
         "None: the batch's --reject-test-changes.")
 
 
+class Environment(BaseModel):
+    """The task's own virtualenv: what goes into it. The agent's and the grader's `python`,
+    `pip` and console scripts come from it; the harness's Python is not visible."""
+
+    model_config = _STRICT
+    requirements: list[str] | None = Field(
+        None, description="Requirement files of the repository to install (pip -r); unset: every requirements*.txt "
+        "at its top.")
+    project: bool | None = Field(
+        None, description="Install the project's own dependencies (pyproject.toml, setup.py or setup.cfg); the project "
+        "itself is imported from the workspace. Unset: when one of those files is there.")
+    packages: list[str] = Field(default_factory=list, description="More requirement specifiers, e.g. pytest.")
+    commands: list[str] = Field(
+        default_factory=list, description="Shell commands run after the installs, in the repository, with the "
+        "environment activated and writable.")
+    network: bool | None = Field(
+        None, description="Building it may reach the package registries (through the harness's egress proxy); "
+        "unset: the batch's --setup-network. Never during the agent's turns or the grade.")
+    ref: str | None = Field(
+        None, min_length=1, description="Build from the repository at this commit (SWE-bench's "
+        "environment_setup_commit); unset: the task's base commit.")
+    label: str | None = Field(None, description="A name for the recipe, part of the cache key (SWE-bench's version).")
+    python: Path | None = Field(
+        None, description="Base interpreter (default: the harness's base interpreter, without its site-packages).")
+
+    @field_validator("requirements")
+    @classmethod
+    def _in_repository(cls, names: list[str] | None) -> list[str] | None:
+        check_inside_workspace(names or [])
+        return names
+
+
 class Task(BaseModel):
     """One evaluation task."""
 
@@ -73,6 +108,7 @@ class Task(BaseModel):
     ref: str | None = Field(None, min_length=1, description="Branch, tag or commit (default HEAD).")
     instruction: str = Field(min_length=1, description="The agent's prompt.")
     setup_command: str | None = Field(None, min_length=1, description="Run before the agent, sandboxed.")
+    environment: Environment | None = Field(None, description="The task's own Python environment; unset: the harness's Python.")
     test_command: str = Field(min_length=1, description="The grader: exit 0 means passed.")
     test_patch: str | None = Field(None, description="Hidden tests: a diff against the base, placed last for grading.")
     grading: GradingRules = Field(default_factory=GradingRules)
@@ -102,6 +138,7 @@ class LoadedTasks:
     path: Path
     tasks: list[Task] = field(default_factory=list)
     problems: list[TaskProblem] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  # task id -> digest of its row (provenance.py)
 
     def problem_lines(self) -> list[str]:
         return [p.describe(self.path) for p in self.problems]
@@ -148,7 +185,11 @@ def _normalize(task: Task, base: Path) -> Task:
     if not is_url(repo):
         path = Path(repo).expanduser()
         repo = str(path if path.is_absolute() else (base / path).resolve())
-    return task.model_copy(update={"repo": repo, "model": absolute_spec(task.model, base)})
+    update: dict[str, Any] = {"repo": repo, "model": absolute_spec(task.model, base)}
+    env = task.environment
+    if env is not None and env.python is not None and not env.python.expanduser().is_absolute():
+        update["environment"] = env.model_copy(update={"python": (base / env.python).resolve()})
+    return task.model_copy(update=update)
 
 
 def _parse_line(text: str) -> dict:
@@ -225,4 +266,5 @@ def load_tasks(
             continue
         first_seen[task.id] = number
         loaded.tasks.append(_normalize(task, base))
+        loaded.digests[task.id] = task_digest(row)
     return loaded

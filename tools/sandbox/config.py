@@ -86,6 +86,11 @@ class SandboxOptions(BaseModel):
         None, description="Directories visible read-only (compilers, interpreters, ~/.cargo); "
         "unset: the prefix of the Python running the harness."
     )
+    virtualenv: Path | None = Field(
+        None, description="A Python virtual environment commands run in: read-only, its bin first on PATH, "
+        "VIRTUAL_ENV set; its base interpreter visible without its site-packages, the harness's Python not at all "
+        "(unless a toolchain)."
+    )
     protected: tuple[str, ...] = Field(
         default_factory=lambda: tuple(sorted(PROTECTED_DIRS)),
         description="Workspace entries commands may read but not write (top level); remove one to let them write it.",

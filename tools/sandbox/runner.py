@@ -34,6 +34,7 @@ from tools.sandbox.probe import (
     check_host,
     explain_bwrap_failure,
 )
+from tools.sandbox.venv import VirtualEnv
 from tools.sandbox.view import View, default_toolchains, environment
 from tools.sandbox.watch import GrowthMeter, SandboxWatch
 
@@ -58,9 +59,12 @@ class BubblewrapRunner(SandboxOptions):
             limits=SandboxLimits(**{name: values[name] for name in SandboxLimits.model_fields}),
             **{name: values[name] for name in SandboxOptions.model_fields},
         )
-        if runner.toolchains is None:
-            return runner
-        return runner.model_copy(update={"toolchains": tuple(p.expanduser().resolve() for p in runner.toolchains)})
+        update = {}
+        if runner.toolchains is not None:
+            update["toolchains"] = tuple(p.expanduser().resolve() for p in runner.toolchains)
+        if runner.virtualenv is not None:
+            update["virtualenv"] = runner.virtualenv.expanduser().resolve()
+        return runner.model_copy(update=update) if update else runner
 
     def allowing_writes(self, *names: str) -> BubblewrapRunner:
         """A copy that leaves these protected workspace entries writable (grading's git index)."""
@@ -147,10 +151,13 @@ class BubblewrapRunner(SandboxOptions):
             pass_fds.append(fd)
             return fd
 
+        venv = VirtualEnv.of(self.virtualenv) if self.virtualenv is not None else None
+        toolchains = self.toolchains
+        if toolchains is None:  # the harness's Python, unless the commands have their own
+            toolchains = () if venv is not None else default_toolchains()
         view = View(
-            workspace=ws, workspace_source=stage.workspace if stage else str(ws),
-            toolchains=self.toolchains if self.toolchains is not None else default_toolchains(),
-            protected=self.protected, tmp_bytes=self.limits.tmp_bytes, source=source, empty_fd=empty_fd,
+            workspace=ws, workspace_source=stage.workspace if stage else str(ws), toolchains=toolchains,
+            protected=self.protected, tmp_bytes=self.limits.tmp_bytes, source=source, empty_fd=empty_fd, venv=venv,
         )
         argv = [
             host.bwrap,
@@ -159,7 +166,7 @@ class BubblewrapRunner(SandboxOptions):
             "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             *view.mounts(),
             "--chdir", str(ws),
-            *environment(view.path_variable(), self.pass_env),
+            *environment(view.path_variable(), self.pass_env, venv),
         ]
         if host.seccomp_program is not None:
             read_end = _pipe_with(host.seccomp_program, watch)

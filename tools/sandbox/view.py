@@ -6,6 +6,9 @@ Only what a build needs is there; everything else is absent (not hidden: never m
   harness runs on, since tasks run `python -m pytest`), minus the harness's own
   packages if they lie inside (its dist-info, editable finder, console script);
   virtualenvs on PATH under /tmp come along (the private /tmp would hide them);
+- or, with `sandbox.virtualenv`, that environment and its base interpreter instead of
+  the harness's Python (venv.py): the base's site-packages an empty directory, the
+  environment's `bin` first on PATH, VIRTUAL_ENV set;
 - the workspace read-write, except `.git` and `.workingset` inside it, bound read-only
   (`sandbox.protected`); credential stores of a home directory that lies inside the
   workspace are blanked;
@@ -28,6 +31,8 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from tools.sandbox.venv import VirtualEnv
 
 __all__ = [
     "SECRET_DIRS",
@@ -120,9 +125,13 @@ class _Layout:
     masks: tuple[tuple[str, Path], ...]  # ("dir" or "file", path)
     path_entries: tuple[tuple[str, Path], ...]  # the caller's PATH: (entry, resolved)
     bins: tuple[str, ...]  # toolchain bin directories to add
+    first_bin: str | None  # the virtualenv's: before everything else on PATH
 
     @classmethod
-    def of(cls, toolchains: tuple[Path, ...]) -> _Layout:
+    def of(cls, toolchains: tuple[Path, ...], venv: VirtualEnv | None = None) -> _Layout:
+        if venv is not None:
+            toolchains = (venv.root, venv.base, *toolchains)
+        hidden = venv.hidden() if venv is not None else ()
         system: list[tuple[str, str]] = []
         for name in SYSTEM_PATHS:
             path = Path(name)
@@ -132,29 +141,36 @@ class _Layout:
                 system.append(("dir", name))
         system_dirs = tuple(Path(name) for kind, name in system if kind == "dir")
         roots: list[Path] = []
-        for path in (*toolchains, *toolchains_under_tmp()):
+        # Virtualenvs on the caller's PATH are the harness's Python: not with one of the task's own.
+        for path in (*toolchains, *(toolchains_under_tmp() if venv is None else ())):
             path = path.resolve()
             if path.exists() and not _under(path, system_dirs) and path not in roots:
                 roots.append(path)
-        masks = []
+        masks: list[tuple[str, Path]] = [("dir", path) for path in hidden]
         for path in harness_files():
-            if _under(path, [*system_dirs, *roots]) and (path.exists() or path.is_symlink()):
+            if _under(path, hidden) or not _under(path, [*system_dirs, *roots]):
+                continue
+            if path.exists() or path.is_symlink():
                 masks.append(("dir" if path.is_dir() and not path.is_symlink() else "file", path))
         entries = []
         for entry in (os.environ.get("PATH") or _SAFE_PATH).split(os.pathsep):
             if entry and Path(entry).is_absolute() and entry not in [e for e, _ in entries]:
                 entries.append((entry, Path(entry).resolve()))
-        bins = tuple(str(r / "bin") for r in roots if (r / "bin").is_dir())
-        return cls(tuple(system), system_dirs, tuple(roots), tuple(masks), tuple(entries), bins)
+        # With a virtualenv, its base interpreter's bin is not on PATH: its console scripts
+        # would run that interpreter, whose packages are hidden.
+        skip = {venv.root, venv.base} if venv is not None else set()
+        bins = tuple(str(r / "bin") for r in roots if r not in skip and (r / "bin").is_dir())
+        first = str(venv.bin) if venv is not None else None
+        return cls(tuple(system), system_dirs, tuple(roots), tuple(masks), tuple(entries), bins, first)
 
 
 _layouts: dict[tuple, _Layout] = {}
 
 
-def _layout(toolchains: tuple[Path, ...]) -> _Layout:
-    key = (toolchains, os.environ.get("PATH"))
+def _layout(toolchains: tuple[Path, ...], venv: VirtualEnv | None = None) -> _Layout:
+    key = (toolchains, venv, os.environ.get("PATH"))
     if key not in _layouts:
-        _layouts[key] = _Layout.of(toolchains)
+        _layouts[key] = _Layout.of(toolchains, venv)
     return _layouts[key]
 
 
@@ -170,9 +186,10 @@ class View:
     tmp_bytes: int
     source: Callable[[Path], str]
     empty_fd: Callable[[], int]  # a fresh fd reading as empty (bwrap copies it into a file)
+    venv: VirtualEnv | None = None
 
     def mounts(self) -> list[str]:
-        layout = _layout(self.toolchains)
+        layout = _layout(self.toolchains, self.venv)
         args: list[str] = []
         for kind, name in layout.system:
             args += ["--ro-bind", self.source(Path(name)), name] if kind == "dir" else ["--symlink", kind, name]
@@ -180,7 +197,8 @@ class View:
         args += ["--perms", "1777", "--size", str(self.tmp_bytes), "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
         args += ["--size", str(_RUN_SIZE), "--tmpfs", "/run"]
         for root in layout.read_only_roots:
-            args += ["--ro-bind", self.source(root), str(root)]
+            if not root.is_relative_to(self.workspace):  # the workspace's own bind covers it, writable
+                args += ["--ro-bind", self.source(root), str(root)]
         for kind, path in layout.masks:
             if kind == "dir":
                 args += ["--size", str(_RUN_SIZE), "--tmpfs", str(path), "--remount-ro", str(path)]
@@ -221,9 +239,14 @@ class View:
     def path_variable(self) -> str:
         """The caller's PATH entries that exist in the view, with each toolchain's bin
         directory before the first system entry (so `python` is the harness's)."""
-        layout = _layout(self.toolchains)
+        layout = _layout(self.toolchains, self.venv)
         visible = [*layout.system_dirs, *layout.read_only_roots, self.workspace]
-        entries = [entry for entry, resolved in layout.path_entries if _under(resolved, visible)]
+        # A virtualenv's base prefix is visible, but nothing of it goes on PATH.
+        hidden = [self.venv.base] if self.venv is not None else []
+        entries = [entry for entry, resolved in layout.path_entries
+                   if _under(resolved, visible) and not _under(resolved, hidden)]
+        if layout.first_bin is not None:
+            entries = [layout.first_bin, *(e for e in entries if e != layout.first_bin)]
         bins = [b for b in layout.bins if b not in entries]
         system = [Path(p) for p in SYSTEM_PATHS]
         first_system = next((i for i, e in enumerate(entries) if _under(Path(e), system)), len(entries))
@@ -233,9 +256,11 @@ class View:
         return os.pathsep.join(ordered)
 
 
-def environment(path: str, pass_env: Iterable[str]) -> list[str]:
+def environment(path: str, pass_env: Iterable[str], venv: VirtualEnv | None = None) -> list[str]:
     """bwrap arguments for the command's environment (after --clearenv)."""
     env = {"PATH": path, "HOME": SANDBOX_HOME, "LANG": os.environ.get("LANG") or "C.UTF-8", "TERM": "dumb"}
+    if venv is not None:
+        env["VIRTUAL_ENV"] = str(venv.root)
     for name in ("TZ", *pass_env):
         if name in os.environ:
             env[name] = os.environ[name]

@@ -1,0 +1,97 @@
+"""Building one environment: a virtualenv made on the host, filled in the sandbox.
+
+    <entry>/venv   python -m venv --without-pip, on the host (the stdlib's venv module
+                   and the base interpreter only: nothing of the repository runs here)
+    <entry>/src    a clone of the trusted base at the recipe's commit (host-side git)
+    sandbox, workspace = <entry>, the virtualenv activated:
+        python -m ensurepip; pip install -r <requirements> <packages>;
+        the project's dependencies (pip install . with a report, then the project itself
+        uninstalled: the tests import it from the workspace, wherever that is);
+        the recipe's commands, in src/
+    <entry>/src removed
+
+Without the network, pip gets PIP_NO_INDEX (it fails at once, naming the requirement it
+could not find, instead of retrying a registry it cannot reach). With it, the build's
+HTTPS_PROXY is the egress proxy's forwarder (egress.py). Either way the build runs in
+the sandbox every command runs in: no network namespace of the host, the limits, an
+unprivileged uid, only <entry> writable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from cluster.eval.base_repo import Base, clone_at
+from cluster.eval.environments.recipe import Recipe
+from cluster.eval.grading import CommandResult, SandboxedShell
+
+__all__ = ["build_script", "make_environment"]
+
+_PIP_ENV = "export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off PIP_ROOT_USER_ACTION=ignore"
+
+# The project's own name from pip's install report: the one requirement installed from
+# a local directory. It is uninstalled again: an installed copy would shadow the
+# workspace's source (a src/ layout), an editable one would point at this build's.
+_PROJECT_NAMES = (
+    "import json, sys; print(' '.join(i['metadata']['name'] for i in json.load(open(sys.argv[1]))['install'] "
+    "if i.get('download_info', {}).get('url', '').startswith('file:')))"
+)
+
+
+def _egress_preamble(forwarder: Path, socket: Path) -> list[str]:
+    proxy = "http://127.0.0.1:$WS_EGRESS_PORT"
+    return [
+        f"read -r WS_EGRESS_PORT < <(python -I -S {shlex.quote(str(forwarder))} {shlex.quote(str(socket))})",
+        f"export HTTPS_PROXY={proxy} https_proxy={proxy} HTTP_PROXY={proxy} http_proxy={proxy}",
+        "unset NO_PROXY no_proxy",
+    ]
+
+
+def build_script(recipe: Recipe, *, egress: tuple[Path, Path] | None) -> str:
+    """The shell script run in the sandbox, in <entry>; `egress` is (forwarder, socket)
+    when the build has the network."""
+    lines = ["set -euo pipefail", _PIP_ENV]
+    lines += _egress_preamble(*egress) if egress else ["export PIP_NO_INDEX=1"]
+    lines.append("python -m ensurepip --default-pip >/dev/null")
+    args = [a for r in recipe.requirements for a in ("-r", f"src/{r}")] + list(recipe.packages)
+    if args:
+        lines.append(f"python -m pip install {shlex.join(args)}")
+    if recipe.project:
+        lines += [
+            "python -m pip install --report .project.json ./src",
+            f"python -c {shlex.quote(_PROJECT_NAMES)} .project.json | xargs -r python -m pip uninstall -y",
+            "rm -f .project.json",
+        ]
+    if recipe.commands:
+        lines.append("cd src")
+        lines += [f"( {command}\n)" for command in recipe.commands]
+    return "\n".join(lines) + "\n"
+
+
+def _make_venv(python: str, venv: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([python, "-I", "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, timeout=120)
+
+
+async def make_environment(recipe: Recipe, base: Base, entry: Path, shell: SandboxedShell, *,
+                           egress: tuple[Path, Path] | None, timeout_s: float) -> tuple[str, CommandResult]:
+    """Build into `entry` (made empty first) with `shell`, whose runner has `entry/venv`
+    as its virtualenv (and the egress directory as a toolchain); returns (the script,
+    its result). The caller removes `entry` when the result is not ok."""
+    if entry.exists():
+        await asyncio.to_thread(shutil.rmtree, entry, True)
+    entry.mkdir(parents=True)
+    entry.chmod(0o755)
+    venv = entry / "venv"
+    made = await asyncio.to_thread(_make_venv, recipe.python, venv)
+    script = build_script(recipe, egress=egress)
+    if made.returncode != 0:
+        return script, CommandResult(made.returncode, False, f"{recipe.python} -m venv failed:\n{made.stderr}")
+    await clone_at(Base(base.git_dir, recipe.commit), entry / "src", detach=True, timeout_s=timeout_s)
+    result = await shell.run(script, entry, timeout_s)
+    await asyncio.to_thread(shutil.rmtree, entry / "src", True)
+    return script, result
