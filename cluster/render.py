@@ -125,3 +125,4 @@ class HumanRenderer:
             self.console.print(f"[blue]\\[{escape(path_label(path))}][/] {line}" if path else line)
         if kind == "subagent_finished" and not self.tree.running:
             self.console.print(f"[blue]{escape(self.tree.render())}[/]", soft_wrap=True)
+            self.tree = SubagentTree()  # the next fan-out is drawn on its own

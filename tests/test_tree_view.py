@@ -117,3 +117,13 @@ def _started(parent: str, child: str, description: str) -> SubagentStarted:
 def _decided(session_id: str) -> PermissionDecided:
     return PermissionDecided(session_id=session_id, tool_use_id="t1", name="Bash", effect="allow", source="user",
                              reason="the user allowed it", path=["scout"])
+
+
+async def test_each_fan_out_is_drawn_on_its_own(tmp_path):
+    out = io.StringIO()
+    renderer = HumanRenderer(Console(file=out, width=200, color_system=None))
+    for run in ("first", "second"):
+        (tmp_path / run).mkdir()
+        for event in await _run(tmp_path / run, approver=_allow):
+            renderer(event)
+    assert out.getvalue().count("subagents: 3 started, 3 done, 0 running") == 2
