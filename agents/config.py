@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -81,7 +82,7 @@ class CompactSettings(Section):
     """When and how the working set is compacted before a model call."""
 
     strategy: str = Field(
-        "clear-then-summarize", description="Compaction strategy spec: name[:key=value,...] or pkg.module:Factory."
+        "current", description="Compaction strategy spec: name[:key=value,...] or pkg.module:Factory."
     )
     ratio: float = Field(
         0.8, gt=0, le=1, description="Budget = (context window - max output) x ratio."
@@ -334,7 +335,7 @@ def _check_environment() -> None:
         raise ConfigError("; ".join(problems))
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     if not error["loc"]:  # a check across settings names them itself
         return str(error["msg"]).removeprefix("Value error, ")
     loc = ".".join(str(p) for p in error["loc"])
@@ -342,7 +343,7 @@ def _describe(error: dict[str, Any]) -> str:
     if error["type"] == "extra_forbidden" and all(isinstance(p, str) for p in error["loc"]):
         nested: dict[str, Any] = {}
         for part in reversed(error["loc"]):
-            nested = {part: nested}
+            nested = {str(part): nested}
         nearest = next((u.nearest for u in unknown_keys(WorkingsetSettings, nested)), None)
         return f"setting '{loc}' ({env}) is unknown" + (f"; did you mean '{nearest}'?" if nearest else "")
     return f"setting '{loc}' ({env}): {error['msg']}"

@@ -6,8 +6,8 @@ Compaction steps build new messages; they never mutate old ones.
 
 Compaction markers. What compaction writes into a conversation is typed, not
 recognised by its text: a text block may carry a `TextMarker` (a summary boundary,
-a dropped span, a bridge) and a tool result a `ResultMarker` (a cleared, elided or
-clipped body). The block's text is still exactly what the model is shown — each
+a dropped span, a bridge, a digest of folded turns) and a tool result a
+`ResultMarker` (a cleared, superseded, elided or clipped body). The block's text is still exactly what the model is shown — each
 marker renders it (`render`) — and the provider sends only that text; the marker is
 ours, kept in snapshots and traces. A block without a marker is never a marker,
 whatever its text says, so a tool output that happens to begin with "[cleared " is an
@@ -17,7 +17,7 @@ load: `agents.snapshot_upgrade`.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
@@ -29,10 +29,12 @@ __all__ = [
     "ContentBlock",
     "DroppedSpan",
     "ElidedBody",
+    "FoldedTurns",
     "ImageBlock",
     "ImageSource",
     "ResultMarker",
     "SummaryBoundary",
+    "SupersededBody",
     "TextMarker",
     "Message",
     "RedactedThinkingBlock",
@@ -44,6 +46,7 @@ __all__ = [
     "completed_tool_interactions",
     "protocol_problems",
     "is_protocol_complete",
+    "message_caches",
     "tool_results_by_id",
     "tool_uses_by_id",
     "MESSAGES_ADAPTER",
@@ -56,6 +59,15 @@ def _absent(value: object) -> bool:
     # A block without a marker dumps exactly as it did before markers existed, so its
     # encoding (and content address in the snapshot store) does not change.
     return value is None
+
+
+def _blank(value: object) -> bool:
+    # Likewise a marker without a residue dumps as it did before residues existed.
+    return value == ""
+
+
+def _with_residue(note: str, residue: str) -> str:
+    return f"{note}\nstill in view: {residue}" if residue else note
 
 
 # -- compaction markers on text blocks ---------------------------------------------------
@@ -104,21 +116,67 @@ class Bridge(BaseModel):
         return "Understood. I will continue from the messages that follow."
 
 
-TextMarker = Annotated[SummaryBoundary | DroppedSpan | Bridge, Field(discriminator="kind")]
+class FoldedTurns(BaseModel):
+    """Opens a digest: `folded` earlier messages were folded into the lines after it
+    (one per tool call: what was run and the residue of its output), without a
+    summarizer. A later fold adds its own digest after this one and never rewrites it."""
+
+    model_config = _FROZEN
+    kind: Literal["folded_turns"] = "folded_turns"
+    folded: int = Field(ge=0)
+
+    def render(self) -> str:
+        return (
+            f"[Earlier turns folded] {self.folded} earlier messages were folded into the digest below: "
+            "one line per tool call with what its output showed. Recall(id=...) returns a full output."
+        )
+
+
+TextMarker = Annotated[SummaryBoundary | DroppedSpan | Bridge | FoldedTurns, Field(discriminator="kind")]
 
 
 # -- compaction markers on tool results ----------------------------------------------------
 
 
 class ClearedBody(BaseModel):
-    """The body was cleared (clear-then-summarize, clear-tool-uses); Recall returns it."""
+    """The body was cleared (clear-then-summarize, clear-tool-uses, current); Recall
+    returns it. `residue`: the facts of the body kept in view (`agents.compaction.residue`)."""
 
     model_config = _FROZEN
     kind: Literal["cleared"] = "cleared"
     original_chars: int = Field(ge=0)
+    residue: str = Field("", exclude_if=_blank)
 
     def render(self, tool_use_id: str) -> str:
-        return f'[cleared {self.original_chars} chars of tool output; Recall(id="{tool_use_id}") returns it]'
+        note = f'[cleared {self.original_chars} chars of tool output; Recall(id="{tool_use_id}") returns it]'
+        return _with_residue(note, self.residue)
+
+
+_SUPERSEDED_BECAUSE = {
+    "re-run": "the same call ran again later",
+    "rewritten": "the file was written again later",
+    "re-read": "the file was read again later",
+    "edited": "the file was edited later",
+}
+
+
+class SupersededBody(BaseModel):
+    """The body was made stale by a later call `by` (currentness) and cleared; Recall
+    returns it. `reason`: re-run, rewritten, re-read or edited."""
+
+    model_config = _FROZEN
+    kind: Literal["superseded"] = "superseded"
+    original_chars: int = Field(ge=0)
+    by: str
+    reason: Literal["re-run", "rewritten", "re-read", "edited"]
+    residue: str = Field("", exclude_if=_blank)
+
+    def render(self, tool_use_id: str) -> str:
+        note = (
+            f"[superseded: {_SUPERSEDED_BECAUSE[self.reason]} (call {self.by}), so this output of "
+            f'{self.original_chars} chars was cleared; Recall(id="{tool_use_id}") returns it]'
+        )
+        return _with_residue(note, self.residue)
 
 
 class ElidedBody(BaseModel):
@@ -148,7 +206,7 @@ class ClippedBody(BaseModel):
         )
 
 
-ResultMarker = Annotated[ClearedBody | ElidedBody | ClippedBody, Field(discriminator="kind")]
+ResultMarker = Annotated[ClearedBody | SupersededBody | ElidedBody | ClippedBody, Field(discriminator="kind")]
 
 
 # -- blocks ---------------------------------------------------------------------------------
@@ -262,7 +320,7 @@ class Message(BaseModel):
     def __hash__(self) -> int:
         return hash((self.role, self.content))
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Message:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Message:
         copy = super().model_copy(update=update, deep=deep)
         copy._token_cache = None  # an edited copy must be re-estimated and re-encoded
         copy._encoded = None
@@ -280,6 +338,15 @@ class Message(BaseModel):
     @property
     def tool_results_in(self) -> list[ToolResultBlock]:
         return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+
+def message_caches(message: Message) -> dict[str, Any]:
+    """The message's private attributes (its token and encoding caches), as pydantic keeps
+    them. Read directly: pydantic's attribute fallback costs ~3 µs a call, which adds up
+    when a turn walks a thousand messages."""
+    private = message.__pydantic_private__
+    assert private is not None  # Message declares private attributes, so pydantic made the dict
+    return private
 
 
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])

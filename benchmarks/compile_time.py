@@ -3,7 +3,7 @@
     python -m benchmarks.compile_time [--sizes 100 1000 5000] [--samples 200]
 
 Each sample appends one tool interaction (as a turn would) and compiles the next
-request with the default strategy (clear-then-summarize) under a budget the
+request with the default strategy (`current`) under a budget the
 conversation fits, so the figure is the per-turn cost of compiling, including the
 incremental token estimate and the strategy's check. Reports p50 per size and the
 ratio p50(1000)/p50(100): near 1 means the compile is incremental, not O(history).

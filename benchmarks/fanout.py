@@ -90,10 +90,10 @@ async def tree_tokens(workspace: Path, children: int, calls: int, *, on_ray: boo
     settings = load_settings(workspace, overrides)
     events: list = []
     if on_ray:
-        session = await open_remote_session(OpenSpec(settings, workspace), emit=events.append, approver=None)
+        remote = await open_remote_session(OpenSpec(settings, workspace), emit=events.append, approver=None)
+        await remote.run_turn("Fan out.")
     else:
-        session = build_session(settings, workspace, emit=events.append)
-    await session.run_turn("Fan out.")
+        await build_session(settings, workspace, emit=events.append).run_turn("Fan out.")
     return [e for e in events if e.type == "model_call"]
 
 

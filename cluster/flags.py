@@ -73,7 +73,7 @@ class SettingFlag:
         elif self.repeatable:
             parser.add_argument(self.flag, action="append", default=[], metavar=self.metavar, help=self.help)
         else:
-            parser.add_argument(self.flag, type=self.type, choices=self.choices, metavar=self.metavar, help=self.help)
+            parser.add_argument(self.flag, type=self.type or str, choices=self.choices, metavar=self.metavar, help=self.help)
 
     @property
     def field(self) -> FieldInfo:
@@ -109,7 +109,7 @@ SETTING_FLAGS: tuple[SettingFlag, ...] = (
                 resolve=absolute_spec),
     SettingFlag("--summarizer", "summarizer.spec", "summarizer spec: extractive (default) or a model spec",
                 metavar="SPEC", resolve=absolute_spec),
-    SettingFlag("--strategy", "compact.strategy", "compaction strategy spec (default: clear-then-summarize)",
+    SettingFlag("--strategy", "compact.strategy", "compaction strategy spec (default: current)",
                 metavar="SPEC"),
     SettingFlag("--max-turns", "agent.max_turns", "model calls allowed for one prompt (eval: per task, unless "
                 "the task sets budgets.turns)", type=positive_int, metavar="N"),

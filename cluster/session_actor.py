@@ -26,7 +26,7 @@ from agents.budgets import BudgetRefusal, ScopeLimits, TreeLedger
 from agents.config import WorkingsetSettings
 from agents.events import PermissionRequested
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
-from agents.loop import Session, TurnOutcome, new_session_id
+from agents.loop import Session, TurnOutcome, TurnReason, new_session_id
 from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
 from agents.tool_batch import PermissionAnswer
@@ -86,7 +86,7 @@ class TurnEnd(BaseModel):
     """The last item of a turn's stream: how it ended, and the session's control state."""
 
     type: str = "turn_end"
-    reason: str
+    reason: TurnReason
     final_text: str
     model_calls: int
     detail: str | None = None

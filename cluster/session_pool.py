@@ -31,7 +31,7 @@ class SessionPool:
         self.settings = settings
         self.services = services or start_services(settings, info)
         strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=current_node_id(), soft=False)
-        self.actors = [SessionActor.options(scheduling_strategy=strategy).remote(self.services) for _ in range(actors)]
+        self.actors = [SessionActor.options(scheduling_strategy=strategy).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         self.load = [0] * actors
 
     async def ready(self) -> None:

@@ -49,7 +49,7 @@ class RemoteEmitter:
         return {"root_actor": self.root_actor, "root_session_id": self.root_session_id}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["root_actor"], state["root_session_id"])
+        RemoteEmitter.__init__(self, state["root_actor"], state["root_session_id"])
 
     def __call__(self, event) -> None:
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -26,7 +27,7 @@ __all__ = ["SubagentPool"]
 
 @dataclass
 class _Pooled:
-    actor: object
+    actor: Any  # a SubagentActor handle
     load: int = 0  # children running in it now
 
 
@@ -44,7 +45,7 @@ class SubagentPool:
         return {"keep_idle": self.keep_idle, "per_actor": self.per_actor, "node_id": self.node_id}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(**state)
+        SubagentPool.__init__(self, **state)
 
     def acquire(self):
         """The least-loaded actor with room for one more child, or a new one."""
@@ -87,6 +88,6 @@ class SubagentPool:
         options = {}
         if self.node_id is not None:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=True)
-        pooled = _Pooled(SubagentActor.options(**options).remote())
+        pooled = _Pooled(SubagentActor.options(**options).remote())  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         self._actors.append(pooled)
         return pooled

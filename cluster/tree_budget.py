@@ -31,7 +31,7 @@ class RemoteLedger:
         return {"root_actor": self.root_actor, "root_session_id": self.root_session_id}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["root_actor"], state["root_session_id"])
+        RemoteLedger.__init__(self, state["root_actor"], state["root_session_id"])
 
     async def open_scope(self, scope_id: str, parent_id: str | None, limits: ScopeLimits) -> None:
         _raise(await self._call(self.root_actor.budget_open.remote(self.root_session_id, scope_id, parent_id, limits)))

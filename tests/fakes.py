@@ -1,8 +1,9 @@
-"""Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
-session states for the snapshot store, what a compaction strategy is run with (a recording
-summarizer, its env and request, a conversation of tool calls), trusting a workspace the way
-`workingset trust` does, an eval host whose agent is a Python function, a directory
-committed as a git repository, and a scripted fan-out of subagents."""
+"""Fakes shipped with the tests: a recording model, a sleeping tool, a session over the real
+local tools, random conversations, session states for the snapshot store, what a compaction
+strategy is run with (a recording summarizer, its env and request, a conversation of tool
+calls), trusting a workspace the way `workingset trust` does, an eval host whose agent is a
+Python function, a directory committed as a git repository, and a scripted fan-out of
+subagents."""
 
 from __future__ import annotations
 
@@ -16,16 +17,18 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from agents.compaction import CompactionEnv, CompactionRequest
-from agents.config import CompactSettings, SummarizerSettings
-from agents.loop import TurnOutcome
+from agents.compaction import CompactionEnv, CompactionRequest, ExtractiveSummarizer
+from agents.config import CompactSettings, SessionSettings, SummarizerSettings
+from agents.loop import Session, SessionKit, SessionPorts, TurnOutcome
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.models import ModelInfo
-from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.modes import Mode
+from agents.ports import ModelClient, ModelRequest, ModelResponse, Summarizer, Usage
 from agents.session_state import SessionState
 from agents.tokens import CharRatioEstimator
 from agents.trust import TrustList
 from cluster.eval.hosts import LocalHost
+from tools import LocalToolExecutor, ToolRegistry, default_registry
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 
@@ -70,6 +73,32 @@ class SleepTool:
     async def run(self, args: SleepInput, ctx: ToolContext) -> ToolOutput:
         await asyncio.sleep(args.seconds)
         return ToolOutput(content=args.label)
+
+
+def local_session(
+    workspace: Path,
+    model: ModelClient,
+    *,
+    registry: ToolRegistry | None = None,
+    settings: SessionSettings | None = None,
+    summarizer: Summarizer | None = None,
+    mode: Mode = Mode.DEFAULT,
+    session_id: str | None = None,
+    system_prompt: str = "sys",
+    events: list | None = None,
+    **kit: Any,
+) -> tuple[Session, list]:
+    """A Session over the real tools in `workspace` (the default registry unless given), run
+    in this process, and the list its events go to (`events`, or a new one). `kit` are
+    further SessionKit fields (permissions, judge, artifacts, budget); permissions default
+    to bypass, as in SessionKit."""
+    events = [] if events is None else events
+    ports = SessionPorts(model=model, executor=LocalToolExecutor(), summarizer=summarizer or ExtractiveSummarizer())
+    session_kit = SessionKit(
+        registry=registry or default_registry(), tool_context=ToolContext(workspace=workspace), emit=events.append, **kit
+    )
+    session = Session(ports, session_kit, system_prompt=system_prompt, settings=settings, session_id=session_id, mode=mode)
+    return session, events
 
 
 def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Message]:
@@ -170,9 +199,13 @@ def trust_workspace(workspace: Path, home: Path | None = None) -> Path:
 
 def compacted_conversation() -> list[Message]:
     """A protocol-complete conversation holding every kind of compaction marker — a
-    summary boundary and its acknowledgement, a trim note and its bridge, a cleared,
-    an elided and a clipped tool result — each written by the real compaction step."""
+    digest of folded turns, a summary boundary and its acknowledgement, a trim note and
+    its bridge, a cleared (with and without a residue), a superseded, an elided and a
+    clipped tool result — each written by the real compaction step."""
     from agents.compaction.clearing import clear_old_tool_results, elide_old_results
+    from agents.compaction.currentness import clear_superseded, superseded_results
+    from agents.compaction.fitting import clear_kept_results
+    from agents.compaction.folding import fold_span
     from agents.compaction.result_budget import clip_tool_result
     from agents.compaction.summary import summarized_conversation
     from agents.compaction.trimming import drop_span
@@ -199,6 +232,29 @@ def compacted_conversation() -> list[Message]:
     messages = drop_span(messages, 3, 5, "window")  # after a user turn, before an assistant one: a bridge too
     messages = clear_old_tool_results(messages, keep_recent_messages=0, keep_recent_tool_uses=2).messages
     messages = elide_old_results(messages, keep=1).messages
+    later = [ToolUseBlock(id=f"toolu_m{i}", name="Bash", input={"command": c}) for i, c in
+             ((3, "make check"), (4, "cat setup.cfg"), (5, "make check"))]
+    checks = [
+        Message.user("Check it twice."),
+        Message.assistant(TextBlock(text="Check."), later[0]),
+        Message.tool_results([ToolResultBlock(tool_use_id=later[0].id, content="FAILED tests/test_a.py::test_one\n1 failed in 0.1s")]),
+        Message.assistant(TextBlock(text="Config."), later[1]),
+        Message.tool_results([ToolResultBlock(tool_use_id=later[1].id, content="[metadata]\nname = demo\n" * 20 + "setup.cfg:3: error: duplicate key")]),
+        Message.assistant(TextBlock(text="Again."), later[2]),
+        Message.tool_results([ToolResultBlock(tool_use_id=later[2].id, content="2 passed in 0.1s")]),
+        Message.assistant(TextBlock(text="Passing now.")),
+    ]
+    checks = clear_superseded(checks, superseded_results(checks)).messages  # the first check, re-run
+    cleared = clear_kept_results(checks, 1, CharRatioEstimator(), 300)  # the config read, with its residue
+    assert cleared is not None
+    early = ToolUseBlock(id="toolu_m6", name="Bash", input={"command": "grep -n parse src/parser.py"})
+    opening = [
+        Message.user("Fix the build."),
+        Message.assistant(TextBlock(text="Where is the parser?"), early),
+        Message.tool_results([ToolResultBlock(tool_use_id=early.id, content="src/parser.py:12:def parse(text):")]),
+        Message.assistant(TextBlock(text="Noted.")),
+    ]
+    messages = fold_span([*opening, *messages, *cleared[0]], 1, 3, {}, 300)  # the grep, folded into a digest
     assert protocol_problems(messages, allow_trailing_uses=False) == []
     return messages
 

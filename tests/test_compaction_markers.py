@@ -22,8 +22,10 @@ from agents.messages import (
     ClippedBody,
     DroppedSpan,
     ElidedBody,
+    FoldedTurns,
     Message,
     SummaryBoundary,
+    SupersededBody,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -58,7 +60,9 @@ def test_every_kind_of_marker_is_in_the_shared_conversation():
     kinds = {type(m).__name__ + (":after_summary" if getattr(m, "after_summary", False) else "")
              for m in _markers(compacted_conversation())}
     assert kinds == {"SummaryBoundary", "Bridge", "Bridge:after_summary", "DroppedSpan", "ClearedBody",
-                     "ElidedBody", "ClippedBody"}
+                     "ElidedBody", "ClippedBody", "SupersededBody", "FoldedTurns"}
+    residues = [m.residue for m in _markers(compacted_conversation()) if isinstance(m, ClearedBody)]
+    assert "" in residues and any(residues)  # cleared with and without a residue
 
 
 def test_markers_render_the_text_the_model_was_shown_before():
@@ -74,7 +78,7 @@ def test_a_marked_block_shows_exactly_what_its_marker_renders():
         for block in message.content:
             if isinstance(block, TextBlock) and block.marker is not None:
                 assert block.text == block.marker.render()
-            if isinstance(block, ToolResultBlock) and isinstance(block.marker, ClearedBody | ElidedBody):
+            if isinstance(block, ToolResultBlock) and isinstance(block.marker, ClearedBody | SupersededBody | ElidedBody):
                 assert block.content == block.marker.render(block.tool_use_id)
             if isinstance(block, ToolResultBlock) and isinstance(block.marker, ClippedBody):
                 at = block.marker.offset
@@ -187,3 +191,19 @@ async def test_masking_keeps_a_lookalike_body_for_recall(tmp_path):
     assert is_elided(result.messages[2].content[0])
     assert store.get("t0") == LOOKS_ELIDED
     store.close()
+
+
+LOOKS_SUPERSEDED = '[superseded: the same call ran again later (call t9), so this output of 3 chars was cleared; Recall(id="t0") returns it]'
+
+
+def test_a_tool_output_that_reads_like_a_superseded_note_is_an_output():
+    messages = [Message.user("task"), *_pair("t0", LOOKS_SUPERSEDED), *_pair("t1", "recent")]
+    block = messages[2].content[0]
+    assert block.marker is None and not is_cleared(block)
+    assert decode_messages(encode_messages(messages))[2].content[0].marker is None
+
+
+def test_user_text_that_reads_like_a_digest_is_a_real_turn():
+    looks = FoldedTurns(folded=4).render()
+    message = Message.user(looks + "\n- Bash t0: $ make → exit 0")
+    assert not is_synthetic(message) and dropped_count([message]) == 1

@@ -5,11 +5,10 @@ import pytest
 from agents.config import AgentSettings, SessionSettings
 from agents.errors import Overloaded
 from agents.goal import JUDGE_SYSTEM
-from agents.loop import Session, SessionKit, SessionPorts
+from agents.loop import Session
 from agents.messages import TextBlock, ToolUseBlock
 from agents.modes import Mode
-from tests.fakes import RecordingModel
-from tools import LocalToolExecutor, ToolContext, default_registry
+from tests.fakes import RecordingModel, local_session
 
 
 def _verdict(verdict: str, reason: str) -> list[TextBlock]:
@@ -17,19 +16,8 @@ def _verdict(verdict: str, reason: str) -> list[TextBlock]:
 
 
 def _session(tmp_path, model, judge, *, max_goal_auto_turns=10, mode=Mode.DEFAULT) -> tuple[Session, list]:
-    events: list = []
-    ports = SessionPorts(
-        model=model,
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=default_registry(),
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=events.append,
-        judge=judge,
-    )
     settings = SessionSettings(agent=AgentSettings(max_goal_auto_turns=max_goal_auto_turns))
-    return Session(ports, kit, system_prompt="sys", settings=settings, mode=mode), events
+    return local_session(tmp_path, model, settings=settings, mode=mode, judge=judge)
 
 
 def _judge_prompt(judge: RecordingModel, n: int = 0) -> str:
@@ -176,17 +164,17 @@ async def test_cleared_goal_runs_no_judge(tmp_path):
 
 
 async def test_goal_evidence_anchor_follows_its_message_through_compaction(tmp_path):
-    model = RecordingModel([[TextBlock(text=f"reply {i}")] for i in range(3)])
+    model = RecordingModel([[TextBlock(text=f"reply {i}")] for i in range(5)])
     judge = RecordingModel([_verdict("not_met", "not yet")])
     session, _ = _session(tmp_path, model, judge, max_goal_auto_turns=0)
-    await session.run_turn("old input 0")
-    await session.run_turn("old input 1")
+    for i in range(4):
+        await session.run_turn(f"old input {i}")
     session.set_goal("tests pass")
-    await session.run_turn("goal input")  # conversation: u a u a [u] a, anchor at 4
-    assert session.goal.since_index == 4
+    await session.run_turn("goal input")  # conversation: (u a) x 4, [u] a: anchor at 8
+    assert session.goal.since_index == 8
     result = await session.compact_now()
     assert result.changed and result.failure is None
-    assert len(session.conversation) < 6
+    assert len(session.conversation) < 10  # the default keeps the task, a summary, the last two
     assert session.conversation[session.goal.since_index].text == "goal input"
     assert session.goal.since_index > 0
 

@@ -28,6 +28,7 @@ from agents.messages import (
     ElidedBody,
     Message,
     ResultMarker,
+    SupersededBody,
     ToolResultBlock,
     ToolUseBlock,
     completed_tool_interactions,
@@ -61,7 +62,7 @@ def elided_placeholder(tool_use_id: str, original_chars: int) -> str:
     return ElidedBody(original_chars=original_chars).render(tool_use_id)
 
 
-def marked_result(block: ToolResultBlock, marker: ClearedBody | ElidedBody) -> ToolResultBlock:
+def marked_result(block: ToolResultBlock, marker: ClearedBody | SupersededBody | ElidedBody) -> ToolResultBlock:
     """`block` with its body replaced by what `marker` renders, carrying the marker."""
     return ToolResultBlock(
         tool_use_id=block.tool_use_id, content=marker.render(block.tool_use_id), is_error=block.is_error, marker=marker
@@ -69,7 +70,8 @@ def marked_result(block: ToolResultBlock, marker: ClearedBody | ElidedBody) -> T
 
 
 def is_cleared(block: ToolResultBlock) -> bool:
-    return isinstance(block.marker, ClearedBody)
+    """Cleared, or cleared as superseded."""
+    return isinstance(block.marker, ClearedBody | SupersededBody)
 
 
 def is_elided(block: ToolResultBlock) -> bool:
@@ -77,8 +79,8 @@ def is_elided(block: ToolResultBlock) -> bool:
 
 
 def is_placeholder(marker: ResultMarker | None) -> bool:
-    """A body that stands for another (cleared or elided), not an output of its own."""
-    return isinstance(marker, ClearedBody | ElidedBody)
+    """A body that stands for another (cleared, superseded or elided), not an output of its own."""
+    return isinstance(marker, ClearedBody | SupersededBody | ElidedBody)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ typed markers (`agents.messages`), never by their text.
 - The trim note: the one message standing where whole messages were dropped. A later
   trim that drops an earlier note adds its count, so the note always says how many
   real messages are gone in total.
+- The digest: one user message (a marker line + one line per folded tool call) standing
+  for turns folded without a summarizer (`current`). It counts, like a trim note, the
+  real messages it stands for.
 - The bridge: a short assistant turn that only keeps roles alternating.
 """
 
@@ -14,14 +17,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agents.messages import Bridge, DroppedSpan, Message, SummaryBoundary, TextBlock, TextMarker
+from agents.messages import (
+    Bridge,
+    DroppedSpan,
+    FoldedTurns,
+    Message,
+    SummaryBoundary,
+    TextBlock,
+    TextMarker,
+)
 
 __all__ = [
     "BOUNDARY_MARKER",
     "BRIDGE_TEXT",
     "TRIM_MARKER",
     "bridge",
+    "digest_message",
     "dropped_count",
+    "is_digest",
     "is_summary_boundary",
     "is_synthetic",
     "is_trim_note",
@@ -51,6 +64,11 @@ def summary_acknowledgement() -> Message:
     return Message.assistant(marked_text(Bridge(after_summary=True)))
 
 
+def digest_message(folded: int, lines: str) -> Message:
+    """The digest of `folded` real messages: the marker line, then the digest lines."""
+    return Message(role="user", content=(marked_text(FoldedTurns(folded=folded)), TextBlock(text=lines)))
+
+
 def bridge() -> Message:
     return Message.assistant(marked_text(Bridge()))
 
@@ -71,10 +89,14 @@ def is_trim_note(message: Message) -> bool:
     return any(isinstance(m, DroppedSpan) for m in _markers(message))
 
 
+def is_digest(message: Message) -> bool:
+    return message.role == "user" and any(isinstance(m, FoldedTurns) for m in _markers(message))
+
+
 def is_synthetic(message: Message) -> bool:
-    """A trim note, a bridge or a summary acknowledgement: stands for no real turn."""
+    """A trim note, a digest, a bridge or a summary acknowledgement: stands for no real turn."""
     markers = _markers(message)
-    if any(isinstance(m, DroppedSpan) for m in markers):
+    if any(isinstance(m, DroppedSpan | FoldedTurns) for m in markers):
         return True
     return message.role == "assistant" and bool(markers) and all(isinstance(m, Bridge) for m in markers)
 
@@ -83,9 +105,9 @@ def dropped_count(middle: Sequence[Message]) -> int:
     """The real messages `middle` stands for: earlier trim notes count what they say."""
     count = 0
     for message in middle:
-        spans = [m for m in _markers(message) if isinstance(m, DroppedSpan)]
+        spans = [m for m in _markers(message) if isinstance(m, DroppedSpan | FoldedTurns)]
         if spans:
-            count += sum(span.dropped for span in spans)
+            count += sum(span.dropped if isinstance(span, DroppedSpan) else span.folded for span in spans)
         elif not is_synthetic(message):
             count += 1
     return count

@@ -1,8 +1,10 @@
 """The typed conversation to and from the Anthropic Messages API, as pure functions.
 
 Request (`to_anthropic_params`):
-  - cache breakpoints on the system block, the last tool schema and the last cacheable
-    block of the last message: the stable prefix plus the newest turn (3 of the 4 allowed);
+  - cache breakpoints on the system block, the last tool schema, the last cacheable
+    block of the last message, and the end of the compacted history
+    (`agents.compaction.cache_points`): the stable prefix, the part the next compaction
+    leaves alone, and the newest turn (the 4 allowed);
   - thinking and redacted_thinking blocks go back verbatim with their signatures while
     thinking is on; unsigned reasoning (from another provider) never goes;
   - thinking is left off for a request that cannot hold it (max_tokens not above the
@@ -25,8 +27,9 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
+from agents.compaction.cache_points import compacted_breakpoint
 from agents.messages import (
     ImageBlock,
     Message,
@@ -50,9 +53,7 @@ __all__ = [
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 _TOKEN_COUNTS = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)", re.IGNORECASE)
-_KNOWN_STOP_REASONS: frozenset[str] = frozenset(
-    {"end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"}
-)
+_KNOWN_STOP_REASONS: dict[str, StopReason] = {r: r for r in get_args(StopReason)}
 _UNCACHEABLE = ("thinking", "redacted_thinking")
 
 
@@ -89,18 +90,20 @@ def _block_param(block: Any, *, thinking: bool) -> dict[str, Any] | None:
 
 
 def _messages_param(messages: Sequence[Message], *, thinking: bool) -> list[dict[str, Any]]:
+    """The messages as API params; the message at the `compacted` breakpoint (when it
+    is not the last one sent) gets its cache_control here, the last one by the caller."""
     out: list[dict[str, Any]] = []
-    for message in messages:
+    anchor = compacted_breakpoint(messages)
+    for i, message in enumerate(messages):
         content = [p for p in (_block_param(b, thinking=thinking) for b in message.content) if p is not None]
         if content:
+            if i == anchor:
+                _mark_last_cacheable(content)
             out.append({"role": message.role, "content": content})
     return out
 
 
-def _mark_last_cacheable(messages: list[dict[str, Any]]) -> None:
-    if not messages:
-        return
-    content = messages[-1]["content"]
+def _mark_last_cacheable(content: list[dict[str, Any]]) -> None:
     for i in range(len(content) - 1, -1, -1):
         if content[i]["type"] not in _UNCACHEABLE:
             content[i] = {**content[i], "cache_control": dict(CACHE_CONTROL)}
@@ -150,7 +153,8 @@ def to_anthropic_params(request: ModelRequest, model: str, thinking: ThinkingOpt
     if options.effort is not None:
         params["output_config"] = {"effort": options.effort}
     messages = _messages_param(request.messages, thinking=config is not None)
-    _mark_last_cacheable(messages)
+    if messages:
+        _mark_last_cacheable(messages[-1]["content"])
     params["messages"] = messages
     return params
 
@@ -257,8 +261,8 @@ def _describe_stop_details(details: Any) -> str | None:
 
 
 def _stop_reason(raw: str | None, content: tuple[ReplyBlock, ...]) -> StopReason:
-    if raw in _KNOWN_STOP_REASONS:
-        return raw  # type: ignore[return-value]
+    if raw is not None and raw in _KNOWN_STOP_REASONS:
+        return _KNOWN_STOP_REASONS[raw]
     if raw == "model_context_window_exceeded":
         return "max_tokens"  # cut off by the window rather than by max_tokens: still cut off
     return "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"

@@ -5,8 +5,10 @@ caching (the `anthropic` cost model; the earlier longest-common-prefix model is 
 The prompt is a sequence of blocks in the API's order: each tool schema, the system
 prompt, then every content block of every message. A breakpoint is a block carrying
 `cache_control`; Workingset's Anthropic provider puts them on the last tool schema, the
-system prompt and the last block of the last message (`agents/providers/anthropic.py`),
-which is the default `breakpoints`. For each request, at time t:
+system prompt, the last block of the last message, and the last block of the latest
+earlier message holding a compaction marker (`compacted`,
+`agents/compaction/cache_points.py`), which is the default `breakpoints`. For each
+request, at time t:
 
 1. Read: for every breakpoint p, the blocks p, p-1, ..., p-lookback+1 are checked for a
    live cache entry of the prefix ending there; the longest prefix found is read
@@ -34,13 +36,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agents.compaction.cache_points import compacted_breakpoint
 from agents.compaction.ledger import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
     OUTPUT_PRICE_MULTIPLIER,
     input_price_per_mtok,
 )
-from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelRequest
 from agents.tokens import TOOL_SCHEMA_OVERHEAD_TOKENS, TokenCounter
 
@@ -54,7 +57,7 @@ __all__ = [
     "min_cacheable_tokens",
 ]
 
-Breakpoint = Literal["tools", "system", "last_message"]
+Breakpoint = Literal["tools", "system", "compacted", "last_message"]
 
 # Minimum cacheable prompt length by model name substring (first match), from Anthropic's
 # prompt-caching documentation; anything else (Sonnet 3.7-4.6, Opus 3-4.1) is 1,024.
@@ -77,7 +80,7 @@ def min_cacheable_tokens(model_name: str) -> int:
 class CacheSettings(BaseModel):
     """Every parameter of the `anthropic` cost model (README, "Cost")."""
 
-    breakpoints: tuple[Breakpoint, ...] = ("tools", "system", "last_message")
+    breakpoints: tuple[Breakpoint, ...] = ("tools", "system", "compacted", "last_message")
     lookback_blocks: int = Field(20, ge=1)
     min_cacheable_tokens: int | None = Field(None, ge=0)  # None: by the pricing model's family
     ttl_s: float = Field(300.0, gt=0)
@@ -98,13 +101,15 @@ class ApiCallCost:
     cost_usd: float
 
 
-def _digest(role: str, first: bool, block: TextBlock | ToolUseBlock | ToolResultBlock) -> int:
+def _digest(role: str, first: bool, block: ContentBlock) -> int:
     if isinstance(block, TextBlock):
         body: tuple = ("text", block.text)
     elif isinstance(block, ToolUseBlock):
         body = ("tool_use", block.id, block.name, json.dumps(block.input, sort_keys=True, default=str))
-    else:
+    elif isinstance(block, ToolResultBlock):
         body = ("tool_result", block.tool_use_id, block.content, block.is_error)
+    else:  # thinking, redacted thinking, an image: the block as it would be sent
+        body = (block.type, block.model_dump_json())
     return hash((role, first, body))
 
 
@@ -150,10 +155,13 @@ class PromptCache:
             digests.append(hash(("system", request.system)))
             tokens.append(self.counter.count_text(request.system))
             marks["system"] = len(digests) - 1
-        for message in request.messages:
+        anchor = compacted_breakpoint(request.messages)
+        for i, message in enumerate(request.messages):
             d, t = self._blocks.of(message)
             digests.extend(d)
             tokens.extend(t)
+            if i == anchor and d:
+                marks["compacted"] = len(digests) - 1
         if request.messages:
             marks["last_message"] = len(digests) - 1
         return digests, tokens, marks

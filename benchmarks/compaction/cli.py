@@ -100,7 +100,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     cache = p.add_argument_group("cost model (anthropic prompt caching; README, 'Cost')")
     defaults = CacheSettings()
     cache.add_argument("--cache-breakpoints", default=",".join(defaults.breakpoints),
-                       help="where cache_control goes: any of tools,system,last_message (default: all three, as the harness)")
+                       help="where cache_control goes: any of tools,system,compacted,last_message (default: all four, as the harness)")
     cache.add_argument("--cache-lookback", type=int, default=defaults.lookback_blocks,
                        help=f"blocks checked for a hit before each breakpoint (default {defaults.lookback_blocks})")
     cache.add_argument("--cache-min-tokens", type=int, help="minimum cacheable prefix (default: by the pricing model's family)")

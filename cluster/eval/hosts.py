@@ -30,7 +30,8 @@ __all__ = ["LocalHost", "RayHost", "SessionHost", "default_actors"]
 class SessionHost(Protocol):
     """Where the batch's sessions run: opens, closes and judges failures of them."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # "local" or "ray"
 
     async def start(self, settings: WorkingsetSettings) -> None: ...
 

@@ -27,12 +27,12 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agents.config import WorkingsetSettings
 from cluster.eval.durable import write_atomic
 from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.grading import SandboxedShell
+from cluster.eval.hosts import SessionHost
 from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.progress import Reporter
 from cluster.eval.provenance import RunRecord, SettingsChanged, record_for
@@ -70,7 +70,7 @@ class EvalOptions:
 
 class EvalRunner:
     def __init__(self, settings: WorkingsetSettings, tasks: list[Task], options: EvalOptions, *,
-                 host: Any, reporter: Reporter):
+                 host: SessionHost, reporter: Reporter):
         self.out = OutDir(options.out)
         self.settings = settings.model_copy(update={"home": self.out.home})
         self.tasks = tasks

@@ -1,6 +1,7 @@
 """The built-in compaction strategies, one module per family, and their table.
 
-  default      clear-then-summarize (the design's default)
+  current      current (the default: currentness, residues, append-only digests)
+  default      clear-then-summarize (the design's first default, kept as a baseline)
   passthrough  raw, truncate (never compact history)
   masking      mask, clear-tool-uses (rewrite tool result bodies only)
   dropping     window, amortized (drop whole messages behind a trim note)
@@ -41,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agents.compaction.protocol import CompactionStrategy
+from agents.compaction.strategies.current import CurrentWorkingSet
 from agents.compaction.strategies.default import ClearThenSummarize
 from agents.compaction.strategies.dropping import AmortizedForgetting, SlidingWindow
 from agents.compaction.strategies.masking import ClearToolUses, ObservationMasking
@@ -52,6 +54,7 @@ __all__ = [
     "AmortizedForgetting",
     "ClearThenSummarize",
     "ClearToolUses",
+    "CurrentWorkingSet",
     "HybridMaskSummarize",
     "NoCompaction",
     "ObservationMasking",
@@ -61,6 +64,7 @@ __all__ = [
 
 # Name → factory. A factory's keyword parameters are the spec's parameters.
 BUILTIN_STRATEGIES: dict[str, Callable[..., CompactionStrategy]] = {
+    CurrentWorkingSet.name: CurrentWorkingSet,
     ClearThenSummarize.name: ClearThenSummarize,
     "raw": raw,
     "truncate": truncate,
