@@ -45,10 +45,11 @@ class AgentTool:
     execution_domain = ExecutionDomain.DELEGATED_RUNTIME
     root_only = False
 
-    def __init__(self, spawner: SubagentSpawner, *, depth: int, max_depth: int):
+    def __init__(self, spawner: SubagentSpawner, *, depth: int, max_depth: int, path: tuple[str, ...] = ()):
         self.spawner = spawner
         self.depth = depth
         self.max_depth = max_depth
+        self.path = path  # the owning session's place in the tree
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         assert isinstance(args, AgentInput)
@@ -61,6 +62,7 @@ class AgentTool:
             description=args.description,
             prompt=args.prompt,
             depth=self.depth + 1,
+            path=(*self.path, args.description),
             tool_filter=tuple(args.tool_filter) if args.tool_filter is not None else None,
             model=args.model,
         )

@@ -286,7 +286,8 @@ def build_session(
         session_id=session_id,
         model=root_model,
         mode=mode,
-        budget=Budget("tree", max_tokens=settings.subagents.tree_max_tokens, max_cost_usd=settings.subagents.tree_max_cost_usd),
+        budget=Budget.tree(session_id, max_tokens=settings.subagents.tree_max_tokens,
+                           max_cost_usd=settings.subagents.tree_max_cost_usd),
         snapshots=runtime.snapshots or snapshot_store(settings),
         judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge", settings=settings.providers),
         trace=(TraceWriter(output_directory(settings.trace_dir, "trace_dir (--trace-dir)"), session_id)

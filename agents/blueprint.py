@@ -93,7 +93,7 @@ class RootSpec:
     session_id: str
     model: ModelClient
     mode: Mode = Mode.DEFAULT
-    budget: Budget = field(default_factory=lambda: Budget("tree"))  # every descendant's usage counts here too
+    budget: Budget = field(default_factory=Budget.tree)  # the tree's ledger: every descendant's usage counts here
     snapshots: SnapshotStore | None = None
     judge: ModelClient | None = None  # None: the main model judges the goal
     trace: TraceWriter | None = None
@@ -101,7 +101,7 @@ class RootSpec:
 
 @dataclass(frozen=True)
 class ChildSpec:
-    """One subagent: the call that asks for it, its id, and its own budget."""
+    """One subagent: the call that asks for it, its id, and its scope in the tree's ledger."""
 
     request: SubagentRequest
     child_id: str
@@ -113,7 +113,7 @@ def assemble(bp: SessionBlueprint, spec: RootSpec | ChildSpec) -> Session:
     if isinstance(spec, ChildSpec):
         request = spec.request
         grandchildren = bp.spawner(spec.child_id, spec.budget)
-        agent = AgentTool(grandchildren, depth=request.depth, max_depth=bp.subagents.max_depth)
+        agent = AgentTool(grandchildren, depth=request.depth, max_depth=bp.subagents.max_depth, path=request.path)
         turns = bp.settings.agent.model_copy(update={"max_turns": bp.subagents.max_turns})
         return _session(
             bp,
@@ -126,6 +126,7 @@ def assemble(bp: SessionBlueprint, spec: RootSpec | ChildSpec) -> Session:
             permissions=bp.permissions.fork(scope=f"subagent:{spec.child_id}"),
             is_child=True,
             approver=bp.child_approver,
+            path=request.path,
         )
     spawner = bp.spawner(spec.session_id, spec.budget) if bp.keeps_agent else None
     tools = [*bp.tools, AgentTool(spawner, depth=0, max_depth=bp.subagents.max_depth)] if spawner else bp.tools
@@ -154,6 +155,7 @@ def _session(
     permissions: PermissionRuntime,
     is_child: bool = False,
     approver: Approver | None = None,
+    path: tuple[str, ...] = (),
     mode: Mode = Mode.DEFAULT,
     judge: ModelClient | None = None,
     trace: TraceWriter | None = None,
@@ -171,5 +173,6 @@ def _session(
         budget=budget,
         is_child=is_child,
         hooks=bp.hooks,
+        path=path,
     )
     return Session(ports, kit, system_prompt=bp.prompt_for(registry), settings=settings, session_id=session_id, mode=mode)

@@ -222,6 +222,9 @@ class ClusterSettings(Section):
     compactor_max_queue: int = Field(16, ge=1, description="Summaries one summarizer actor accepts at once.")
     tool_task_cpus: float = Field(0.5, gt=0, description="CPU reserved by each tool task.")
     subagent_pool_idle: int = Field(8, ge=0, description="Idle subagent actors kept for reuse.")
+    subagents_per_actor: int = Field(
+        8, ge=1, description="Subagents one subagent actor runs at once (they wait on models, as sessions do)."
+    )
     snapshot_actor: Literal["auto", "always", "never"] = Field(
         "auto", description="Route snapshots through one store actor: auto = when the cluster has several nodes."
     )

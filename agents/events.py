@@ -36,6 +36,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "EVENT_ADAPTER",
+    "on_path",
 ]
 
 EVENT_SCHEMA_VERSION = 1
@@ -44,6 +45,11 @@ EVENT_SCHEMA_VERSION = 1
 class _EventBase(BaseModel):
     session_id: str
     ts: float = Field(default_factory=time.time, description="Unix time the event was made.")
+    path: list[str] = Field(
+        default_factory=list,
+        description="Where the emitting session sits in its tree: the Agent calls' descriptions from the root "
+        "down to it; [] for the root.",
+    )
 
 
 class SessionStarted(_EventBase):
@@ -128,6 +134,7 @@ class SubagentStarted(_EventBase):
     child_session_id: str
     description: str
     depth: int
+    child_path: list[str] = Field(default_factory=list, description="The child's path (its parent's path + description).")
 
 
 class SubagentFinished(_EventBase):
@@ -140,6 +147,7 @@ class SubagentFinished(_EventBase):
     cost_usd: float
     model_calls: int
     unpriced_calls: int = Field(0, description="Calls of the subagent whose price is unknown (not in cost_usd).")
+    child_path: list[str] = Field(default_factory=list, description="The child's path (its parent's path + description).")
 
 
 class SnapshotSaved(_EventBase):
@@ -196,6 +204,18 @@ Event = Annotated[
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 EventSink = Callable[[BaseModel], None]
+
+
+def on_path(sink: EventSink, path: tuple[str, ...]) -> EventSink:
+    """`sink` for a session at `path` in its tree: each event it emits carries the path."""
+    if not path:
+        return sink
+    where = list(path)
+
+    def emit(event: BaseModel) -> None:
+        sink(event.model_copy(update={"path": where}) if "path" in type(event).model_fields else event)
+
+    return emit
 
 
 def discard_events(event: BaseModel) -> None:

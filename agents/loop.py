@@ -402,6 +402,8 @@ class Session:
 
     async def _query(self, call_number: int) -> ModelResponse:
         compiled = await self._compile("auto")
+        if self.kit.budget is not None:
+            await self.kit.budget.reserve()  # refused when the tree (or this scope) is already spent
         started = time.perf_counter()
         try:
             response = await self.ports.model.create(compiled.request)
@@ -436,7 +438,7 @@ class Session:
             self.emit(Notice(session_id=self.session_id, text=f"the reply held content blocks of a type this "
                                                                f"Workingset does not know ({kinds}); they were left out"))
         if self.kit.budget is not None:
-            self.kit.budget.charge(response.usage, cost, self.ports.model.name)
+            await self.kit.budget.settle(response.usage, cost, self.ports.model.name)
         return response
 
     def _record_reply(self, response: ModelResponse) -> ModelResponse:

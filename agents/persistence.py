@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from agents.budgets import TreeLedger
 from agents.config import SessionSettings
 from agents.errors import ConfigError
 from agents.messages import ToolResultBlock
@@ -79,8 +80,8 @@ def restored_state(saved: SessionState, kit: SessionKit, *, session_id: str, mod
     notices: list[str] = []
     if saved.model != model:
         notices.append(f"the session was saved with model {saved.model}; it continues with {model}")
-    if kit.budget is not None:
-        kit.budget.tokens, kit.budget.cost_usd = saved.tree_tokens, saved.tree_cost_usd
+    if kit.budget is not None and isinstance(kit.budget.ledger, TreeLedger):  # a root's: in its own process
+        kit.budget.ledger.restore(kit.budget.scope_id, saved.tree_tokens, saved.tree_cost_usd)
     state = saved.copy_state(session_id=session_id, model=model, start_source="resume")
     compatible = _restore_grants(kit.permissions, saved, notices)
     state.pending = _restore_pending(state, kit, compatible, notices)

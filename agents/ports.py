@@ -137,6 +137,7 @@ class SubagentRequest(BaseModel):
     description: str
     prompt: str
     depth: int = Field(ge=1, description="The child's depth; the root is 0.")
+    path: tuple[str, ...] = Field((), description="The child's place in the tree: descriptions from the root down.")
     tool_filter: tuple[str, ...] | None = None
     model: str | None = None
 

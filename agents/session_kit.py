@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from agents.budgets import Budget
 from agents.compaction import ExtractiveSummarizer
-from agents.events import EventSink, Notice, PermissionRequested, discard_events
+from agents.events import EventSink, Notice, PermissionRequested, discard_events, on_path
 from agents.hooks import HookEvent, HookResult, HookRunner
 from agents.permissions import PermissionRuntime
 from agents.ports import ModelClient, SnapshotStore, SubagentSpawner, Summarizer, ToolExecutor
@@ -72,8 +72,11 @@ class SessionKit:
     budget: Budget | None = None
     is_child: bool = False
     hooks: HookRunner | None = None
+    path: tuple[str, ...] = ()  # a subagent's place in its tree; its events carry it
 
     def __post_init__(self) -> None:
+        if self.path:
+            object.__setattr__(self, "emit", on_path(self.emit, self.path))
         if self.artifacts is not None and self.tool_context.artifacts is None:
             # Recall reads the same record that clipping and clearing write.
             object.__setattr__(self, "tool_context", dataclasses.replace(self.tool_context, artifacts=self.artifacts))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from agents.agent_tool import AgentInput, AgentTool, child_registry
 from agents.blueprint import ChildSpec, SessionBlueprint, assemble
-from agents.budgets import Budget
+from agents.budgets import Budget, ScopeLimits
 from agents.errors import ModelError
 from agents.events import SubagentFinished, SubagentStarted
 from agents.hooks import HookEvent
@@ -25,6 +25,7 @@ __all__ = [
     "AgentTool",
     "InProcessSpawner",
     "SessionBlueprint",
+    "child_limits",
     "child_registry",
     "in_process_spawners",
     "run_child",
@@ -41,7 +42,8 @@ class InProcessSpawner:
 
     async def spawn(self, request: SubagentRequest) -> SubagentResult:
         child_id = f"{self.parent_id}.{next(self.blueprint._ids)}"
-        return await run_child(self.blueprint, request, parent_id=self.parent_id, child_id=child_id, parent_budget=self.parent_budget)
+        budget = await self.parent_budget.child(child_id, child_limits(self.blueprint, request))
+        return await run_child(self.blueprint, request, parent_id=self.parent_id, child_id=child_id, budget=budget)
 
 
 def in_process_spawners(bp: SessionBlueprint, parent_id: str, parent_budget: Budget) -> InProcessSpawner:
@@ -49,17 +51,24 @@ def in_process_spawners(bp: SessionBlueprint, parent_id: str, parent_budget: Bud
     return InProcessSpawner(bp, parent_id=parent_id, parent_budget=parent_budget)
 
 
-async def run_child(
-    bp: SessionBlueprint, request: SubagentRequest, *, parent_id: str, child_id: str, parent_budget: Budget
-) -> SubagentResult:
-    """Build, run and report one child; only its final text (or why it failed) returns."""
+def child_limits(bp: SessionBlueprint, request: SubagentRequest) -> ScopeLimits:
+    """A subagent's own budget (`subagents.max_*`), under its parent's in the tree's ledger."""
     limits = bp.subagents
-    budget = parent_budget.child(f"subagent '{request.description}'", max_tokens=limits.max_tokens, max_cost_usd=limits.max_cost_usd)
+    return ScopeLimits(label=f"subagent '{request.description}'", max_tokens=limits.max_tokens, max_cost_usd=limits.max_cost_usd)
+
+
+async def run_child(
+    bp: SessionBlueprint, request: SubagentRequest, *, parent_id: str, child_id: str, budget: Budget
+) -> SubagentResult:
+    """Build, run and report one child, charging `budget` (its scope, already opened in the
+    tree's ledger); only its final text (or why it failed) returns."""
     try:
         child = assemble(bp, ChildSpec(request, child_id, budget))
     except ToolError as exc:
         return SubagentResult(text=str(exc), is_error=True, reason="error", session_id=child_id)
-    bp.emit(SubagentStarted(session_id=parent_id, child_session_id=child_id, description=request.description, depth=request.depth))
+    parent_path = list(request.path[:-1])
+    bp.emit(SubagentStarted(session_id=parent_id, child_session_id=child_id, description=request.description,
+                            depth=request.depth, path=parent_path, child_path=list(request.path)))
     result = await _run_child(child, request)
     if bp.hooks is not None:
         stop = {"session_id": parent_id, "child_session_id": child_id, "description": request.description, "reason": result.reason}
@@ -75,6 +84,8 @@ async def run_child(
             cost_usd=result.cost_usd,
             model_calls=result.model_calls,
             unpriced_calls=result.unpriced_calls,
+            path=parent_path,
+            child_path=list(request.path),
         )
     )
     return result

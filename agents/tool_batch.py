@@ -248,6 +248,7 @@ class ToolBatchRunner:
             input=call.use.input,
             reason=reason,
             preview=change_preview(call.args, self.kit.tool_context.workspace),
+            path=list(self.kit.path),  # a subagent's question names it
         )
 
     def _request(self, call: PreparedCall, reason: str) -> PermissionRequested:

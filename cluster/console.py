@@ -15,6 +15,7 @@ from agents.handle import SessionHandle
 from agents.loop import TurnOutcome
 from agents.session_kit import Approver, PermissionAnswer
 from cluster.approval import describe_request
+from cluster.tree_view import path_label
 
 __all__ = ["ask_line", "console_approver", "describe_request", "settle_parked"]
 
@@ -80,7 +81,8 @@ def _read_line(prompt: str) -> str:
 
 async def console_approver(request: PermissionRequested) -> PermissionAnswer:
     """Asks until it gets y, n or a; end of input denies."""
-    print(f"\nPermission needed [{request.session_id}]: {describe_request(request)}")
+    who = f"subagent {path_label(request.path)} · {request.session_id}" if request.path else request.session_id
+    print(f"\nPermission needed [{who}]: {describe_request(request)}")
     while True:
         line = await ask_line("Allow? [y]es / [n]o / [a]lways this session: ")
         if line is None:

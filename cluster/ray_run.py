@@ -32,7 +32,8 @@ def start_services(settings: WorkingsetSettings, info: RuntimeInfo) -> ClusterSe
             node_id=current_node_id(),
         )
     return ClusterServices(
-        summarizer=summarizer, snapshots=snapshots, tool_cpus=c.tool_task_cpus, subagent_pool_idle=c.subagent_pool_idle
+        summarizer=summarizer, snapshots=snapshots, tool_cpus=c.tool_task_cpus, subagent_pool_idle=c.subagent_pool_idle,
+        subagents_per_actor=c.subagents_per_actor,
     )
 
 

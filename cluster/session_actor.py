@@ -23,6 +23,7 @@ import ray
 from pydantic import BaseModel
 
 from agents.assembly import RuntimePorts, resolve_workspace
+from agents.budgets import BudgetRefusal, ScopeLimits, TreeLedger
 from agents.config import WorkingsetSettings
 from agents.events import PermissionRequested
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
@@ -30,8 +31,12 @@ from agents.loop import Session, TurnOutcome, TurnReason, new_session_id
 from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
 from agents.tool_batch import PermissionAnswer
-from cluster.subagent_actor import SubagentPool, ray_spawner_factory
+from cluster.root_tools import answer_root_tool
+from cluster.subagent_actor import ray_spawner_factory
+from cluster.subagent_pool import SubagentPool
 from cluster.tool_tasks import RayToolExecutor
+from cluster.tree_budget import LedgerHost
+from tools.base import ToolOutput
 
 __all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "TurnEnd"]
 
@@ -47,6 +52,7 @@ class ClusterServices:
     snapshots: SnapshotStore | None = None  # RaySnapshotStore when sessions span nodes
     tool_cpus: float = 0.5
     subagent_pool_idle: int = 8
+    subagents_per_actor: int = 8
 
 
 class SessionSpec(BaseModel):
@@ -111,9 +117,11 @@ class SessionActor:
     def __init__(self, services: ClusterServices):
         self.services = services
         self.node_id = ray.get_runtime_context().get_node_id()
-        self.pool = SubagentPool(keep_idle=services.subagent_pool_idle)
+        self.pool = SubagentPool(keep_idle=services.subagent_pool_idle, per_actor=services.subagents_per_actor,
+                                 node_id=self.node_id)
         self.hosted: dict[str, _Hosted] = {}
         self.me = ray.get_runtime_context().current_actor
+        self.ledgers = LedgerHost(self._ledger_of)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -139,6 +147,8 @@ class SessionActor:
         hosted = _Hosted(session, queue, {})
         hosted_ref.append(hosted)
         self.hosted[session.session_id] = hosted
+        if session.ports.spawner is not None:
+            self.pool.warm_soon()  # its first fan-out then finds an actor booted or booting
         return {"session_id": session.session_id, "events": self.drain(session.session_id), **self._control(session)}
 
     async def close(self, session_id: str) -> None:
@@ -240,6 +250,31 @@ class SessionActor:
         hosted = self.hosted.get(session_id)
         if hosted is not None:
             hosted.events.put_nowait(event)
+
+    def budget_open(self, session_id: str, scope_id: str, parent_id: str | None, limits: ScopeLimits) -> BudgetRefusal | None:
+        """A subagent's scope in the tree's ledger (cluster.tree_budget)."""
+        return self.ledgers.open(session_id, scope_id, parent_id, limits)
+
+    def budget_reserve(self, session_id: str, scope_id: str) -> BudgetRefusal | None:
+        return self.ledgers.reserve(session_id, scope_id)
+
+    def budget_settle(self, session_id: str, scope_id: str, tokens: int, cost_usd: float | None, model_name: str):
+        return self.ledgers.settle(session_id, scope_id, tokens, cost_usd, model_name)
+
+    async def call_root_tool(self, session_id: str, name: str, arguments: dict) -> ToolOutput:
+        """A subagent's call of one of the root's MCP tools, over the root's connection
+        (cluster.root_tools); the child already checked its mode and permissions."""
+        hosted = self.hosted.get(session_id)
+        if hosted is None:
+            return ToolOutput(content=f"{name} cannot be called: the root session {session_id} is no longer open",
+                              is_error=True)
+        kit = hosted.session.kit
+        return await answer_root_tool(kit.registry, kit.tool_context, name, arguments)
+
+    def _ledger_of(self, session_id: str) -> TreeLedger | None:
+        hosted = self.hosted.get(session_id)
+        budget = hosted.session.kit.budget if hosted is not None else None
+        return budget.ledger if budget is not None and isinstance(budget.ledger, TreeLedger) else None
 
     async def ask_user(self, session_id: str, request: PermissionRequested) -> PermissionAnswer:
         """A subagent's question: shown in the root's stream, answered by answer_child."""

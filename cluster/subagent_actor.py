@@ -3,13 +3,13 @@
 The child is derived from the same blueprint as in-process (agents.subagents); only
 the process differs. Its events and permission questions travel to the root's
 SessionActor, its tool calls still go to node-affine tool tasks, and only its
-SubagentResult comes back. Actors are reused from a small per-process pool (a
-fresh actor costs a Python process start); one whose child failed is not reused.
+SubagentResult comes back. Actors come from the SessionActor's pool
+(cluster.subagent_pool), each running several children at once.
 
-Tree budgets: a child gets the room left in the tree when it starts and enforces
-it itself; its usage is added to the parent's tree when it returns. Children that
-run in parallel each see the same room, so a tree may overshoot by what they spend
-concurrently.
+Tree budgets are live: the spawner opens the child's scope in the tree's ledger
+(the root's, in its SessionActor) and the child reserves and settles every model
+call there through a RemoteLedger (cluster.tree_budget), so parallel children see
+each other's spending as it happens.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from agents.blueprint import SessionBlueprint
 from agents.budgets import Budget
 from agents.events import PermissionRequested
 from agents.ports import SubagentRequest, SubagentResult
-from agents.subagents import run_child
+from agents.subagents import child_limits, run_child
 from agents.tool_batch import PermissionAnswer
-from tools.base import ExecutionDomain
+from cluster.root_tools import proxied_tools
+from cluster.tree_budget import RemoteLedger
 
-__all__ = ["RaySpawner", "RemoteApprover", "RemoteEmitter", "SubagentActor", "SubagentPool"]
+__all__ = ["RaySpawner", "RemoteApprover", "RemoteEmitter", "SubagentActor", "ray_spawner_factory"]
 
 
 class RemoteEmitter:
@@ -91,12 +92,10 @@ class RemoteApprover:
 @ray.remote(num_cpus=0, max_restarts=0)
 class SubagentActor:
     async def run(
-        self, blueprint: SessionBlueprint, request: SubagentRequest, parent_id: str, child_id: str,
-        room: tuple[int | None, float | None],
+        self, blueprint: SessionBlueprint, request: SubagentRequest, parent_id: str, child_id: str, budget: Budget
     ) -> SubagentResult:
-        tree = Budget("tree (room left when this subagent started)", max_tokens=room[0], max_cost_usd=room[1])
         try:
-            return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, parent_budget=tree)
+            return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, budget=budget)
         finally:
             if isinstance(blueprint.emit, RemoteEmitter):
                 await blueprint.emit.flush()  # the child's events reach the root before its result
@@ -105,33 +104,10 @@ class SubagentActor:
         return True
 
 
-class SubagentPool:
-    """Idle SubagentActors kept for reuse (bounded); created on demand."""
-
-    def __init__(self, keep_idle: int = 8):
-        self.keep_idle = keep_idle
-        self._idle: list = []
-
-    def acquire(self):
-        return self._idle.pop() if self._idle else SubagentActor.remote()  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
-
-    def release(self, actor, *, healthy: bool) -> None:
-        if healthy and len(self._idle) < self.keep_idle:
-            self._idle.append(actor)
-        else:
-            ray.kill(actor)
-
-    async def warm(self, count: int) -> None:
-        actors = [SubagentActor.remote() for _ in range(count)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
-        await asyncio.gather(*(a.ready.remote() for a in actors))
-        for actor in actors:
-            self.release(actor, healthy=True)
-
-
 class RaySpawner:
     """The SubagentSpawner port on Ray."""
 
-    def __init__(self, blueprint: SessionBlueprint, *, parent_id: str, parent_budget: Budget, pool: SubagentPool,
+    def __init__(self, blueprint: SessionBlueprint, *, parent_id: str, parent_budget: Budget, pool,
                  root_actor, root_session_id: str):
         self.blueprint = blueprint
         self.parent_id = parent_id
@@ -144,11 +120,13 @@ class RaySpawner:
     async def spawn(self, request: SubagentRequest) -> SubagentResult:
         self._count += 1
         child_id = f"{self.parent_id}.{self._count}"
+        limits = child_limits(self.blueprint, request)
+        await self.parent_budget.child(child_id, limits)
+        budget = Budget(RemoteLedger(self.root_actor, self.root_session_id), child_id, limits.label)
         actor = self.pool.acquire()
         healthy = True
         try:
-            result = await actor.run.remote(self._shipped_blueprint(), request, self.parent_id, child_id,
-                                            self.parent_budget.remaining())
+            result = await actor.run.remote(self._shipped_blueprint(), request, self.parent_id, child_id, budget)
         except RayError as exc:
             healthy = False
             result = SubagentResult(
@@ -158,9 +136,6 @@ class RaySpawner:
             )
         finally:
             self.pool.release(actor, healthy=healthy)
-        self.parent_budget.add(result.usage.input_tokens + result.usage.output_tokens
-                               + result.usage.cache_read_input_tokens + result.usage.cache_creation_input_tokens,
-                               result.cost_usd)
         return result
 
     def _shipped_blueprint(self) -> SessionBlueprint:
@@ -169,16 +144,16 @@ class RaySpawner:
         bp = self.blueprint
         shipped = SessionBlueprint(**{k: v for k, v in bp.__dict__.items() if not k.startswith("_")})
         shipped.emit = RemoteEmitter(self.root_actor, self.root_session_id)
-        # MCP connections live in the root's process and cannot travel: children on Ray
-        # get every other tool.
-        shipped.tools = [t for t in bp.tools if t.execution_domain is not ExecutionDomain.REMOTE]
+        # MCP connections live in the root's process and cannot travel: children call
+        # those tools through the root's actor (cluster.root_tools).
+        shipped.tools = proxied_tools(bp.tools, self.root_actor, self.root_session_id)
         if bp.child_approver is not None:
             shipped.child_approver = RemoteApprover(self.root_actor, self.root_session_id, shipped.emit)
         shipped.spawner_factory = ray_spawner_factory(self.pool, self.root_actor, self.root_session_id)
         return shipped
 
 
-def ray_spawner_factory(pool: SubagentPool, root_actor, root_session_id: str):
+def ray_spawner_factory(pool, root_actor, root_session_id: str):
     def factory(bp: SessionBlueprint, parent_id: str, budget: Budget) -> RaySpawner:
         return RaySpawner(bp, parent_id=parent_id, parent_budget=budget, pool=pool, root_actor=root_actor,
                           root_session_id=root_session_id)

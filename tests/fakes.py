@@ -2,11 +2,13 @@
 local tools, random conversations, session states for the snapshot store, what a compaction
 strategy is run with (a recording summarizer, its env and request, a conversation of tool
 calls), trusting a workspace the way `workingset trust` does, an eval host whose agent is a
-Python function, and a directory committed as a git repository."""
+Python function, a directory committed as a git repository, and a scripted fan-out of
+subagents."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import subprocess
 from collections.abc import Callable
@@ -295,6 +297,21 @@ class AttackerHost(LocalHost):
         if attack is None:
             return await super().open(workspace, settings, emit)
         return _AttackSession(workspace, attack)
+
+
+def fanout_script(path: Path, children: int, calls: int, *, sleep_ms: int = 0) -> Path:
+    """A scripted tree: the root's first reply starts `children` subagents at once
+    ("child 0" ...), each makes `calls` model calls (a Glob between them), then answers."""
+    child_turns = [{"text": f"step {n}", "sleep_ms": sleep_ms, "tool_calls": [{"name": "Glob", "input": {"pattern": "*"}}]}
+                   for n in range(calls - 1)]
+    child_turns.append({"text": "child result", "sleep_ms": sleep_ms})
+    agent_calls = [{"name": "Agent", "input": {"description": f"child {i}", "prompt": f"Investigate part {i}."}}
+                   for i in range(children)]
+    path.write_text(json.dumps({
+        "turns": [{"tool_calls": agent_calls}, {"text": "All children reported."}],
+        "subagents": {f"child {i}": {"turns": child_turns} for i in range(children)},
+    }))
+    return path
 
 
 def commit_all(repo: Path, message: str = "base") -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.budgets import Budget, BudgetExceeded
+from agents.budgets import Budget, BudgetExceeded, ScopeLimits
 from agents.compaction import compact_budget, context_window_for
 from agents.config import CompactSettings, load_settings
 from agents.errors import ConfigError
@@ -89,16 +89,17 @@ def test_compaction_estimates_for_an_unknown_model_use_the_reference_price():
     assert input_price_per_mtok("openai:mystery") == 3.0 and input_price_per_mtok("openai:gpt-4o-mini") == 0.15
 
 
-def test_a_cost_budget_cannot_be_met_by_a_call_of_unknown_price():
-    tree = Budget("tree", max_cost_usd=1.0)
+async def test_a_cost_budget_cannot_be_met_by_a_call_of_unknown_price():
+    tree = Budget.tree(max_cost_usd=1.0)
+    child = await tree.child("child", ScopeLimits(label="child"))
     with pytest.raises(BudgetExceeded, match="price of openai:mystery is unknown"):
-        tree.child("child", max_tokens=None, max_cost_usd=None).charge(Usage(input_tokens=5), None, "openai:mystery")
+        await child.settle(Usage(input_tokens=5), None, "openai:mystery")
 
 
-def test_a_token_budget_still_counts_calls_of_unknown_price():
-    tree = Budget("tree", max_tokens=10)
+async def test_a_token_budget_still_counts_calls_of_unknown_price():
+    tree = Budget.tree(max_tokens=10)
     with pytest.raises(BudgetExceeded, match="token budget exceeded"):
-        tree.charge(Usage(input_tokens=11), None, "scripted:x")
+        await tree.settle(Usage(input_tokens=11), None, "scripted:x")
 
 
 def test_a_cost_budget_with_an_unpriced_model_is_refused_at_start(tmp_path):

@@ -111,7 +111,7 @@ def _tree(tmp_path, root_model, child_model, *, max_depth=3, tools=None, tree_ma
     """A root Session wired by hand around an InProcessSpawner whose children use `child_model`."""
     events: list = []
     base_tools = tools or default_workspace_tools()
-    tree = Budget("tree", max_tokens=tree_max_tokens)
+    tree = Budget.tree("root", max_tokens=tree_max_tokens)
     blueprint = SessionBlueprint(
         model_for=lambda spec, role: child_model,
         executor=LocalToolExecutor(),
@@ -427,7 +427,7 @@ async def test_subagent_token_budget_stops_the_child_and_the_parent_gets_an_erro
     assert _child_results(events, root) == []  # stopped right after its first call
 
 
-async def test_tree_token_budget_stops_the_child_and_then_the_root(tmp_path):
+async def test_tree_token_budget_stops_the_child_and_refuses_the_roots_next_call(tmp_path):
     script = _write_script(
         tmp_path,
         [{"tool_calls": [_agent_call("researcher")]}, {"text": "root continues"}],
@@ -443,7 +443,8 @@ async def test_tree_token_budget_stops_the_child_and_then_the_root(tmp_path):
     (result,) = _root_results(root)
     assert result.is_error and "tree token budget exceeded" in result.content
     assert outcome.reason == "budget" and "tree token budget exceeded" in outcome.detail
-    assert len(_of_type(events, "model_call", root.session_id)) == 2
+    assert "used before this call" in outcome.detail  # refused before it was made, not after
+    assert len(_of_type(events, "model_call", root.session_id)) == 1
     assert root.kit.budget.tokens > limit
 
 
@@ -454,7 +455,7 @@ async def test_tree_budget_counts_children_against_the_root(tmp_path):
     outcome = await root.run_turn("go")
     (result,) = _root_results(root)
     assert result.is_error and "tree token budget exceeded: 24 > 20" in result.content
-    assert outcome.reason == "budget" and "36 > 20" in outcome.detail
+    assert outcome.reason == "budget" and "24 of 20 tokens used before this call" in outcome.detail
 
 
 async def test_agent_call_without_a_prompt_is_an_error_naming_prompt(tmp_path, children):

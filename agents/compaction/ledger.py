@@ -48,6 +48,7 @@ class CompactionEvent(BaseModel):
     type: Literal["compaction"] = "compaction"
     session_id: str = ""
     ts: float = Field(default_factory=time.time)
+    path: list[str] = Field(default_factory=list, description="The emitting session's place in its tree (see agents.events).")
     kind: Literal["clear", "summary", "prompt_too_long"]
     trigger: Literal["auto", "manual", "prompt_too_long"]
     strategy: str

@@ -1,0 +1,98 @@
+"""The subagent tree as a person sees it: which child is working, asking or done.
+
+`SubagentTree` follows the event stream (subagent_started / _finished, model calls,
+permission questions and answers, all carrying the child's session id and path) and
+draws the tree with each child's state, model calls, tokens and cost. The human
+renderer prints it when a fan-out has finished; `--json` consumers get the same
+facts from the events themselves (README, "Event schema").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster.approval import shown
+
+__all__ = ["SubagentTree", "path_label"]
+
+
+def path_label(path: list[str]) -> str:
+    """A path on one line; descriptions come from the model, so hidden characters show as escapes."""
+    return " › ".join(shown(part)[0] for part in path)
+
+
+@dataclass
+class _Node:
+    session_id: str
+    description: str
+    state: str = "working"  # working, asking (the tool), done (the reason)
+    model_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced: bool = False
+    children: list[_Node] = field(default_factory=list)
+
+
+class SubagentTree:
+    def __init__(self) -> None:
+        self._nodes: dict[str, _Node] = {}
+        self._roots: list[_Node] = []  # the top-level children, in start order
+
+    def observe(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind == "subagent_started":
+            self._started(event)
+            return
+        node = self._nodes.get(event.session_id)
+        if kind == "subagent_finished":
+            self._finished(event)
+        elif node is None:
+            return
+        elif kind == "model_call":
+            node.model_calls += 1
+            node.tokens += event.usage.input_tokens + event.usage.output_tokens
+            node.cost_usd += event.cost_usd or 0.0
+            node.unpriced = node.unpriced or event.cost_usd is None
+        elif kind == "permission_requested":
+            node.state = f"asking ({event.name})"
+        elif kind == "permission_decided" and node.state.startswith("asking"):
+            node.state = "working"
+
+    @property
+    def running(self) -> int:
+        return sum(1 for n in self._nodes.values() if not n.state.startswith("done"))
+
+    def __bool__(self) -> bool:
+        return bool(self._nodes)
+
+    def render(self) -> str:
+        """The tree, one line per child: state, calls, tokens, cost."""
+        done = len(self._nodes) - self.running
+        lines = [f"subagents: {len(self._nodes)} started, {done} done, {self.running} running"]
+        for i, node in enumerate(self._roots):
+            self._draw(node, "", i == len(self._roots) - 1, lines)
+        return "\n".join(lines)
+
+    def _started(self, event: Any) -> None:
+        node = _Node(event.child_session_id, event.description)
+        self._nodes[node.session_id] = node
+        parent = self._nodes.get(event.session_id)
+        (parent.children if parent is not None else self._roots).append(node)
+
+    def _finished(self, event: Any) -> None:
+        node = self._nodes.get(event.child_session_id)
+        if node is None:
+            return
+        node.state = f"done ({event.reason})"
+        node.model_calls = event.model_calls
+        node.tokens = event.usage.input_tokens + event.usage.output_tokens
+        node.cost_usd = event.cost_usd
+        node.unpriced = event.unpriced_calls > 0
+
+    def _draw(self, node: _Node, indent: str, last: bool, lines: list[str]) -> None:
+        cost = "unpriced" if node.unpriced and not node.cost_usd else f"${node.cost_usd:.4f}"
+        lines.append(f"{indent}{'└─' if last else '├─'} {shown(node.description)[0]} [{node.session_id}] · {node.state} · "
+                     f"{node.model_calls} calls · {node.tokens:,} tokens · {cost}")
+        for i, child in enumerate(node.children):
+            self._draw(child, indent + ("   " if last else "│  "), i == len(node.children) - 1, lines)
