@@ -368,13 +368,14 @@ class FlakyHost(LocalHost):
     name = "flaky"
 
     def __init__(self, failures: int):
+        super().__init__()
         self.failures = failures
 
-    async def open(self, workspace, settings, emit):
+    async def open(self, workspace, settings, emit, **where):
         if self.failures:
             self.failures -= 1
             raise ClusterError("the actor of session x did not come back within 120 s")
-        return await super().open(workspace, settings, emit)
+        return await super().open(workspace, settings, emit, **where)
 
     def retryable(self, exc: BaseException) -> bool:
         return isinstance(exc, ClusterError)
@@ -412,10 +413,11 @@ class LostMidTurnHost(LocalHost):
     name = "lost-mid-turn"
 
     def __init__(self):
+        super().__init__()
         self.lost = False
 
-    async def open(self, workspace, settings, emit):
-        session = await super().open(workspace, settings, emit)
+    async def open(self, workspace, settings, emit, **where):
+        session = await super().open(workspace, settings, emit, **where)
         if not self.lost:
             self.lost = True
             turn = session.run_turn

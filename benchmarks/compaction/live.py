@@ -89,7 +89,7 @@ async def _batch(spec: str, tasks: list, out: Path, *, model, summarizer, local,
     from cluster.eval.runner import EvalOptions, EvalRunner
 
     settings = _settings(spec, out, model, summarizer, local, address)
-    host: Any = LocalHost() if settings.runtime == "local" else RayHost(settings, actors=default_actors(concurrency))
+    host: Any = LocalHost() if settings.runtime == "local" else RayHost(actors=default_actors(concurrency))
     forced = [t.model_copy(update={"strategy": spec}) for t in tasks]
     reporter = _Reporter(progress)
     runner = EvalRunner(settings, forced, EvalOptions(out=out, concurrency=concurrency), host=host, reporter=reporter)
