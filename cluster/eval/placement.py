@@ -6,6 +6,12 @@ it runs (a session mostly waits on its model: the bundle is memory, and CPU only
 `eval_task_cpus` asks for it, plus the `workingset_sandbox` marker when the cluster has
 nodes that declare it). Tool tasks and grades declare their own CPU, pinned to that node.
 
+Ray's own choice among nodes with room packs bundles (fills one node, then the next),
+which would leave the CPUs of other nodes idle for the tool calls and grades that
+follow. So `Placer` asks Ray for a soft target: the node with the fewest running
+attempts per CPU among those that could hold the bundle; Ray places the group there
+when it has room and elsewhere when not, and waits while no node has any.
+
 `NodeWatch` polls the cluster's node table; an attempt whose node is no longer alive is
 told at once (`lost(node)`), rather than waiting on calls that no node will answer.
 """
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from dataclasses import dataclass
 
 import ray
@@ -26,7 +33,8 @@ from ray.util.placement_group import (
 
 from cluster.runtime import ClusterError
 
-__all__ = ["SANDBOX_RESOURCE", "Lease", "NodeWatch", "cluster_has_sandbox_nodes", "feasible_nodes", "lease", "task_bundle"]
+__all__ = ["SANDBOX_RESOURCE", "Lease", "NodeWatch", "Placer", "cluster_has_sandbox_nodes", "feasible_nodes",
+           "task_bundle"]
 
 # A node started with `--resources='{"workingset_sandbox": 1}'` says it can run
 # sandboxed tasks (bubblewrap works there). Once any node says so, only such nodes get
@@ -62,26 +70,52 @@ def cluster_has_sandbox_nodes() -> bool:
 class Lease:
     group: PlacementGroup
     node: str
+    released: bool = False
 
-    def release(self) -> None:
+
+class Placer:
+    """Leases room for attempts, spread over the nodes in proportion to their CPUs."""
+
+    def __init__(self, bundle: dict[str, float]):
+        self.bundle = bundle
+        self.running: Counter[str] = Counter()
+
+    def _target(self, nodes: list[dict]) -> str | None:
+        fitting = [n for n in nodes if n.get("Alive") and _fits(n, self.bundle)]
+        if not fitting:
+            return None
+        best = min(fitting, key=lambda n: (self.running[n["NodeID"]] + 1) / max(n["Resources"].get("CPU", 0.0), 0.5))
+        return best["NodeID"]
+
+    async def lease(self) -> Lease:
+        """Room for one attempt: waits while the cluster is full."""
+        target = self._target(await asyncio.to_thread(ray.nodes))
+        if target is not None:
+            self.running[target] += 1  # counted at once: leases asked for together spread
+        group = placement_group([self.bundle], strategy="STRICT_PACK", _soft_target_node_id=target)
+        try:
+            await group.ready()
+            table = await asyncio.to_thread(placement_group_table, group)
+            node = table.get("bundles_to_node_id", {}).get(0)
+            if not node:
+                raise ClusterError("Ray placed a task's resources on no node")
+        except BaseException:
+            remove_placement_group(group)
+            if target is not None:
+                self.running[target] -= 1
+            raise
+        if target is not None:
+            self.running[target] -= 1
+        self.running[node] += 1
+        return Lease(group, node)
+
+    def release(self, held: Lease) -> None:
+        if held.released:
+            return
+        held.released = True
+        self.running[held.node] -= 1
         with contextlib.suppress(Exception):  # gone with its node, or already removed
-            remove_placement_group(self.group)
-
-
-async def lease(bundle: dict[str, float]) -> Lease:
-    """Room for one attempt: waits while the cluster is full."""
-    group = placement_group([bundle], strategy="STRICT_PACK")
-    try:
-        await group.ready()
-        table = await asyncio.to_thread(placement_group_table, group)
-    except BaseException:
-        remove_placement_group(group)
-        raise
-    node = table.get("bundles_to_node_id", {}).get(0)
-    if not node:
-        remove_placement_group(group)
-        raise ClusterError("Ray placed a task's resources on no node")
-    return Lease(group, node)
+            remove_placement_group(held.group)
 
 
 class NodeWatch:

@@ -13,8 +13,8 @@ and ETA — with one line per finished task above it.
 | `task_skipped` | `task_id`, `status` (its earlier result) |
 | `task_changed` | `task_id` (its row in the task file changed since its result: it runs again) |
 | `task_started` | `task_id`, `attempt` |
-| `task_phase` | `task_id`, `phase` (`workspace`, `environment`, `setup`, `agent`, `patch`, `grade`) |
-| `task_retry` | `task_id`, `reason` (lost infrastructure; the task runs once more) |
+| `task_phase` | `task_id`, `phase` (`workspace`, `environment`, `setup`, `agent`, `patch`, `grade`), `node` (the Ray node it runs on; null with --local) |
+| `task_retry` | `task_id`, `reason` (lost infrastructure; the task runs once more), `node_lost` (true: its node left the cluster; it runs again from its start elsewhere, not counted as a retry) |
 | `task_finished` | `task_id`, `status`, `result` (the row written to results.jsonl) |
 | `batch_stopped` | `reason` (`batch_max_cost`), `cap_usd`, `spent_usd`, `not_started` (no new task starts) |
 | `eval_finished` | `interrupted`, `summary` (as in summary.json) |
@@ -133,8 +133,9 @@ class ProgressReporter:
         self.running += 1
         self._refresh()
 
-    def _on_task_retry(self, *, task_id: str, reason: str, **_: Any) -> None:
-        self.progress.console.print(f"[yellow]↻ {escape(task_id)}: {escape(reason)}; running it once more[/]")
+    def _on_task_retry(self, *, task_id: str, reason: str, node_lost: bool = False, **_: Any) -> None:
+        again = "running it again from its start on another node" if node_lost else "running it once more"
+        self.progress.console.print(f"[yellow]↻ {escape(task_id)}: {escape(reason)}; {again}[/]")
 
     def _on_task_finished(self, *, task_id: str, status: str, result: dict, **_: Any) -> None:
         self.running -= 1

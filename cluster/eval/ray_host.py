@@ -28,12 +28,13 @@ from cluster.eval.layout import OutDir
 from cluster.eval.node_site import RaySite, TaskNode, batch_key
 from cluster.eval.placement import (
     NodeWatch,
+    Placer,
     cluster_has_sandbox_nodes,
     feasible_nodes,
-    lease,
     task_bundle,
 )
 from cluster.eval.stages import StageConfig
+from cluster.eval.task_flow import NodeLost, Retry
 from cluster.eval.tasks import Task, is_url
 from cluster.runtime import ClusterError, connect
 from cluster.session_actor import ClusterServices
@@ -60,6 +61,7 @@ class RayHost:
         self.services: ClusterServices | None = None
         self.watch = NodeWatch()
         self.sandbox = False
+        self.placer: Placer | None = None
         self._nodes: dict[str, _NodeServices] = {}
         self._starting: dict[str, asyncio.Task] = {}
         self._shipped: dict[tuple, asyncio.Task] = {}
@@ -92,6 +94,7 @@ class RayHost:
             raise ClusterError(f"no node of the Ray cluster can hold a task ({self._describe_bundle()}); give the "
                                "nodes more memory, lower cluster.eval_task_memory_mb / eval_task_cpus, or start a node "
                                "with --resources='{\"workingset_sandbox\": 1}'")
+        self.placer = Placer(self._bundle())
         self.watch.start()
 
     def _describe_bundle(self) -> str:
@@ -181,13 +184,23 @@ class RayHost:
             return None  # the node clones it
         return await asyncio.shield(self._ship(task, out))
 
+    async def _services_for(self, node: str) -> _NodeServices:
+        """The node's services; a node that could not start them is lost infrastructure."""
+        try:
+            return await self._node(node)
+        except ClusterError as exc:
+            if await self.watch.confirm(node, grace_s=1.0):
+                raise NodeLost(node, "workspace") from exc
+            raise Retry(str(exc)) from exc
+
     @contextlib.asynccontextmanager
     async def site(self, config: StageConfig, out: OutDir, task: Task, name: str) -> AsyncIterator[TaskSite]:
         assert self.settings is not None, "start the host first"
         self._configure(config, out)
-        held = await lease(self._bundle())
+        assert self.placer is not None
+        held = await self.placer.lease()
         try:
-            services = await self._node(held.node)
+            services = await self._services_for(held.node)
             c = self.settings.cluster
             grade = {"num_cpus": c.eval_grade_cpus}
             if self.sandbox:
@@ -200,7 +213,7 @@ class RayHost:
                 if self.watch.is_lost(held.node):
                     self._forget(held.node)
         finally:
-            held.release()
+            self.placer.release(held)
 
     # -- sessions -----------------------------------------------------------------------
 

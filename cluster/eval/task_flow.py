@@ -167,7 +167,7 @@ class TaskFlow:
 
     def _phase(self, site: TaskSite, task: Task, stats: TaskStats, phase: str) -> None:
         site.phase = phase
-        self.reporter.event("task_phase", task_id=task.id, phase=phase)
+        self.reporter.event("task_phase", task_id=task.id, phase=phase, node=site.node)
         stats.note("eval_phase", task_id=task.id, phase=phase, ts=time.time(), node=site.node)
 
     async def _stages(self, site: TaskSite, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats,
