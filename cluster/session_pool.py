@@ -16,6 +16,7 @@ import ray
 from agents.config import WorkingsetSettings
 from agents.events import EventSink, discard_events
 from agents.tool_batch import Approver
+from cluster.credentials import model_runtime_env
 from cluster.ray_run import start_services
 from cluster.remote_session import RemoteSession
 from cluster.runtime import connect, current_node_id
@@ -34,7 +35,9 @@ class SessionPool:
         self.services = services or start_services(settings, info)
         self.node_id = node_id or current_node_id()
         strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
-        self.actors = [SessionActor.options(scheduling_strategy=strategy).remote(self.services) for _ in range(actors)]
+        # The sessions call the models: the provider credentials go with them (credentials.py).
+        options = {"scheduling_strategy": strategy, "runtime_env": model_runtime_env()}
+        self.actors = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]
         self.load = [0] * actors
 
     async def ready(self) -> None:
