@@ -112,6 +112,9 @@ def _token_given() -> bool:
 def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: int | None = None) -> RuntimeInfo:
     """Start or join Ray once per process; later calls return the same runtime."""
     address = address or os.environ.get("RAY_ADDRESS") or None
+    # The runtime's C++ warnings go straight to this process's stderr, across any progress
+    # display; below errors they stay in Ray's log files.
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
     if not ray.is_initialized():
         try:
             if address:
