@@ -225,6 +225,8 @@ class TaskFlow:
             handle.announce_end("budget", "", error=f"wall-clock budget of {wall:g} s reached")
             row["notes"].append(f"stopped at the wall-clock budget of {wall:g} s")
             return "timeout"
+        except NodeLost:
+            raise  # the host knows the node went: the batch runs the task elsewhere
         except Exception as exc:
             # The actor failed and the session could not be resumed (e.g. killed during the
             # first turn: no snapshot yet), or the runtime itself is gone: run it once more.
