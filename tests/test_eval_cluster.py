@@ -2,7 +2,8 @@
 `ray_cluster`, plus a node a test adds): tasks go where the cluster has room and a
 node that declares it can sandbox, each workspace is made on the node that runs the
 task and its session runs there; a node lost mid-batch has its tasks run again from
-their start elsewhere, each task ending with exactly one row."""
+their start elsewhere, each task ending with exactly one row; a node whose start-up
+fails is tried again, said in one line."""
 
 import asyncio
 import io
@@ -10,12 +11,14 @@ import json
 from pathlib import Path
 
 import ray
+from ray.exceptions import WorkerCrashedError
 
 from agents.config import WorkingsetSettings
 from cluster.eval.hosts import RayHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.tasks import load_tasks
+from cluster.session_pool import SessionPool
 from tests.eval_support import calc_repo, fix_turns, result_rows, script, task, tasks_file
 
 _OBJECT_STORE = 80 * 1024**2
@@ -108,3 +111,25 @@ async def test_a_node_lost_mid_batch_has_its_tasks_run_again_elsewhere_with_one_
     assert sum(1 for e in retried if e["type"] == "task_retry" and e.get("node_lost")) == len(moved)
     assert summary["node_losses"] == len(moved) and summary["retries"] == 0
     assert doomed.node_id not in {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+
+
+class FirstStartFails(SessionPool):
+    """A pool whose first start-up fails as a tool worker killed during warm-up would."""
+
+    failed = False
+
+    async def ready(self) -> None:
+        if not FirstStartFails.failed:
+            FirstStartFails.failed = True
+            raise WorkerCrashedError()
+        await super().ready()
+
+
+async def test_a_failed_start_up_of_a_node_is_tried_again_and_said_in_one_line(ray_cluster, tmp_path):
+    reporter = JsonReporter(io.StringIO())
+    await _runner(tmp_path, ["a"], RayHost(actors=1, pool_class=FirstStartFails), reporter).run()
+    (row,) = result_rows(tmp_path / "out")
+    assert row["status"] == "passed"
+    notices = [e["text"] for e in map(json.loads, reporter.stream.getvalue().splitlines()) if e["type"] == "notice"]
+    assert len(notices) == 1 and notices[0].startswith("starting the session actors on node ")
+    assert notices[0].endswith("failed (WorkerCrashedError); trying again (2 of 3)")

@@ -54,8 +54,9 @@ class _NodeServices:
 class RayHost:
     name = "ray"
 
-    def __init__(self, *, actors: int, notify: Callable[[str], None] | None = None):
+    def __init__(self, *, actors: int, notify: Callable[[str], None] | None = None, pool_class: type | None = None):
         self.actors = actors  # SessionActors per node
+        self.pool_class = pool_class  # default: cluster.session_pool.SessionPool
         self.notify = notify or (lambda text: None)
         self.settings: WorkingsetSettings | None = None
         self.services: ClusterServices | None = None
@@ -126,11 +127,12 @@ class RayHost:
         from cluster.session_pool import SessionPool
 
         assert self.settings is not None and self._config is not None
+        pool_class = self.pool_class or SessionPool
         strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=node, soft=False)
         for tries in range(1, _START_TRIES + 1):
             pool = actor = None
             try:
-                pool = SessionPool(self.settings, actors=self.actors, services=self.services, node_id=node)
+                pool = pool_class(self.settings, actors=self.actors, services=self.services, node_id=node)
                 actor = TaskNode.options(scheduling_strategy=strategy).remote(self._config, self._key)
                 _, root = await actor.where.remote()
                 await pool.ready()
