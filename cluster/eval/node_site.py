@@ -55,32 +55,18 @@ def node_root(key: str, node: str) -> Path:
     return base / key / node[:12]
 
 
-@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
-class TaskNode:
+class _NodeStages(TaskStages):
+    """The stages over this node's own directory for the batch."""
+
     def __init__(self, config: StageConfig, key: str):
-        self.node = ray.get_runtime_context().get_node_id()
-        self.stages = TaskStages(config, OutDir(node_root(key, self.node)), node=self.node)
+        node = ray.get_runtime_context().get_node_id()
+        super().__init__(config, OutDir(node_root(key, node)), node=node)
 
     def where(self) -> tuple[str, str]:
-        return self.node, str(self.stages.out.root)
+        return self.node or "", str(self.out.root)
 
-    async def prepare(self, task: Task, name: str, shipped: Shipped | None) -> Workspace:
-        return await self.stages.prepare(task, name, shipped)
 
-    async def environment(self, task: Task, ws: Workspace, name: str, network: bool) -> EnvironmentOutcome:
-        return await self.stages.environment(task, ws, name, network)
-
-    async def setup(self, task: Task, ws: Workspace, name: str, venv: Path | None) -> None:
-        await self.stages.setup(task, ws, name, venv)
-
-    async def patch(self, ws: Workspace) -> Patch:
-        return await self.stages.patch(ws)
-
-    async def discard(self, name: str) -> str | None:
-        return await self.stages.discard(name)
-
-    def files(self, name: str) -> dict[str, bytes]:
-        return self.stages.files(name)
+TaskNode = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(_NodeStages)
 
 
 @ray.remote(max_retries=0)
