@@ -11,6 +11,7 @@ subagent spawner) without touching the loop.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -36,6 +37,7 @@ from agents.skills import LoadSkillTool, discover_skills, skill_catalog_section
 from agents.snapshot_store import DiskSnapshotStore
 from agents.subagents import in_process_spawners
 from agents.system_prompt import (
+    Section,
     SystemPrompt,
     base_section,
     environment_section,
@@ -143,9 +145,9 @@ def denied_path_globs(permissions: PermissionRuntime) -> tuple[str, ...]:
 class _PromptParts:
     """The prompt sections read from the environment once per session (stable prefix)."""
 
-    environment: object
-    project: object
-    skills: object
+    environment: Section
+    project: Section | None
+    skills: Section | None
     memory: MemoryStore
 
     def prompt_for(self, registry: ToolRegistry) -> SystemPrompt:
@@ -224,7 +226,7 @@ def build_session(
     mode: Mode = Mode.DEFAULT,
     child_approver: Approver | None = None,
     tools: list[Tool] | None = None,
-    extra_tools: list[Tool] = (),
+    extra_tools: Sequence[Tool] = (),
     plugins: LoadedPlugins | None = None,
     runtime: RuntimePorts | None = None,
 ) -> Session:

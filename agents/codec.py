@@ -16,7 +16,7 @@ from typing import Any
 import msgpack
 
 from agents.errors import WorkingsetError
-from agents.messages import MESSAGES_ADAPTER, Message
+from agents.messages import MESSAGES_ADAPTER, Message, message_caches
 
 __all__ = [
     "CodecError",
@@ -67,7 +67,7 @@ def unpack(data: bytes) -> Any:
 
 def encode_message(message: Message) -> tuple[str, bytes]:
     """(sha256 digest, msgpack bytes) of one message, computed once per message object."""
-    private = message.__pydantic_private__
+    private = message_caches(message)
     cached = private.get("_encoded")
     if cached is None:
         try:

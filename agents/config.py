@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -338,7 +339,7 @@ def _check_environment() -> None:
         raise ConfigError("; ".join(problems))
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     if not error["loc"]:  # a check across settings names them itself
         return str(error["msg"]).removeprefix("Value error, ")
     loc = ".".join(str(p) for p in error["loc"])
@@ -346,7 +347,7 @@ def _describe(error: dict[str, Any]) -> str:
     if error["type"] == "extra_forbidden" and all(isinstance(p, str) for p in error["loc"]):
         nested: dict[str, Any] = {}
         for part in reversed(error["loc"]):
-            nested = {part: nested}
+            nested = {str(part): nested}
         nearest = next((u.nearest for u in unknown_keys(WorkingsetSettings, nested)), None)
         return f"setting '{loc}' ({env}) is unknown" + (f"; did you mean '{nearest}'?" if nearest else "")
     return f"setting '{loc}' ({env}): {error['msg']}"

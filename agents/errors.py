@@ -4,6 +4,8 @@ Workingset's own tree (agents/, cluster/):
 
     WorkingsetError                 anything Workingset raises on purpose
     ├── ConfigError                 bad settings, spec, script or path a user gave (CLI: exit 2)
+    │   ├── SettingsChanged         an eval rerun's settings differ from its out directory's (cluster.eval.provenance)
+    │   └── TaskConflict            a task id another task file of the out directory holds otherwise (cluster.eval.results)
     ├── ModelError                  a model call failed
     │   ├── AuthError               bad or missing credentials (never retried)
     │   ├── PromptTooLong           the provider refused the input size

@@ -17,6 +17,7 @@ from agents.ports import Usage
 
 __all__ = [
     "EVENT_SCHEMA_VERSION",
+    "EndReason",
     "AssistantText",
     "CompactionEvent",
     "Event",
@@ -158,12 +159,16 @@ class Notice(_EventBase):
     text: str
 
 
+# Why a session ended: a turn's own reasons (agents.loop.TurnReason), an error, or the user.
+EndReason = Literal[
+    "end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget",
+    "truncated", "refusal",
+]
+
+
 class SessionEnded(_EventBase):
     type: Literal["session_ended"] = "session_ended"
-    reason: Literal[
-        "end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget",
-        "truncated", "refusal",
-    ]
+    reason: EndReason
     final_text: str
     turns: int
     usage: Usage

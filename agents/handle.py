@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from agents.compaction.ledger import CompactionEvent
+from agents.events import EndReason
 from agents.loop import TurnOutcome
 from agents.modes import Mode
 from agents.session_state import GoalState
@@ -39,7 +40,7 @@ class SessionHandle(Protocol):
 
     def announce_start(self) -> None: ...
 
-    def announce_end(self, reason: str, final_text: str, error: str | None = None) -> None: ...
+    def announce_end(self, reason: EndReason, final_text: str, error: str | None = None) -> None: ...
 
     async def run_turn(self, user_input: str) -> TurnOutcome: ...
 

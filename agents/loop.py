@@ -28,6 +28,7 @@ from agents.config import SessionSettings
 from agents.errors import PromptTooLong, WorkingsetError
 from agents.events import (
     AssistantText,
+    EndReason,
     GoalVerdict,
     ModeChanged,
     ModelCall,
@@ -53,7 +54,7 @@ from agents.system_prompt import SystemPrompt, tool_catalog_section
 from agents.tool_batch import ToolBatchRunner
 from agents.working_set import CompiledRequest, WorkingSetCompiler
 
-__all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "new_session_id"]
+__all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "TurnReason", "new_session_id"]
 
 TurnReason = Literal[
     "end_turn", "turn_limit", "permission", "judge_error", "goal_limit", "budget", "truncated", "refusal"
@@ -160,7 +161,7 @@ class Session:
     def announce_start(self) -> None:
         self.emit(SessionStarted(session_id=self.session_id, model=self.ports.model.name, cwd=str(self.kit.tool_context.workspace)))
 
-    def announce_end(self, reason: str, final_text: str, error: str | None = None) -> None:
+    def announce_end(self, reason: EndReason, final_text: str, error: str | None = None) -> None:
         self.emit(
             SessionEnded(
                 session_id=self.session_id,
@@ -413,11 +414,13 @@ class Session:
             refused_actual=refusal.actual_tokens,
             limit=refusal.limit_tokens,
         )
+        count = None if retry is None else (lambda: exact_tokens(self.ports.model, retry.request))
         try:
-            await check_retry(check, refusal, count=retry and (lambda: exact_tokens(self.ports.model, retry.request)))
+            await check_retry(check, refusal, count=count)
         except PromptTooLong:
             self._emit_compaction(result)  # what was tried, though not applied
             raise
+        assert retry is not None  # check_retry refuses when nothing was recompiled
         self._apply(result)
         if self.kit.trace is not None:
             self.kit.trace.write(retry, self.prompt, result.events, budget_tokens=target, counter=self.kit.counter)
@@ -441,7 +444,7 @@ class Session:
         )
         self.emit(GoalVerdict(session_id=self.session_id, condition=goal.condition, verdict=step.verdict.verdict,
                               reason=step.verdict.reason, auto_turns=auto_turns))
-        if goal.status == "met":
+        if step.verdict.verdict == "met":  # judge_step marked the goal met
             self._show_goal()
         if step.stop is not None:
             return TurnOutcome(step.stop, outcome.final_text, outcome.model_calls, detail=step.detail)

@@ -14,6 +14,7 @@ or overwritten.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import hashlib
 import os
@@ -21,7 +22,7 @@ import re
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeGuard, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -44,6 +45,10 @@ __all__ = [
 
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
+
+
+def is_memory_type(value: str) -> TypeGuard[MemoryType]:
+    return value in MEMORY_TYPES
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 DESCRIPTION_MAX = 200  # chars of a description shown in the index
 NAME_RULE = "1-64 characters of lowercase letters, digits, '-' or '_', starting with a letter or digit"
@@ -172,7 +177,7 @@ class MemoryStore:
         records.sort(key=lambda r: (MEMORY_TYPES.index(r.type), r.name))
         return records, problems
 
-    def names(self) -> list[str]:
+    def names(self) -> builtins.list[str]:
         return sorted(r.name for r in self.list()[0])
 
     def not_found(self, name: str) -> MemoryNotFound:
@@ -192,7 +197,7 @@ class MemoryStore:
     def write(self, name: str, type: str, description: str, body: str) -> MemoryRecord:
         """Create or update a record; `created` survives an update, `updated` is now."""
         path = self.path_for(name)
-        if type not in MEMORY_TYPES:
+        if not is_memory_type(type):
             raise MemoryStoreError(f"invalid memory type {type!r}: use one of {', '.join(MEMORY_TYPES)}")
         description = " ".join(description.split())
         if not description:

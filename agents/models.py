@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.ports import Usage
+from agents.provider_names import installed_providers
 
 __all__ = [
     "KNOWN_MODELS",
@@ -148,8 +149,6 @@ def _offline(name: str) -> bool:
     prefix, sep, _ = name.partition(":")
     if not sep:
         return False
-    from agents.providers import installed_providers  # the registry loads providers lazily
-
     return prefix not in installed_providers()
 
 

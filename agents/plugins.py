@@ -34,7 +34,7 @@ import importlib
 import importlib.metadata
 import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -151,10 +151,11 @@ def discover_plugins(
     problems: list[str] = []
     if entry_points is None:
         entry_points = installed_entry_points()
-    candidates = [(_directory_plugin, d) for d in _plugin_dirs(dirs)] + [(_entry_point_plugin, ep) for ep in entry_points]
-    for read, where in candidates:
+    candidates: list[Callable[[], Plugin]] = [functools.partial(_directory_plugin, d) for d in _plugin_dirs(dirs)]
+    candidates += [functools.partial(_entry_point_plugin, ep) for ep in entry_points]
+    for read in candidates:
         try:
-            plugin = read(where)
+            plugin = read()
         except _Problem as exc:
             problems.append(str(exc))
             continue

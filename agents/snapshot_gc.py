@@ -35,7 +35,7 @@ def collect(cache: diskcache.Cache, record: SessionRecord) -> bool:
             return []  # unreadable already; it keeps nothing alive
 
     try:
-        live = [chunks_of(v) for v in [record.current, *record.history]]
+        live = [chunks_of(v) for v in [record.current, *record.history] if v is not None]
     except SnapshotTooNew:
         return False
     live_chunks = {key for keys in live for key in keys}

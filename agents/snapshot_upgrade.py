@@ -50,8 +50,8 @@ def _exactly(text: str, marker: TextMarker) -> TextMarker | None:
 
 def _text_marker(message: Message) -> tuple[int, TextMarker] | None:
     """(index of the marked block, its marker) for a message schema 1 wrote as a marker."""
-    blocks = message.content
-    if not blocks or not all(isinstance(b, TextBlock) and b.marker is None for b in blocks):
+    blocks = [b for b in message.content if isinstance(b, TextBlock) and b.marker is None]
+    if not blocks or len(blocks) != len(message.content):
         return None
     first = blocks[0].text
     if message.role == "user" and len(blocks) == 2 and (m := _BOUNDARY.match(first)):
@@ -104,10 +104,10 @@ def _upgrade_message(message: Message) -> Message:
         return Message(role=message.role, content=tuple(blocks))
     if message.role != "user" or not message.tool_results_in:
         return message
-    blocks = tuple(upgrade_result(b) if isinstance(b, ToolResultBlock) else b for b in message.content)
-    if all(a is b for a, b in zip(blocks, message.content, strict=True)):
+    upgraded = tuple(upgrade_result(b) if isinstance(b, ToolResultBlock) else b for b in message.content)
+    if all(a is b for a, b in zip(upgraded, message.content, strict=True)):
         return message
-    return Message(role=message.role, content=blocks)
+    return Message(role=message.role, content=upgraded)
 
 
 def upgrade_messages(messages: Iterable[Message]) -> list[Message]:

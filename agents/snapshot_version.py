@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 
 from agents.codec import CodecError, decode_message, pack, unpack
-from agents.messages import Message
+from agents.messages import Message, message_caches
 from agents.session_state import READABLE_SCHEMAS, SCHEMA_VERSION, SessionState
 from agents.snapshot_errors import SnapshotCorrupt, SnapshotTooNew
 from agents.snapshot_file import SalvagedRows, StoreReader
@@ -30,6 +30,8 @@ def make_envelope(header: dict, delta: Delta) -> bytes:
 def open_envelope(raw: object, version: str) -> dict:
     if raw is None:
         raise SnapshotCorrupt(f"snapshot version {version} is missing", version=version)
+    if not isinstance(raw, bytes):
+        raise SnapshotCorrupt(f"snapshot version {version} cannot be decoded (not bytes)", version=version)
     try:
         envelope = unpack(raw)
         schema = envelope.get("schema")
@@ -69,7 +71,7 @@ def read_version(reader: StoreReader | SalvagedRows, version: str, memo: dict[st
             if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != digest:
                 raise SnapshotCorrupt(f"snapshot version {version}: message {digest[:12]} is missing or damaged", version=version)
             message = decode_message(data)
-            message.__pydantic_private__["_encoded"] = (digest, data)  # never encoded again
+            message_caches(message)["_encoded"] = (digest, data)  # never encoded again
             memo[digest] = message
         messages = [memo[d] for d in digests]
         state = SessionState.model_validate({**body["header"], "conversation": messages})

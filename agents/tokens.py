@@ -30,6 +30,7 @@ from agents.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    message_caches,
 )
 
 __all__ = [
@@ -62,11 +63,8 @@ class TokenCounter(Protocol):
 
 
 def message_token_cache(message: Message) -> dict[str, int]:
-    """The per-counter estimates cached on a (immutable) message, made on first use.
-
-    Read from the private dict directly: pydantic's attribute fallback costs ~3 µs a call,
-    which adds up when a turn walks a thousand messages."""
-    private = message.__pydantic_private__
+    """The per-counter estimates cached on a (immutable) message, made on first use."""
+    private = message_caches(message)
     cache = private["_token_cache"]
     if cache is None:
         cache = private["_token_cache"] = {}

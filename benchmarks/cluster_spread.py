@@ -34,7 +34,7 @@ from cluster.eval.hosts import RayHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.settings import EVAL_ALLOW
-from cluster.eval.tasks import load_tasks
+from cluster.eval.task_file import load_tasks
 
 _STORE = 80 * 1024**2
 
@@ -74,6 +74,7 @@ def one_size(root: Path, nodes: int, tasks: Path, script: Path, concurrency: int
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 2, "include_dashboard": False, "object_store_memory": _STORE,
         "resources": {"workingset_sandbox": 1}})
+    assert cluster.head_node is not None
     members = [cluster.head_node]
     for i in range(nodes - 1):
         members.append(cluster.add_node(num_cpus=1 + i % 2, resources={"workingset_sandbox": 1},

@@ -84,7 +84,7 @@ def one(tasks: Path, moment: str, *, ray: bool, work: Path) -> dict:
                *([] if ray else ["--local"])]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    seen, children = 0, []
+    seen, children = 0, list[psutil.Process]()
     assert proc.stdout is not None
     for line in proc.stdout:
         seen += json.loads(line).get("type") == kind

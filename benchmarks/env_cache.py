@@ -24,11 +24,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from agents.config import WorkingsetSettings
+from agents.config import PermissionSettings, WorkingsetSettings
 from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.tasks import load_tasks
+from cluster.eval.task_file import load_tasks
 
 
 def _repo(root: Path, requirements: list[str]) -> Path:
@@ -51,7 +51,7 @@ def _run(root: Path, tasks: int, requirements: list[str], network: bool) -> list
     path = root / "tasks.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     settings = WorkingsetSettings(home=root / "home", model=f"scripted:{script}",
-                                  permissions={"mode": "accept-edits", "allow": ["Bash"], "headless": "deny-asks"})
+                                  permissions=PermissionSettings(mode="accept-edits", allow=["Bash"], headless="deny-asks"))
     runner = EvalRunner(settings, load_tasks(path).tasks, EvalOptions(out=root / "out", concurrency=1),
                         host=LocalHost(), reporter=JsonReporter(stream=io.StringIO()))
     asyncio.run(runner.run())

@@ -42,7 +42,7 @@ from cluster.eval.hosts import LocalHost, RayHost, default_actors
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.settings import EVAL_ALLOW
-from cluster.eval.tasks import load_tasks
+from cluster.eval.task_file import load_tasks
 
 CALLS = 3
 GRADER = "python3 test_calc.py"
@@ -142,7 +142,8 @@ async def one_level(root: Path, tasks: Path, script: Path, concurrency: int, loc
         "model": f"scripted:{script}", "home": str(out / "home"),
         "permissions": {"mode": "accept-edits", "headless": "deny-asks", "allow": EVAL_ALLOW},
     })
-    host = LocalHost() if local else RayHost(actors=default_actors(concurrency))
+    actors = default_actors(concurrency)
+    host = LocalHost() if local else RayHost(actors=actors)
     loaded = load_tasks(tasks)
     runner = EvalRunner(settings, loaded.tasks, EvalOptions(out=out, concurrency=concurrency), host=host,
                         reporter=JsonReporter(io.StringIO()))
@@ -162,7 +163,7 @@ async def one_level(root: Path, tasks: Path, script: Path, concurrency: int, loc
         "cpu_per_task_s": cpu / n, "machine_cpu_per_task_s": machine / n,
         "machine_busy": machine / (wall * (os.cpu_count() or 1)), "peak_mb": meter.peak_rss / 1e6, "growth_mb": (meter.peak_rss - meter.base_rss) / 1e6,
         "p50_s": summary["wall_s"]["p50"], "p95_s": summary["wall_s"]["p95"], "ready_s": ready_s,
-        "actors": 0 if local else host.actors,
+        "actors": 0 if local else actors,
     }
 
 

@@ -74,6 +74,7 @@ def served(kind: str, tokens: int, replies: int) -> Iterator[str]:
          "--reply-tokens", str(tokens), "--replies", str(replies)],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
+    assert child.stdout is not None and child.stdin is not None  # both piped
     try:
         yield child.stdout.readline().strip()
     finally:

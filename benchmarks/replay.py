@@ -21,8 +21,8 @@ from agents.compaction.ledger import CompactionEvent
 from agents.config import AgentSettings, CompactSettings, SessionSettings, ToolSettings
 from agents.events import ModelCall
 from agents.loop import Session, SessionKit, SessionPorts
-from agents.messages import TextBlock
-from agents.ports import ModelRequest, ModelResponse, Summarizer, Usage
+from agents.messages import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from agents.ports import ModelRequest, ModelResponse, StopReason, Summarizer, Usage
 from benchmarks.traces import Trace
 from tools import LocalToolExecutor, ToolContext, ToolRegistry
 from tools.artifacts import ArtifactStore
@@ -106,8 +106,10 @@ class RecordedModel:
         self.requests.append(request)
         index, message = self._replies.popleft() if self._replies else (None, None)
         self.answered.append(index)
-        content = message.content if message else (TextBlock(text=END_OF_RECORDING),)
-        stop = "tool_use" if any(b.type == "tool_use" for b in content) else "end_turn"
+        recorded = message.content if message else (TextBlock(text=END_OF_RECORDING),)
+        # An assistant turn holds only reply blocks (text, tool uses, reasoning).
+        content = tuple(b for b in recorded if isinstance(b, TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock))
+        stop: StopReason = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
         return ModelResponse(content=content, stop_reason=stop, usage=Usage())
 
 
@@ -188,10 +190,11 @@ async def replay_trace(
             executor=LocalToolExecutor(),
             summarizer=summarizer or ExtractiveSummarizer(),
         )
+        artifacts = ArtifactStore(Path(tmp) / "artifacts")
         kit = SessionKit(
             registry=ToolRegistry(RecordedTool(n, results) for n in names),
             tool_context=ToolContext(workspace=Path(tmp)),
-            artifacts=ArtifactStore(Path(tmp) / "artifacts"),
+            artifacts=artifacts,
             emit=events.append,
         )
         session = Session(ports, kit, system_prompt=trace.system or "(no system prompt recorded)", settings=settings)
@@ -199,7 +202,7 @@ async def replay_trace(
         while text is not None:
             await session.run_turn(text)
             text = _next_user_text(trace, model.answered) if model.remaining else None
-        kit.artifacts.close()
+        artifacts.close()
     return ReplayResult(
         trace=trace,
         strategy=compact.strategy,

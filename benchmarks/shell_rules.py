@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     if not commands:
         print(f"no commands found under {args.traces}")
         return 1
-    rule = parse_rule("Bash(rm:*)", "deny")
+    pattern = parse_rule("Bash(rm:*)", "deny").command
+    assert pattern is not None  # a Bash rule with a command pattern
     reasons: Counter[str] = Counter()
     simple = denied = runs_rm = bash_parses = 0
     samples = []
@@ -74,9 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         if line.unknowable:
             reasons[line.unknowable] += 1
             bash_parses += _bash_accepts(command)
-        if rule.command.catches(line):
+        if pattern.catches(line):
             denied += 1
-            runs_rm += rule.command.names(line, literally=True)
+            runs_rm += pattern.names(line, literally=True)
     n = len(commands)
     unknowable = sum(reasons.values())
     print(f"{n} commands from {args.traces}")

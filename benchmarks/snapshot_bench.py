@@ -34,10 +34,12 @@ import sqlite3
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from agents.assembly import build_session
 from agents.config import load_settings
+from agents.loop import Session
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.session_state import SessionState
 from agents.snapshot_store import DiskSnapshotStore
@@ -139,6 +141,13 @@ def first_save_cpu(root: Path, repeats: int = 20) -> float:
     return statistics.median(samples)
 
 
+def disk_store(session: Session) -> DiskSnapshotStore:
+    """The store build_session gave the session: a DiskSnapshotStore, which can be closed."""
+    store = session.ports.snapshots
+    assert isinstance(store, DiskSnapshotStore)
+    return store
+
+
 async def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, float]:
     """Session.save_snapshot (snapshot_of + store.asave): p50 while the history fills, then full."""
     workspace = root / f"ws-{size}"
@@ -158,7 +167,7 @@ async def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, fl
         started = time.process_time()
         await session.save_snapshot("bench")
         samples.append((time.process_time() - started) * 1000)
-    session.ports.snapshots.close()
+    disk_store(session).close()
     return statistics.median(samples[: saves - 1]), statistics.median(samples[saves - 1 :])
 
 
@@ -173,7 +182,15 @@ def vacuumed_bytes(directory: Path) -> int:
     return directory_bytes(directory)
 
 
-def disk_sizes(root: Path, start: int, versions: int) -> dict[str, float]:
+@dataclass(frozen=True)
+class DiskSizes:
+    kept: int  # versions the history kept
+    final: int  # messages in the last version
+    raw: tuple[int, int]  # bytes: (the history, only the final version)
+    vacuumed: tuple[int, int]  # the same after sqlite VACUUM
+
+
+def disk_sizes(root: Path, start: int, versions: int) -> DiskSizes:
     messages = conversation(start)
     history_store = DiskSnapshotStore(root / f"history-{start}", max_history=versions)
     for n in range(versions):
@@ -187,7 +204,7 @@ def disk_sizes(root: Path, start: int, versions: int) -> dict[str, float]:
     history_dir, fresh_dir = root / f"history-{start}" / SID, root / f"fresh-{start}" / SID
     raw = (directory_bytes(history_dir), directory_bytes(fresh_dir))
     vacuumed = (vacuumed_bytes(history_dir), vacuumed_bytes(fresh_dir))
-    return {"kept": kept, "final": len(messages), "raw": raw, "vacuumed": vacuumed}
+    return DiskSizes(kept=kept, final=len(messages), raw=raw, vacuumed=vacuumed)
 
 
 async def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
@@ -199,17 +216,18 @@ async def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
     first = build_session(settings, workspace)
     first.conversation = conversation(size)
     await first.save_snapshot("bench")
-    first.ports.snapshots.close()
+    disk_store(first).close()
     build, load_restore = [], []
     for _ in range(repeats):
         started = time.process_time()
         session = build_session(settings, workspace, session_id=first.session_id)
         built = time.process_time()
-        loaded = await session.ports.snapshots.aload(first.session_id)
+        store = disk_store(session)
+        loaded = await store.aload(first.session_id)
         session.restore(loaded.state)
         done = time.process_time()
         assert len(session.conversation) == size and loaded.problem is None
-        session.ports.snapshots.close()
+        store.close()
         build.append((built - started) * 1000)
         load_restore.append((done - built) * 1000)
     return {"build": statistics.median(build), "load_restore": statistics.median(load_restore)}
@@ -246,9 +264,9 @@ def main() -> None:
         print(f"{'start':>6}  {'final':>6}  {'kept':>5}  {'history KiB':>12}  {'final only KiB':>15}  {'ratio':>6}  {'after VACUUM':>22}")
         for start in (1, 1_000):
             d = disk_sizes(root, start, args.versions)
-            (h, f), (hv, fv) = d["raw"], d["vacuumed"]
+            (h, f), (hv, fv) = d.raw, d.vacuumed
             print(
-                f"{start:>6}  {d['final']:>6}  {d['kept']:>5}  {h / 1024:>12.0f}  {f / 1024:>15.0f}  {h / f:>5.2f}x  "
+                f"{start:>6}  {d.final:>6}  {d.kept:>5}  {h / 1024:>12.0f}  {f / 1024:>15.0f}  {h / f:>5.2f}x  "
                 f"{hv / 1024:>6.0f} / {fv / 1024:>5.0f} KiB {hv / fv:>4.2f}x"
             )
 

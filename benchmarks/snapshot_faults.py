@@ -113,6 +113,7 @@ def _check(root: Path, trial: Trial, max_history: int) -> None:
 
 def run_trial(root: Path, rng: random.Random, *, body_kb: int, max_history: int, window: float) -> Trial:
     proc = _spawn(root, body_kb, max_history)
+    assert proc.stdout is not None and proc.stderr is not None  # both piped
     first = proc.stdout.readline().strip()
     if first != "ready":
         proc.kill()

@@ -60,7 +60,7 @@ class PooledSummarizer:
         return {"actors": self.actors, "timeout_s": self.timeout_s}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["actors"], state["timeout_s"])
+        PooledSummarizer.__init__(self, state["actors"], state["timeout_s"])
 
     async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
         encoded = encode_messages(messages)
@@ -85,5 +85,6 @@ class PooledSummarizer:
 
 def start_compactor_pool(settings: SummarizerSettings, *, size: int, max_queue: int) -> PooledSummarizer:
     options = {"runtime_env": model_runtime_env()}  # a model summarizer needs the credentials
-    actors = [SummarizerActor.options(**options).remote(settings.model_dump(mode="json"), max_queue) for _ in range(size)]
+    actors = [SummarizerActor.options(**options).remote(settings.model_dump(mode="json"), max_queue)  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
+              for _ in range(size)]
     return PooledSummarizer(actors, timeout_s=settings.timeout_s)

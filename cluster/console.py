@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import overload
 
 from agents.errors import ConfigError
 from agents.events import PermissionRequested
@@ -34,6 +35,12 @@ async def console_approver(request: PermissionRequested) -> PermissionAnswer:
             return PermissionAnswer(allow=choice != "n", always=choice == "a")
 
 
+@overload
+async def settle_parked(session: SessionHandle, approver: Approver | None, outcome: TurnOutcome) -> TurnOutcome: ...
+@overload
+async def settle_parked(
+    session: SessionHandle, approver: Approver | None, outcome: None = None
+) -> TurnOutcome | None: ...
 async def settle_parked(
     session: SessionHandle, approver: Approver | None, outcome: TurnOutcome | None = None
 ) -> TurnOutcome | None:
@@ -46,6 +53,7 @@ async def settle_parked(
                 f"session {session.session_id} has a call waiting for permission and nobody can answer here; "
                 "resume it from a terminal or allow the call with --allow"
             )
+        assert outcome.request is not None  # a pause for permission carries its question
         answer = await approver(outcome.request)
         outcome = await session.answer_permission(answer.allow, always=answer.always)
     return outcome

@@ -73,7 +73,7 @@ class SettingFlag:
         elif self.repeatable:
             parser.add_argument(self.flag, action="append", default=[], metavar=self.metavar, help=self.help)
         else:
-            parser.add_argument(self.flag, type=self.type, choices=self.choices, metavar=self.metavar, help=self.help)
+            parser.add_argument(self.flag, type=self.type or str, choices=self.choices, metavar=self.metavar, help=self.help)
 
     @property
     def field(self) -> FieldInfo:

@@ -44,7 +44,7 @@ async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: A
     info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard)
     services = start_services(settings, info)
     # The workspace lives on this node: the session (and its tool tasks) run here.
-    actor = SessionActor.options(
+    actor = SessionActor.options(  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         scheduling_strategy=ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
             node_id=current_node_id(), soft=False
         ),

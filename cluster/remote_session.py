@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
-from ray.actor import ActorHandle
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 
 from agents.compaction.ledger import CompactionEvent
 from agents.errors import WorkingsetError
-from agents.events import EventSink, Notice, SessionEnded, SessionStarted
+from agents.events import EndReason, EventSink, Notice, SessionEnded, SessionStarted
 from agents.goal import GoalState
 from agents.loop import TurnOutcome
 from agents.modes import Mode
@@ -43,8 +43,13 @@ class _CompactResult:
     events: list[CompactionEvent] = field(default_factory=list)
 
 
+# A handle to a SessionActor. Not `ray.actor.ActorHandle`: Ray types a handle's attributes
+# as Never, so mypy would take every line after an actor call as unreachable and check none.
+SessionActorHandle = Any
+
+
 class RemoteSession:
-    def __init__(self, actor: ActorHandle, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
+    def __init__(self, actor: SessionActorHandle, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
                  model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None):
         self.actor = actor
         # The shared service actors (snapshot store, compactor pool) live only while someone
@@ -90,7 +95,7 @@ class RemoteSession:
     def announce_start(self) -> None:
         self.emit(SessionStarted(session_id=self.session_id, model=self.model_name, cwd=self.spec.workspace))
 
-    def announce_end(self, reason: str, final_text: str, error: str | None = None) -> None:
+    def announce_end(self, reason: EndReason, final_text: str, error: str | None = None) -> None:
         usage = Usage.model_validate(self._control.get("usage") or {})
         self.emit(SessionEnded(session_id=self.session_id, reason=reason, final_text=final_text,
                                turns=self._control.get("total_model_calls", 0), usage=usage, error=error))

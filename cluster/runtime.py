@@ -88,7 +88,7 @@ def _check_token(address: str) -> None:
     """Token authentication, named as such: one quick call to the cluster's GCS."""
     if _host_port(address) is None:
         return
-    from ray._raylet import GcsClient
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # a compiled module
     from ray.exceptions import AuthenticationError
 
     try:

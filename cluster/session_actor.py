@@ -25,7 +25,7 @@ from agents.assembly import RuntimePorts, resolve_workspace
 from agents.config import WorkingsetSettings
 from agents.events import PermissionRequested
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
-from agents.loop import Session, TurnOutcome, new_session_id
+from agents.loop import Session, TurnOutcome, TurnReason, new_session_id
 from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
 from agents.tool_batch import PermissionAnswer
@@ -80,7 +80,7 @@ class TurnEnd(BaseModel):
     """The last item of a turn's stream: how it ended, and the session's control state."""
 
     type: str = "turn_end"
-    reason: str
+    reason: TurnReason
     final_text: str
     model_calls: int
     detail: str | None = None

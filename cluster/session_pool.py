@@ -37,14 +37,14 @@ class SessionPool:
         strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
         # The sessions call the models: the provider credentials go with them (credentials.py).
         options = {"scheduling_strategy": strategy, "runtime_env": model_runtime_env()}
-        self.actors = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]
+        self.actors = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         self.load = [0] * actors
 
     async def ready(self) -> None:
         """Wait until every actor process and the tool workers are up, so their start-up
         is not charged to the first sessions."""
         await asyncio.gather(*(a.ping.remote() for a in self.actors))
-        node = next((n for n in ray.nodes() if n["NodeID"] == self.node_id), {})
+        node: dict = next((n for n in ray.nodes() if n["NodeID"] == self.node_id), {})
         cpus = node.get("Resources", {}).get("CPU", 1.0)
         tool_cpus = self.settings.cluster.tool_task_cpus
         await warm_tool_workers(self.node_id, num_cpus=tool_cpus, count=max(int(cpus / tool_cpus), 1))

@@ -104,7 +104,7 @@ class RaySnapshotStore:
 
 
 def start_snapshot_actor(root: Path, *, max_history: int, max_age_days: float, node_id: str) -> RaySnapshotStore:
-    actor = SnapshotStoreActor.options(
+    actor = SnapshotStoreActor.options(  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
     ).remote(str(root), max_history, max_age_days)
     return RaySnapshotStore(actor)

@@ -48,7 +48,7 @@ class RemoteEmitter:
         return {"root_actor": self.root_actor, "root_session_id": self.root_session_id}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["root_actor"], state["root_session_id"])
+        RemoteEmitter.__init__(self, state["root_actor"], state["root_session_id"])
 
     def __call__(self, event) -> None:
         try:
@@ -113,7 +113,7 @@ class SubagentPool:
         self._idle: list = []
 
     def acquire(self):
-        return self._idle.pop() if self._idle else SubagentActor.remote()
+        return self._idle.pop() if self._idle else SubagentActor.remote()  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
 
     def release(self, actor, *, healthy: bool) -> None:
         if healthy and len(self._idle) < self.keep_idle:
@@ -122,7 +122,7 @@ class SubagentPool:
             ray.kill(actor)
 
     async def warm(self, count: int) -> None:
-        actors = [SubagentActor.remote() for _ in range(count)]
+        actors = [SubagentActor.remote() for _ in range(count)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         await asyncio.gather(*(a.ready.remote() for a in actors))
         for actor in actors:
             self.release(actor, healthy=True)

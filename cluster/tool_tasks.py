@@ -50,7 +50,8 @@ def _ship_by_value(tool: Tool) -> None:
         module = type(obj).__module__ if obj is not None else ""
         if module and module.split(".")[0] not in _OWN_PACKAGES and module not in _by_value:
             mod = sys.modules.get(module)
-            if mod is not None and getattr(mod, "__file__", None) and "site-packages" not in mod.__file__:
+            file = getattr(mod, "__file__", None) if mod is not None else None
+            if mod is not None and file and "site-packages" not in file:
                 ray.cloudpickle.register_pickle_by_value(mod)
                 _by_value.add(module)
 

@@ -1,8 +1,8 @@
-"""Fakes shipped with the tests: a recording model, a sleeping tool, random conversations,
-session states for the snapshot store, what a compaction strategy is run with (a recording
-summarizer, its env and request, a conversation of tool calls), trusting a workspace the way
-`workingset trust` does, an eval host whose agent is a Python function, and a directory
-committed as a git repository."""
+"""Fakes shipped with the tests: a recording model, a sleeping tool, a session over the real
+local tools, random conversations, session states for the snapshot store, what a compaction
+strategy is run with (a recording summarizer, its env and request, a conversation of tool
+calls), trusting a workspace the way `workingset trust` does, an eval host whose agent is a
+Python function, and a directory committed as a git repository."""
 
 from __future__ import annotations
 
@@ -15,16 +15,18 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from agents.compaction import CompactionEnv, CompactionRequest
-from agents.config import CompactSettings, SummarizerSettings
-from agents.loop import TurnOutcome
+from agents.compaction import CompactionEnv, CompactionRequest, ExtractiveSummarizer
+from agents.config import CompactSettings, SessionSettings, SummarizerSettings
+from agents.loop import Session, SessionKit, SessionPorts, TurnOutcome
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.models import ModelInfo
-from agents.ports import ModelRequest, ModelResponse, Usage
+from agents.modes import Mode
+from agents.ports import ModelClient, ModelRequest, ModelResponse, Summarizer, Usage
 from agents.session_state import SessionState
 from agents.tokens import CharRatioEstimator
 from agents.trust import TrustList
 from cluster.eval.hosts import LocalHost
+from tools import LocalToolExecutor, ToolRegistry, default_registry
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 
@@ -69,6 +71,32 @@ class SleepTool:
     async def run(self, args: SleepInput, ctx: ToolContext) -> ToolOutput:
         await asyncio.sleep(args.seconds)
         return ToolOutput(content=args.label)
+
+
+def local_session(
+    workspace: Path,
+    model: ModelClient,
+    *,
+    registry: ToolRegistry | None = None,
+    settings: SessionSettings | None = None,
+    summarizer: Summarizer | None = None,
+    mode: Mode = Mode.DEFAULT,
+    session_id: str | None = None,
+    system_prompt: str = "sys",
+    events: list | None = None,
+    **kit: Any,
+) -> tuple[Session, list]:
+    """A Session over the real tools in `workspace` (the default registry unless given), run
+    in this process, and the list its events go to (`events`, or a new one). `kit` are
+    further SessionKit fields (permissions, judge, artifacts, budget); permissions default
+    to bypass, as in SessionKit."""
+    events = [] if events is None else events
+    ports = SessionPorts(model=model, executor=LocalToolExecutor(), summarizer=summarizer or ExtractiveSummarizer())
+    session_kit = SessionKit(
+        registry=registry or default_registry(), tool_context=ToolContext(workspace=workspace), emit=events.append, **kit
+    )
+    session = Session(ports, session_kit, system_prompt=system_prompt, settings=settings, session_id=session_id, mode=mode)
+    return session, events
 
 
 def random_conversation(rng: random.Random, *, max_turns: int = 22) -> list[Message]:

@@ -10,14 +10,13 @@ from pathlib import Path
 from rich.console import Console
 
 from agents.events import PermissionRequested
-from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import ToolUseBlock
 from agents.permissions import PermissionRuntime
 from agents.permissions.preview import MAX_DIFF_LINES, change_preview
 from cluster.approval import describe_request
 from cluster.render import HumanRenderer
-from tests.fakes import RecordingModel
-from tools import LocalToolExecutor, ToolContext, WriteTool, default_registry
+from tests.fakes import RecordingModel, local_session
+from tools import WriteTool
 from tools.edit import EditInput
 from tools.write import WriteInput
 
@@ -32,17 +31,8 @@ def _bash_request(command: str) -> PermissionRequested:
 async def _parked_request(tmp_path, name: str, **inp) -> PermissionRequested:
     """The question a real session parks for one call (default mode asks)."""
     use = ToolUseBlock(id="c1", name=name, input=inp)
-    ports = SessionPorts(
-        model=RecordingModel([[use]]),
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=default_registry(),
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=lambda e: None,
-        permissions=PermissionRuntime.from_texts(mode="default"),
-    )
-    outcome = await Session(ports, kit, system_prompt="sys").run_turn("go")
+    session, _ = local_session(tmp_path, RecordingModel([[use]]), permissions=PermissionRuntime.from_texts(mode="default"))
+    outcome = await session.run_turn("go")
     assert outcome.reason == "permission"
     return outcome.request
 

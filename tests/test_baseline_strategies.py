@@ -36,7 +36,7 @@ from tests.fakes import COMPACTION_COUNTER as COUNTER
 from tests.fakes import COMPACTION_MODEL as MODEL
 from tests.fakes import COMPACTION_OVERHEAD as OVERHEAD
 from tests.fakes import NO_BUDGET as HUGE
-from tests.fakes import FakeSummarizer, random_conversation
+from tests.fakes import FakeSummarizer, local_session, random_conversation
 from tests.fakes import compaction_env as _env
 from tests.fakes import compaction_request as _request
 from tests.fakes import tool_conversation as _conversation
@@ -678,9 +678,8 @@ def test_user_strategy_by_entry_point(user_module, monkeypatch):
 
 
 async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tmp_path):
-    from agents.loop import Session, SessionKit, SessionPorts
     from tests.fakes import RecordingModel
-    from tools import LocalToolExecutor, ToolContext, ToolRegistry, default_workspace_tools
+    from tools import ToolRegistry, default_workspace_tools
     from tools.recall import RecallTool
 
     for i in range(3):
@@ -689,19 +688,11 @@ async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tm
         [[ToolUseBlock(id=f"r{i}", name="Read", input={"path": f"f{i}.txt"})] for i in range(3)]
         + [[ToolUseBlock(id="rc", name="Recall", input={"id": "r0"})], [TextBlock(text="done")]]
     )
-    ports = SessionPorts(
-        model=model,
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
-        tool_context=ToolContext(workspace=tmp_path),
-        artifacts=ArtifactStore(tmp_path / ".artifacts"),
-    )
     settings = SessionSettings(
         agent=AgentSettings(max_turns=10), compact=CompactSettings(strategy="mask:keep=1")
     )
-    session = Session(ports, kit, system_prompt="sys", settings=settings)
+    session, _ = local_session(tmp_path, model, registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
+                               settings=settings, artifacts=ArtifactStore(tmp_path / ".artifacts"))
     try:
         outcome = await session.run_turn("read the files")
         assert outcome.reason == "end_turn"
@@ -715,4 +706,4 @@ async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tm
         recalled = session.conversation[-2].tool_results_in[0].content
         assert "file 0 file 0" in recalled
     finally:
-        kit.artifacts.close()
+        session.kit.artifacts.close()

@@ -16,7 +16,7 @@ from cluster.cli import main
 from cluster.eval.hosts import RayHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.tasks import load_tasks
+from cluster.eval.task_file import load_tasks
 from tests.eval_support import calc_repo, fix_turns, result_rows, script, task, tasks_file
 from tests.fake_messages_server import presented_key
 

@@ -17,7 +17,7 @@ from agents.config import WorkingsetSettings
 from cluster.eval.hosts import RayHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.tasks import load_tasks
+from cluster.eval.task_file import load_tasks
 from cluster.session_pool import SessionPool
 from tests.eval_support import calc_repo, fix_turns, result_rows, script, task, tasks_file
 

@@ -22,7 +22,7 @@ from cluster.eval.environments import EgressProxy
 from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.tasks import load_tasks
+from cluster.eval.task_file import load_tasks
 from tests.fakes import commit_all
 
 REQUIREMENTS = "tomli==2.0.1\npytest==8.3.3\n"

@@ -19,8 +19,8 @@ from cluster.cli import main
 from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
+from cluster.eval.task_file import load_tasks
 from cluster.eval.task_flow import NodeLost
-from cluster.eval.tasks import load_tasks
 from cluster.runtime import ClusterError
 from tests.eval_support import ROOT
 from tests.eval_support import calc_repo as _calc_repo

@@ -119,7 +119,7 @@ def test_the_task_file_has_one_well_formed_line_per_repo():
 def test_the_batch_runner_loads_every_task():
     """The runner's own loader (it refuses unknown fields) takes every line, resolving the
     repo and the scripted model against the task file's folder."""
-    load_tasks = pytest.importorskip("cluster.eval.tasks").load_tasks
+    load_tasks = pytest.importorskip("cluster.eval.task_file").load_tasks
     loaded = load_tasks(TASKS_FILE)
     assert loaded.problem_lines() == []
     assert [t.id for t in loaded.tasks] == [t["id"] for t in TASKS]

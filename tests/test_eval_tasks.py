@@ -9,7 +9,8 @@ import pytest
 from agents.errors import ConfigError
 from cluster.cli import main
 from cluster.eval.swebench import DEFAULT_RUNNER
-from cluster.eval.tasks import Task, absolute_spec, is_url, load_tasks
+from cluster.eval.task_file import load_tasks
+from cluster.eval.tasks import Task, absolute_spec, is_url
 
 
 def _write_lines(path: Path, rows: list) -> Path:

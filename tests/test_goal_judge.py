@@ -5,11 +5,10 @@ import pytest
 from agents.config import AgentSettings, SessionSettings
 from agents.errors import Overloaded
 from agents.goal import JUDGE_SYSTEM
-from agents.loop import Session, SessionKit, SessionPorts
+from agents.loop import Session
 from agents.messages import TextBlock, ToolUseBlock
 from agents.modes import Mode
-from tests.fakes import RecordingModel
-from tools import LocalToolExecutor, ToolContext, default_registry
+from tests.fakes import RecordingModel, local_session
 
 
 def _verdict(verdict: str, reason: str) -> list[TextBlock]:
@@ -17,19 +16,8 @@ def _verdict(verdict: str, reason: str) -> list[TextBlock]:
 
 
 def _session(tmp_path, model, judge, *, max_goal_auto_turns=10, mode=Mode.DEFAULT) -> tuple[Session, list]:
-    events: list = []
-    ports = SessionPorts(
-        model=model,
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=default_registry(),
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=events.append,
-        judge=judge,
-    )
     settings = SessionSettings(agent=AgentSettings(max_goal_auto_turns=max_goal_auto_turns))
-    return Session(ports, kit, system_prompt="sys", settings=settings, mode=mode), events
+    return local_session(tmp_path, model, settings=settings, mode=mode, judge=judge)
 
 
 def _judge_prompt(judge: RecordingModel, n: int = 0) -> str:

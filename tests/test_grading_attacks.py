@@ -27,7 +27,8 @@ from cluster.eval.layout import OutDir
 from cluster.eval.patches import Patch
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.tasks import Task, load_tasks
+from cluster.eval.task_file import load_tasks
+from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspaces
 from tests.fakes import AttackerHost
 

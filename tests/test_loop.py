@@ -4,24 +4,14 @@ import pytest
 
 from agents.config import AgentSettings, SessionSettings
 from agents.errors import Overloaded
-from agents.loop import Session, SessionKit, SessionPorts
+from agents.loop import Session
 from agents.messages import TextBlock, ToolUseBlock, is_protocol_complete
-from tests.fakes import RecordingModel, SleepTool
-from tools import LocalToolExecutor, ToolContext, ToolRegistry, default_registry
+from tests.fakes import RecordingModel, SleepTool, local_session
+from tools import ToolRegistry
 
 
 def _session(tmp_path, model, registry=None, max_turns=10) -> tuple[Session, list]:
-    events: list = []
-    ports = SessionPorts(
-        model=model,
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=registry or default_registry(),
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=events.append,
-    )
-    return Session(ports, kit, system_prompt="sys", settings=SessionSettings(agent=AgentSettings(max_turns=max_turns))), events
+    return local_session(tmp_path, model, registry=registry, settings=SessionSettings(agent=AgentSettings(max_turns=max_turns)))
 
 
 def _use(i, name, **inp):

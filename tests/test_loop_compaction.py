@@ -7,34 +7,23 @@ import pytest
 from agents.compaction.ledger import CompactionEvent
 from agents.config import AgentSettings, CompactSettings, SessionSettings
 from agents.errors import AuthError, ConfigError, PromptTooLong
-from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from cluster.cli import main
-from tests.fakes import RecordingModel
-from tools import LocalToolExecutor, ToolContext, ToolRegistry, default_workspace_tools
+from tests.fakes import RecordingModel, local_session
+from tools import ToolRegistry, default_workspace_tools
 from tools.artifacts import ArtifactStore
 from tools.recall import RecallTool
 
 
 def _session(tmp_path, model, *, result_max_tokens=8_000, compact=None, max_turns=10, summarizer=None):
-    events: list = []
-    ports = SessionPorts(
-        model=model,
-        executor=LocalToolExecutor(),
-        **({"summarizer": summarizer} if summarizer is not None else {}),
-    )
-    kit = SessionKit(
-        registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
-        tool_context=ToolContext(workspace=tmp_path),
-        artifacts=ArtifactStore(tmp_path / ".artifacts"),
-        emit=events.append,
-    )
     settings = SessionSettings(
         agent=AgentSettings(max_turns=max_turns),
         compact=compact or CompactSettings(),
         result_max_tokens=result_max_tokens,
     )
-    return Session(ports, kit, system_prompt="sys", settings=settings), events
+    registry = ToolRegistry([*default_workspace_tools(), RecallTool()])
+    return local_session(tmp_path, model, registry=registry, settings=settings, summarizer=summarizer,
+                         artifacts=ArtifactStore(tmp_path / ".artifacts"))
 
 
 def _use(i, name, **inp):

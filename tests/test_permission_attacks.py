@@ -11,18 +11,14 @@ import subprocess
 import pytest
 
 from agents.errors import ConfigError
-from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import TextBlock, ToolUseBlock
 from agents.permissions import PermissionRuntime
-from tests.fakes import RecordingModel
+from tests.fakes import RecordingModel, local_session
 from tools import (
     BashTool,
     EditTool,
-    LocalToolExecutor,
     ReadTool,
-    ToolContext,
     WriteTool,
-    default_registry,
 )
 
 BASH, EDIT, WRITE, READ = BashTool(), EditTool(), WriteTool(), ReadTool()
@@ -74,17 +70,9 @@ async def test_chaining_after_an_allowed_prefix_is_not_allowed(tmp_path, command
     # And end to end: headless, the chained command never runs.
     marker = command.replace("rm -rf x", "touch chained")
     use = ToolUseBlock(id="b1", name="Bash", input={"command": marker})
-    ports = SessionPorts(
-        model=RecordingModel([[use], [TextBlock(text="done")]]),
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=default_registry(),
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=lambda e: None,
-        permissions=PermissionRuntime.from_texts(**ALLOW_GIT_STATUS, headless="deny-asks"),
-    )
-    await Session(ports, kit, system_prompt="sys").run_turn("go")
+    permissions = PermissionRuntime.from_texts(**ALLOW_GIT_STATUS, headless="deny-asks")
+    session, _ = local_session(tmp_path, RecordingModel([[use], [TextBlock(text="done")]]), permissions=permissions)
+    await session.run_turn("go")
     assert not (tmp_path / "chained").exists()
 
 

@@ -6,19 +6,16 @@ import pytest
 
 from agents.assembly import denied_path_globs
 from agents.errors import ConfigError, WorkingsetError
-from agents.loop import Session, SessionKit, SessionPorts
+from agents.loop import Session
 from agents.messages import TextBlock, ToolUseBlock
 from agents.permissions import AuditLog, PermissionRuntime, parse_rule
-from tests.fakes import RecordingModel
+from tests.fakes import RecordingModel, local_session
 from tools import (
     BashTool,
     EditTool,
     GrepTool,
-    LocalToolExecutor,
     ReadTool,
-    ToolContext,
     WriteTool,
-    default_registry,
 )
 
 BASH, EDIT, READ, WRITE, GREP = BashTool(), EditTool(), ReadTool(), WriteTool(), GrepTool()
@@ -41,18 +38,7 @@ def _use(i, name, **inp):
 
 
 def _session(tmp_path, model, permissions: PermissionRuntime) -> tuple[Session, list]:
-    events: list = []
-    ports = SessionPorts(
-        model=model,
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=default_registry(),
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=events.append,
-        permissions=permissions,
-    )
-    return Session(ports, kit, system_prompt="sys"), events
+    return local_session(tmp_path, model, permissions=permissions)
 
 
 def _results(session: Session) -> dict[str, object]:

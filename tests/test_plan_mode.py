@@ -6,14 +6,12 @@ from pydantic import BaseModel
 
 from agents.assembly import build_session
 from agents.config import WorkingsetSettings
-from agents.loop import Session, SessionKit, SessionPorts
+from agents.loop import Session
 from agents.messages import TextBlock, ToolUseBlock
 from agents.modes import Mode
-from tests.fakes import RecordingModel
+from tests.fakes import RecordingModel, local_session
 from tools import (
     ExecutionDomain,
-    LocalToolExecutor,
-    ToolContext,
     ToolOutput,
     ToolRegistry,
     default_workspace_tools,
@@ -43,17 +41,7 @@ class _MetaTool:
 
 
 def _session(tmp_path, model, *extra_tools, mode=Mode.DEFAULT) -> tuple[Session, list]:
-    events: list = []
-    ports = SessionPorts(
-        model=model,
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=ToolRegistry([*default_workspace_tools(), *extra_tools]),
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=events.append,
-    )
-    return Session(ports, kit, system_prompt="sys", mode=mode), events
+    return local_session(tmp_path, model, registry=ToolRegistry([*default_workspace_tools(), *extra_tools]), mode=mode)
 
 
 def _use(i, name, **inp):

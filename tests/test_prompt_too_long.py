@@ -13,30 +13,22 @@ from agents.compaction import CompactionResult, refusal_budget
 from agents.compaction.ledger import CompactionEvent
 from agents.config import AgentSettings, CompactSettings, ProviderSettings, SessionSettings
 from agents.errors import ModelResponseError, PromptTooLong
-from agents.loop import Session, SessionKit, SessionPorts
+from agents.loop import Session
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
 from agents.prompt_too_long import RetryCheck, retry_problem
 from agents.providers.anthropic import AnthropicModelClient
 from agents.providers.openai import OpenAIModelClient
-from tests.fakes import RecordingModel
+from tests.fakes import RecordingModel, local_session
 from tools.artifacts import ArtifactStore
-from tools.base import ToolContext
-from tools.executor import LocalToolExecutor
 from tools.recall import RecallTool
 from tools.registry import ToolRegistry, default_workspace_tools
 
 
 def _session(tmp_path, model, *, compact=None, summarizer=None) -> tuple[Session, list]:
-    events: list = []
-    ports = SessionPorts(model, LocalToolExecutor(), **({"summarizer": summarizer} if summarizer is not None else {}))
-    kit = SessionKit(
-        registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
-        tool_context=ToolContext(workspace=tmp_path),
-        artifacts=ArtifactStore(tmp_path / ".artifacts"),
-        emit=events.append,
-    )
     settings = SessionSettings(agent=AgentSettings(max_turns=5), compact=compact or CompactSettings())
-    return Session(ports, kit, system_prompt="sys", settings=settings), events
+    registry = ToolRegistry([*default_workspace_tools(), RecallTool()])
+    return local_session(tmp_path, model, registry=registry, settings=settings, summarizer=summarizer,
+                         artifacts=ArtifactStore(tmp_path / ".artifacts"))
 
 
 def _history(pairs: int = 20, body_chars: int = 2_000) -> list[Message]:

@@ -9,7 +9,8 @@ import pytest
 
 from agents.config import ProviderSettings
 from agents.errors import ConfigError
-from agents.providers import _entry_points, installed_providers, load_model_client
+from agents.provider_names import installed_providers, provider_entry_points
+from agents.providers import load_model_client
 
 
 @pytest.fixture
@@ -41,10 +42,10 @@ def plugin_dir(tmp_path, monkeypatch):
         "hollow = echo_provider:not_a_client\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    _entry_points.cache_clear()
+    provider_entry_points.cache_clear()
     yield tmp_path
     sys.modules.pop("echo_provider", None)
-    _entry_points.cache_clear()
+    provider_entry_points.cache_clear()
 
 
 def test_the_built_in_providers_are_installed():

@@ -7,32 +7,18 @@ import json
 
 from agents.config import AgentSettings, SessionSettings
 from agents.events import SessionEnded
-from agents.loop import Session, SessionKit, SessionPorts
+from agents.loop import Session
 from agents.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, protocol_problems
 from agents.ports import ModelResponse, Usage
 from agents.stop_reasons import CONTINUE_CUT_REPLY, next_step_for
 from cluster.cli import main
 from cluster.eval.task_flow import status_for
-from tests.fakes import RecordingModel
-from tools.base import ToolContext
-from tools.executor import LocalToolExecutor
-from tools.registry import default_registry
+from tests.fakes import RecordingModel, local_session
 
 
 def _session(tmp_path, model, *, judge=None, max_cut=2, max_turns=10) -> tuple[Session, list]:
-    events: list = []
-    ports = SessionPorts(
-        model=model,
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=default_registry(),
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=events.append,
-        judge=judge,
-    )
     settings = SessionSettings(agent=AgentSettings(max_turns=max_turns, max_truncated_replies=max_cut))
-    return Session(ports, kit, system_prompt="sys", settings=settings), events
+    return local_session(tmp_path, model, settings=settings, judge=judge)
 
 
 def _reply(*blocks, stop="end_turn", details=None) -> ModelResponse:

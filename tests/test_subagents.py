@@ -12,7 +12,7 @@ from agents.assembly import build_session
 from agents.budgets import Budget
 from agents.compaction import ExtractiveSummarizer
 from agents.config import SessionSettings, SubagentSettings, WorkingsetSettings
-from agents.loop import Session, SessionKit, SessionPorts
+from agents.loop import Session
 from agents.messages import Message, TextBlock, ToolUseBlock
 from agents.permissions import PermissionRuntime
 from agents.ports import SubagentRequest
@@ -20,7 +20,7 @@ from agents.subagents import AgentTool, InProcessSpawner, SessionBlueprint, in_p
 from agents.system_prompt import SystemPrompt, base_section, tool_catalog_section
 from agents.tokens import CharRatioEstimator
 from agents.tool_batch import PermissionAnswer
-from tests.fakes import RecordingModel
+from tests.fakes import RecordingModel, local_session
 from tools import (
     ExecutionDomain,
     LocalToolExecutor,
@@ -128,17 +128,9 @@ def _tree(tmp_path, root_model, child_model, *, max_depth=3, tools=None, tree_ma
     )
     spawner = InProcessSpawner(blueprint, parent_id="root", parent_budget=tree)
     registry = ToolRegistry([*base_tools, AgentTool(spawner, depth=0, max_depth=blueprint.subagents.max_depth)])
-    ports = SessionPorts(
-        model=root_model,
-        executor=LocalToolExecutor(),
-    )
-    kit = SessionKit(
-        registry=registry,
-        tool_context=ToolContext(workspace=tmp_path),
-        emit=events.append,
-        budget=tree,
-    )
-    return Session(ports, kit, system_prompt="root sys", session_id="root"), spawner, events
+    session, _ = local_session(tmp_path, root_model, registry=registry, system_prompt="root sys", session_id="root",
+                               events=events, budget=tree)
+    return session, spawner, events
 
 
 def _agent_use(i: str, description: str, prompt: str) -> ToolUseBlock:

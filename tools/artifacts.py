@@ -48,4 +48,5 @@ class ArtifactStore:
         return {"directory": self.directory}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["directory"])
+        self.directory = Path(state["directory"])
+        self._opened = None

@@ -174,13 +174,23 @@ class ArtifactLookup(Protocol):
 
 @runtime_checkable
 class Tool(Protocol):
-    """What a tool declares. `input_model`'s JSON schema is what the model sees."""
+    """What a tool declares. `input_model`'s JSON schema is what the model sees.
 
-    name: str
-    description: str
-    input_model: type[BaseModel]
-    is_read_only: bool
-    execution_domain: ExecutionDomain
-    root_only: bool
+    The declarations are read-only: a tool may state them as plain class attributes
+    (`input_model = ReadInput`, a subclass of BaseModel) or set them per instance. `run`
+    receives an instance of the tool's own `input_model`, validated by the registry."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def input_model(self) -> type[BaseModel]: ...
+    @property
+    def is_read_only(self) -> bool: ...
+    @property
+    def execution_domain(self) -> ExecutionDomain: ...
+    @property
+    def root_only(self) -> bool: ...
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput: ...

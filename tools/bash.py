@@ -71,6 +71,7 @@ class BashTool:
 
     def permission_subject(self, args: BaseModel, workspace: Path) -> str:
         """Permission rules match the command, e.g. Bash(git status:*)."""
+        assert isinstance(args, BashInput)
         return args.command
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:

@@ -507,7 +507,8 @@ class Beneath:
             errno.ENAMETOOLONG: f"{rel[:80]}...: the path or one of its names is too long",
             errno.ENXIO: f"{rel} is a socket or a device, not a regular file",
         }
-        return BeneathError(messages.get(code, f"{rel}: {exc.strerror or exc}"))
+        known = messages.get(code) if code is not None else None
+        return BeneathError(known or f"{rel}: {exc.strerror or exc}")
 
 
 def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:

@@ -8,7 +8,7 @@ import os
 import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import mcp_types
 from mcp import Client, MCPError, StdioServerParameters
@@ -43,7 +43,7 @@ class McpConnection:
         self._failure: str | None = None  # why the server is unavailable
         self._started = False
         self._closing = False
-        self._stderr: IO[str] | None = None
+        self._stderr: TextIO | None = None
 
     @property
     def name(self) -> str:
@@ -180,7 +180,7 @@ class McpConnection:
         self._stderr = self._open_stderr()
         return stdio_client(params, errlog=self._stderr)
 
-    def _open_stderr(self) -> IO[str]:
+    def _open_stderr(self) -> TextIO:
         if self._log_dir is not None:
             self._log_dir.mkdir(parents=True, exist_ok=True)
             path = self._log_dir / f"mcp-{_UNSAFE.sub('_', self.name)}.stderr.log"

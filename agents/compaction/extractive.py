@@ -59,7 +59,7 @@ class ExtractiveSummarizer:
         return self.summarize_sync(messages, focus=focus)
 
     def summarize_sync(self, messages: Sequence[Message], *, focus: str | None = None) -> str:
-        sections = {name: [] for name in HANDOFF_SECTIONS}
+        sections: dict[str, list[str]] = {name: [] for name in HANDOFF_SECTIONS}
         user_texts = [(i, m.text) for i, m in enumerate(messages) if m.role == "user" and m.text.strip()]
         carried = [t for i, t in user_texts if is_summary_boundary(messages[i])]
         fresh = [(i, t) for i, t in user_texts if not is_summary_boundary(messages[i])]

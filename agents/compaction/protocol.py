@@ -76,7 +76,8 @@ class CompactionResult:
 
 
 class CompactionStrategy(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only, so a frozen dataclass's field satisfies it
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult: ...
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -92,9 +93,9 @@ class PermissionRuntime:
     def from_texts(
         cls,
         *,
-        allow: list[str] = (),
-        deny: list[str] = (),
-        ask: list[str] = (),
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        ask: Sequence[str] = (),
         mode: PermissionMode | str = PermissionMode.DEFAULT,
         headless: HeadlessPolicy | str | None = None,
         audit: AuditLog | None = None,

@@ -262,9 +262,10 @@ def _sole_simple(root: tree_sitter.Node, src: bytes) -> tuple[str, ...] | None:
     if any(c.type not in ("command_name", "word", "raw_string", "string", "concatenation", "number") for c in command.named_children):
         return None
     words = _command_words(command, src)
-    if any(w is None for w in words) or len(words) != len(command.named_children):
+    literal = [w for w in words if w is not None]
+    if len(literal) != len(words) or len(words) != len(command.named_children):
         return None
-    return tuple(words)  # type: ignore[arg-type]
+    return tuple(literal)
 
 
 def _command_words(node: tree_sitter.Node, src: bytes) -> list[Word]:
@@ -297,19 +298,22 @@ def _value(node: tree_sitter.Node, src: bytes) -> Word:
 def _concatenation(node: tree_sitter.Node, src: bytes) -> Word:
     """Adjacent parts of one word (`a'b'"c"`); None if any part is dynamic, something lies
     between the parts, or the unquoted parts together make a brace expansion (`a{b,c}`)."""
-    parts: list[Word] = []
+    parts: list[str] = []
     shape: list[str] = []  # unquoted text as bash scans it for braces; quoted parts blanked
     end = node.start_byte
     for child in node.children:
         if child.start_byte != end:
             return None  # a line continuation between the parts
-        parts.append(_value(child, src))
+        value = _value(child, src)
+        if value is None:
+            return None
+        parts.append(value)
         text = _text(child, src)
         shape.append(re.sub(r"\\.", "__", text) if child.type == "word" else "_" * len(text))
         end = child.end_byte
-    if any(p is None for p in parts) or has_brace_expansion("".join(shape)):
+    if has_brace_expansion("".join(shape)):
         return None
-    return "".join(parts)  # type: ignore[arg-type]
+    return "".join(parts)
 
 
 def _plain_test_names(args: list[Word]) -> bool:

@@ -212,8 +212,11 @@ def _parse_options(spec: _Wrapper, words: Sequence[Word]) -> tuple[int, dict[str
         if taken is None:
             return f"has an option it is not known to take: {word}"
         i += taken
-    while spec.assignments and i < len(words) and words[i] is not None and _ASSIGNMENT.match(words[i]):
-        name = words[i].partition("=")[0]
+    while spec.assignments and i < len(words):
+        word = words[i]
+        if word is None or not _ASSIGNMENT.match(word):
+            break
+        name = word.partition("=")[0]
         if evaluated_variable(name):
             return f"sets {name}, which bash runs as code"
         i += 1
@@ -277,13 +280,14 @@ def _shell(words: tuple[Word, ...], sink: Sink) -> None:
             i += 1 + sum(word.count(o) for o in "oO")  # -o / -O take the next word
             continue
         i += 1
-    if i < len(words) and words[i] is None:
+    script = words[i] if i < len(words) else None
+    if i < len(words) and script is None:
         sink.unknowable("a shell's command string or script is not a literal")
     elif command_mode:
-        if i >= len(words):
+        if script is None:
             sink.unknowable("a shell's -c string is not a literal")
         else:
-            sink.nested(words[i])
+            sink.nested(script)
     elif stdin_mode or i >= len(words) or str(words[i]).startswith(("/dev/", "/proc/")):
         sink.unknowable("a shell reads its commands from standard input")
 

@@ -11,16 +11,20 @@ A built-in name wins over an entry point of the same name.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import importlib.metadata
 from collections.abc import Callable
 from pathlib import Path
 
 from agents.config import ProviderSettings
 from agents.errors import ConfigError
 from agents.ports import ModelClient
-from agents.providers.base import PROVIDER_ENTRY_POINT_GROUP, ProviderContext, ProviderFactory
+from agents.provider_names import (
+    BUILTIN_PROVIDERS,
+    PROVIDER_ENTRY_POINT_GROUP,
+    installed_providers,
+    provider_entry_points,
+)
+from agents.providers.base import ProviderContext, ProviderFactory
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -31,24 +35,6 @@ __all__ = [
     "load_model_client",
 ]
 
-# Imported on first use: the SDKs are not loaded for a scripted run.
-BUILTIN_PROVIDERS: dict[str, str] = {
-    "anthropic": "agents.providers.anthropic:make_client",
-    "openai": "agents.providers.openai:make_client",
-    "scripted": "agents.providers.scripted:make_client",
-}
-
-
-@functools.cache
-def _entry_points() -> tuple[importlib.metadata.EntryPoint, ...]:
-    return tuple(importlib.metadata.entry_points(group=PROVIDER_ENTRY_POINT_GROUP))
-
-
-def installed_providers() -> list[str]:
-    """Every prefix a spec may use: the built-ins and the installed entry points."""
-    return sorted({*BUILTIN_PROVIDERS, *(ep.name for ep in _entry_points())})
-
-
 def _usage() -> str:
     return "use PROVIDER:NAME with one of the installed providers: " + ", ".join(installed_providers())
 
@@ -58,7 +44,7 @@ def _factory(prefix: str, spec: str) -> Callable[[str, ProviderContext], ModelCl
     if target is not None:
         module, _, attr = target.partition(":")
         return getattr(importlib.import_module(module), attr)
-    entry = next((ep for ep in _entry_points() if ep.name == prefix), None)
+    entry = next((ep for ep in provider_entry_points() if ep.name == prefix), None)
     if entry is None:
         raise ConfigError(f"unknown model provider '{prefix}' in '{spec}'; {_usage()}")
     try:

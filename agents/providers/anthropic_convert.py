@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from agents.messages import (
     ImageBlock,
@@ -50,9 +50,7 @@ __all__ = [
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 _TOKEN_COUNTS = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)", re.IGNORECASE)
-_KNOWN_STOP_REASONS: frozenset[str] = frozenset(
-    {"end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"}
-)
+_KNOWN_STOP_REASONS: dict[str, StopReason] = {r: r for r in get_args(StopReason)}
 _UNCACHEABLE = ("thinking", "redacted_thinking")
 
 
@@ -257,8 +255,8 @@ def _describe_stop_details(details: Any) -> str | None:
 
 
 def _stop_reason(raw: str | None, content: tuple[ReplyBlock, ...]) -> StopReason:
-    if raw in _KNOWN_STOP_REASONS:
-        return raw  # type: ignore[return-value]
+    if raw is not None and raw in _KNOWN_STOP_REASONS:
+        return _KNOWN_STOP_REASONS[raw]
     if raw == "model_context_window_exceeded":
         return "max_tokens"  # cut off by the window rather than by max_tokens: still cut off
     return "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"

@@ -26,9 +26,7 @@ from typing import Protocol, runtime_checkable
 from agents.config import ProviderSettings
 from agents.ports import ModelClient
 
-__all__ = ["PROVIDER_ENTRY_POINT_GROUP", "ProviderContext", "ProviderFactory"]
-
-PROVIDER_ENTRY_POINT_GROUP = "workingset.providers"
+__all__ = ["ProviderContext", "ProviderFactory"]
 
 
 @dataclass(frozen=True)

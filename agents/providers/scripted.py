@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import ConfigError, Overloaded, PromptTooLong
 from agents.messages import TextBlock, ThinkingBlock, ToolUseBlock
-from agents.ports import ModelRequest, ModelResponse, ReplyBlock, Usage
+from agents.ports import ModelRequest, ModelResponse, ReplyBlock, StopReason, Usage
 from agents.providers.base import ProviderContext
 from agents.tokens import CharRatioEstimator, IncrementalEstimate, estimate_prefix_tokens
 
@@ -143,7 +143,7 @@ class ScriptedModelClient:
         return ScriptedModelClient(self.script, role=role, source=self.name.removeprefix("scripted:"))
 
     async def create(self, request: ModelRequest) -> ModelResponse:
-        stop: str | None = None
+        stop: StopReason | None = None
         if self.role == "judge":
             blocks: list[ReplyBlock] = list(self._judge_reply())
         elif self.role == "summarizer":
@@ -174,7 +174,7 @@ class ScriptedModelClient:
         self._cursor += 1
         return [TextBlock(text=text)]
 
-    async def _next_turn(self) -> tuple[list[ReplyBlock], str | None]:
+    async def _next_turn(self) -> tuple[list[ReplyBlock], StopReason | None]:
         turns = self._agent.turns
         if self._cursor >= len(turns):
             return [TextBlock(text=self._agent.final_text)], None

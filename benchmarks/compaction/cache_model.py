@@ -40,7 +40,7 @@ from agents.compaction.ledger import (
     OUTPUT_PRICE_MULTIPLIER,
     input_price_per_mtok,
 )
-from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelRequest
 from agents.tokens import TOOL_SCHEMA_OVERHEAD_TOKENS, TokenCounter
 
@@ -98,13 +98,15 @@ class ApiCallCost:
     cost_usd: float
 
 
-def _digest(role: str, first: bool, block: TextBlock | ToolUseBlock | ToolResultBlock) -> int:
+def _digest(role: str, first: bool, block: ContentBlock) -> int:
     if isinstance(block, TextBlock):
         body: tuple = ("text", block.text)
     elif isinstance(block, ToolUseBlock):
         body = ("tool_use", block.id, block.name, json.dumps(block.input, sort_keys=True, default=str))
-    else:
+    elif isinstance(block, ToolResultBlock):
         body = ("tool_result", block.tool_use_id, block.content, block.is_error)
+    else:  # thinking, redacted thinking, an image: the block as it would be sent
+        body = (block.type, block.model_dump_json())
     return hash((role, first, body))
 
 

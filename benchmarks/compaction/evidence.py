@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.messages import ContentBlock, Message, ToolUseBlock
 from agents.tokens import CharRatioEstimator, TokenCounter
 from benchmarks.traces import Trace
 
@@ -66,9 +66,9 @@ class TraceEvidence:
 @dataclass(frozen=True)
 class _Block:
     message: int
-    kind: str  # "text" | "tool_use" | "tool_result"
+    kind: str  # the block's type: "text", "tool_use", "tool_result", "thinking", ...
     tool_id: str | None
-    block: TextBlock | ToolUseBlock | ToolResultBlock
+    block: ContentBlock
 
 
 class _Corpus:
@@ -117,7 +117,7 @@ def _legacy_needs(corpus: _Corpus, items: set[str], i: int) -> tuple[list[str], 
         if first is None or first.message >= i or first.kind != "tool_result":
             continue
         needed.append(item)
-        producers.append(tuple(b.tool_id for b in corpus.before(item, i) if b.kind == "tool_result"))
+        producers.append(tuple(b.tool_id for b in corpus.before(item, i) if b.kind == "tool_result" and b.tool_id))
     return needed, producers
 
 
@@ -128,7 +128,7 @@ def _tool_needs(corpus: _Corpus, system: str, items: set[str], i: int) -> tuple[
         if not earlier or any(b.kind != "tool_result" for b in earlier) or contains_item(system, item):
             continue
         needed.append(item)
-        producers.append(tuple(b.tool_id for b in earlier))
+        producers.append(tuple(b.tool_id for b in earlier if b.tool_id))  # every result has its id
     return needed, producers
 
 

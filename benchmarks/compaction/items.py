@@ -10,7 +10,14 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.messages import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 
 __all__ = [
     "action_text",
@@ -87,13 +94,18 @@ def _strings(value: Any) -> Iterator[str]:
         yield str(value)
 
 
-def block_text(block: TextBlock | ToolUseBlock | ToolResultBlock) -> str:
-    """What a block shows the model: text, a tool use's name and input values, a result body."""
+def block_text(block: ContentBlock) -> str:
+    """What a block shows the model: text, a tool use's name and input values, a result
+    body, reasoning; nothing for an image or encrypted reasoning."""
     if isinstance(block, TextBlock):
         return block.text
     if isinstance(block, ToolUseBlock):
         return "\n".join([block.name, *_strings(block.input)])
-    return block.content
+    if isinstance(block, ToolResultBlock):
+        return block.content
+    if isinstance(block, ThinkingBlock):
+        return block.thinking
+    return ""
 
 
 def action_text(message: Message) -> str:

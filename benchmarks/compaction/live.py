@@ -85,11 +85,11 @@ def _dir_name(spec: str) -> str:
 
 
 async def _batch(spec: str, tasks: list, out: Path, *, model, summarizer, local, address, concurrency, progress) -> dict:
-    from cluster.eval.hosts import LocalHost, RayHost, default_actors
+    from cluster.eval.hosts import LocalHost, RayHost, SessionHost, default_actors
     from cluster.eval.runner import EvalOptions, EvalRunner
 
     settings = _settings(spec, out, model, summarizer, local, address)
-    host: Any = LocalHost() if settings.runtime == "local" else RayHost(actors=default_actors(concurrency))
+    host: SessionHost = LocalHost() if settings.runtime == "local" else RayHost(actors=default_actors(concurrency))
     forced = [t.model_copy(update={"strategy": spec}) for t in tasks]
     reporter = _Reporter(progress)
     runner = EvalRunner(settings, forced, EvalOptions(out=out, concurrency=concurrency), host=host, reporter=reporter)
@@ -106,7 +106,8 @@ def run_live(
     progress: Callable[[str, str, str], None] | None = None, on_start: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run every task under every strategy; returns the `live` section of the document."""
-    from cluster.eval.tasks import absolute_spec, load_tasks
+    from cluster.eval.task_file import load_tasks
+    from cluster.eval.tasks import absolute_spec
 
     loaded = load_tasks(tasks_path)
     invalid = loaded.problem_lines()

@@ -103,7 +103,7 @@ class WorkingSetView:
         return cached[1], cached[2]
 
     def show(self, request: ModelRequest) -> tuple[str, frozenset[str]]:
-        parts, ids = [request.system], set()
+        parts, ids = [request.system], set[str]()
         for message in request.messages:
             text, shown = self._message(message)
             parts.append(text)

@@ -152,7 +152,8 @@ def _mean_series(runs: list[dict]) -> tuple[dict[str, list[float]], list[int]]:
     by_strategy: dict[str, list[list[int]]] = defaultdict(list)
     for r in runs:
         by_strategy[r["strategy"]].append(r["tokens_per_call"])
-    means, reached = {}, []
+    means: dict[str, list[float]] = {}
+    reached: list[int] = []
     for name, series in by_strategy.items():
         steps = max(len(s) for s in series)
         counts = [sum(1 for s in series if len(s) > k) for k in range(steps)]

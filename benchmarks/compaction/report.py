@@ -17,7 +17,9 @@ from .runner import BenchConfig
 from .stats import FrameworkRow, Interval, StrategySummary
 from .token_check import FamilyTokens, TraceTokens
 
-__all__ = ["SYNTHETIC_NOTE", "build_document", "fmt_interval", "markdown_report", "summary_cells"]
+__all__ = [
+    "LIVE_COLUMNS", "SYNTHETIC_NOTE", "build_document", "fmt_interval", "live_rows", "markdown_report", "summary_cells",
+]
 
 SYNTHETIC_NOTE = "SYNTHETIC data: generated trajectories, not recorded agent runs"
 EXCEEDS = "⚠ "
@@ -238,6 +240,21 @@ def _missed_lines(doc: dict[str, Any], limit: int = 3) -> list[str]:
     return lines
 
 
+# The live runs' table, as cells (the markdown report and the terminal both show it).
+LIVE_COLUMNS = ("strategy", "tasks", "passed", "pass rate", "gained vs base", "lost vs base", "both passed",
+                "both not passed", "not comparable", "cost", "compactions")
+
+
+def live_rows(live: dict) -> list[list[str]]:
+    rows = []
+    for x in live["strategies"]:
+        f = x["flips_vs_baseline"]
+        rows.append([x["strategy"], str(x["tasks"]), str(x["passed"]), fmt_interval(x["pass_rate"], pct=True), str(f["gained"]),
+                     str(f["lost"]), str(f["both_passed"]), str(f["both_not_passed"]), str(f["not_comparable"]),
+                     f"${x['cost_usd']:.4f}", str(x["compactions"])])
+    return rows
+
+
 def markdown_report(doc: dict[str, Any]) -> str:
     lines = ["# Compaction-strategy benchmark", ""]
     if doc["synthetic"]:
@@ -260,8 +277,6 @@ def markdown_report(doc: dict[str, Any]) -> str:
                         "tool evidence", "grounding (legacy)", "compactions"], [_run_row(r) for r in doc["runs"]])
     lines += ["", *_missed_lines(doc)]
     if doc.get("live"):
-        from .terminal import LIVE_COLUMNS, live_rows
-
         live = doc["live"]
         lines += ["", "## Live runs", "",
                   f"{live['tasks']} tasks from `{live['tasks_file']}`, each run once per strategy (model: "

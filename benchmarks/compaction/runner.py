@@ -155,7 +155,7 @@ def _pool(config: BenchConfig):
 
 def run_on_ray(
     traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None = None, *, address: str | None = None
-) -> list[RunMetrics]:
+) -> Measured:
     """One Ray task per trace x strategy (1 CPU each), results in submission order; the
     per-trace task (evidence, token check) runs once and its result goes by reference."""
     import ray
@@ -167,7 +167,9 @@ def run_on_ray(
     measure_task = ray.remote(num_cpus=1, max_retries=0)(_measure_task)
     summarizer = _pool(config)
     dumped = config.model_dump()
-    refs, order, once_refs = [], {}, []
+    refs: list[ray.ObjectRef] = []
+    order: dict[ray.ObjectRef, int] = {}
+    once_refs: list[ray.ObjectRef] = []
     for label, trace in traces:
         trace_ref = ray.put(trace)
         once_ref = per_trace_task.remote(label, trace_ref, config.tokenizer)

@@ -124,8 +124,8 @@ class _Agent:
         message = message.format(cls=d.cls, attr=d.attr, func=d.func)
         test = rng.choice(repo.tests)
         test_name = f"test_{d.func}_{rng.choice(_OBJECTS)}"
-        frames = [rng.choice(repo.defs[rng.choice(repo.paths)]) for _ in range(rng.randint(2, 5))] + [d]
-        frames = [(f, f.line + rng.randint(3, 15)) for f in frames]
+        called = [rng.choice(repo.defs[rng.choice(repo.paths)]) for _ in range(rng.randint(2, 5))] + [d]
+        frames = [(f, f.line + rng.randint(3, 15)) for f in called]
         trace_lines = "\n".join(f"{f.path}:{at}: in {f.func}\n    return self.{f.func}({f.attr})" for f, at in frames)
         passed = rng.randint(120, 900)
         log = "\n".join(f"{t}::test_{rng.choice(_VERBS)}_{rng.choice(_OBJECTS)} PASSED" for t in rng.choices(repo.tests, k=rng.randint(40, 220)))

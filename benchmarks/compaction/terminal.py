@@ -7,9 +7,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .report import SYNTHETIC_NOTE, fmt_interval, summary_cells
+from .report import LIVE_COLUMNS, SYNTHETIC_NOTE, live_rows, summary_cells
 
-__all__ = ["LIVE_COLUMNS", "live_rows", "print_live", "print_table"]
+__all__ = ["print_live", "print_table"]
 
 TERMINAL_COLUMNS = (
     "strategy", "traces", "infeasible calls", "cost ÷ raw", "pooled", "cost ÷ base", "p (Holm)", "tool-evidence recall",
@@ -46,20 +46,6 @@ def print_table(doc: dict[str, Any], console: Console) -> None:
     for r in doc["runs"]:
         if r["error"]:
             console.print(f"failed {r['trace']} under {r['strategy']}: {r['error']}")
-
-
-LIVE_COLUMNS = ("strategy", "tasks", "passed", "pass rate", "gained vs base", "lost vs base", "both passed",
-                "both not passed", "not comparable", "cost", "compactions")
-
-
-def live_rows(live: dict) -> list[list[str]]:
-    rows = []
-    for x in live["strategies"]:
-        f = x["flips_vs_baseline"]
-        rows.append([x["strategy"], str(x["tasks"]), str(x["passed"]), fmt_interval(x["pass_rate"], pct=True), str(f["gained"]),
-                     str(f["lost"]), str(f["both_passed"]), str(f["both_not_passed"]), str(f["not_comparable"]),
-                     f"${x['cost_usd']:.4f}", str(x["compactions"])])
-    return rows
 
 
 def print_live(doc: dict[str, Any], console: Console) -> None:

@@ -29,9 +29,19 @@ from functools import cache
 from typing import Any
 
 from agents.errors import ConfigError
-from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.messages import (
+    ContentBlock,
+    ImageBlock,
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from agents.tokens import (
     BLOCK_OVERHEAD_TOKENS,
+    IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
     CharRatioEstimator,
     TokenCounter,
@@ -57,14 +67,23 @@ ANTHROPIC_SAMPLES = 5
 ANTHROPIC_COUNT_MODEL = "claude-sonnet-4-5"
 
 
-def block_tokens(counter: TokenCounter, block: TextBlock | ToolUseBlock | ToolResultBlock) -> int:
-    """One content block as the estimator frames it (body + 3)."""
+def block_tokens(counter: TokenCounter, block: ContentBlock) -> int:
+    """One content block as the estimator frames it (body + 3; agents.tokens)."""
     if isinstance(block, TextBlock):
         body = counter.count_text(block.text)
     elif isinstance(block, ToolUseBlock):
         body = counter.count_text(block.name) + counter.count_json(block.input)
-    else:
+    elif isinstance(block, ToolResultBlock):
         body = counter.count_text(block.content)
+    elif isinstance(block, ThinkingBlock):
+        if not block.signature:
+            return 0  # unsigned reasoning is never sent
+        body = counter.count_text(block.thinking)
+    elif isinstance(block, RedactedThinkingBlock):
+        body = counter.count_text(block.data)
+    else:
+        assert isinstance(block, ImageBlock)
+        body = IMAGE_TOKENS
     return body + BLOCK_OVERHEAD_TOKENS
 
 
@@ -163,8 +182,8 @@ def _anthropic_scale(trace: Trace, samples: int = ANTHROPIC_SAMPLES) -> float:
     for i in picks:
         cut = trace.model_copy(update={"messages": trace.messages[:i], "calls": []})
         doc = to_anthropic_messages(cut)
-        kwargs = {"system": trace.system} if trace.system else {}
-        counted += client.messages.count_tokens(model=ANTHROPIC_COUNT_MODEL, messages=doc["messages"], **kwargs).input_tokens
+        system = trace.system or anthropic.omit  # an empty system prompt is not sent
+        counted += client.messages.count_tokens(model=ANTHROPIC_COUNT_MODEL, messages=doc["messages"], system=system).input_tokens
         estimated += counter.count_text(trace.system) + estimate_messages_tokens(counter, trace.messages[:i])
     return counted / estimated
 

@@ -21,6 +21,7 @@ from .model import (
     ConversationBuilder,
     Trace,
     UnknownTraceFormat,
+    object_at,
     parse_arguments,
     read_json_documents,
     text_of,
@@ -39,7 +40,7 @@ _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 def _messages_of(doc: Any) -> list[dict[str, Any]] | None:
     if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
         fmt = str(doc.get("trajectory_format", ""))
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = object_at(doc, "info")
         if fmt.startswith("mini-swe-agent") or "mini_version" in info:
             return doc["messages"]
         return None
@@ -93,7 +94,8 @@ class _Pending:
     """An assistant step whose results are still being collected."""
 
     def __init__(self, thought: str, uses: list[ToolUseBlock], awaits_user: bool, call: CallRecord) -> None:
-        self.thought, self.uses, self.results = thought, uses, []
+        self.thought, self.uses = thought, uses
+        self.results: list[ToolResultBlock] = []
         self.awaits_user = awaits_user  # old format: the next user message is the observation
         self.call = call
 
@@ -159,8 +161,8 @@ def _assistant_step(builder: ConversationBuilder, m: dict[str, Any], n: int) -> 
 def _call_record(m: dict[str, Any]) -> CallRecord:
     """Usage and time of one call: v2 keeps them in `extra.response.usage` and
     `extra.timestamp`; v1 keeps the raw completion (`usage`, `created`) in `extra.response`."""
-    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
-    response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+    extra = object_at(m, "extra")
+    response = object_at(extra, "response")
     when = unix_time(extra.get("timestamp")) or unix_time(response.get("created"))
     return usage_record(response.get("usage"), when)
 

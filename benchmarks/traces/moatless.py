@@ -18,6 +18,7 @@ from .model import (
     ConversationBuilder,
     Trace,
     UnknownTraceFormat,
+    object_at,
     read_json_documents,
     text_of,
     usage_record,
@@ -73,7 +74,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
         builder.step(text_of(action.get("scratch_pad")), [use], results, _call_record(node))
     last = branch[-1]
     agent = doc.get("agent") or {}
-    completion = agent.get("completion") if isinstance(agent.get("completion"), dict) else {}
+    completion = object_at(agent, "completion")
     metadata = doc.get("metadata") or {}
     return [
         Trace(
@@ -102,7 +103,9 @@ def _branch(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     a real search tree it is the branch that was explored last, which is one coherent
     conversation (sibling branches never shared a context)."""
     by_id = {n.get("node_id"): n for n in nodes}
-    path, node, seen = [], nodes[-1], set()
+    path: list[dict[str, Any]] = []
+    node: dict[str, Any] | None = nodes[-1]
+    seen = set()
     while node is not None and node.get("node_id") not in seen:
         seen.add(node.get("node_id"))
         path.append(node)
@@ -123,7 +126,7 @@ def _call_record(node: dict[str, Any]) -> CallRecord:
     """The raw Anthropic usage of the step's completion (the litellm summary beside it leaves
     cache reads out of `prompt_tokens`); moatless records no time."""
     build = (node.get("completions") or {}).get("build_action") or {}
-    response = build.get("response") if isinstance(build.get("response"), dict) else {}
+    response = object_at(build, "response")
     return usage_record(response.get("usage") or build.get("usage"))
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "Trace",
     "UnknownTraceFormat",
     "model_calls",
+    "object_at",
     "parse_arguments",
     "read_json_documents",
     "text_of",
@@ -198,6 +199,15 @@ def text_of(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
     return str(content)
+
+
+def object_at(doc: dict[str, Any], key: str, fallback: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`doc[key]` when it is a JSON object; else `fallback` ({}): a field a trace left out
+    or filled with something else reads as empty."""
+    value = doc.get(key)
+    if isinstance(value, dict):
+        return value
+    return {} if fallback is None else fallback
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from .model import (
     ConversationBuilder,
     Trace,
     UnknownTraceFormat,
+    object_at,
     parse_arguments,
     read_json_documents,
     text_of,
@@ -98,7 +99,7 @@ def _parse_run(doc: dict[str, Any], path: str | Path, n: int) -> Trace:
 
 
 def _args(e: dict[str, Any]) -> dict[str, Any]:
-    return e.get("args") if isinstance(e.get("args"), dict) else e
+    return object_at(e, "args", e)
 
 
 def _is_user_message(e: dict[str, Any]) -> bool:

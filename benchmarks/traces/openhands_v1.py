@@ -20,6 +20,7 @@ from .model import (
     ConversationBuilder,
     Trace,
     UnknownTraceFormat,
+    object_at,
     parse_arguments,
     read_json_documents,
     text_of,
@@ -55,7 +56,7 @@ def _parts(value: Any) -> str:
 
 
 def _message_text(event: dict[str, Any]) -> str:
-    message = event.get("llm_message") if isinstance(event.get("llm_message"), dict) else {}
+    message = object_at(event, "llm_message")
     return _parts(message.get("content"))
 
 
@@ -102,7 +103,7 @@ class _Walk:
         self.group = []
 
     def _use(self, action: dict[str, Any]) -> ToolUseBlock:
-        call = action.get("tool_call") if isinstance(action.get("tool_call"), dict) else {}
+        call = object_at(action, "tool_call")
         arguments = parse_arguments(call.get("arguments"))
         if not arguments and isinstance(action.get("action"), dict):
             arguments = {k: v for k, v in action["action"].items() if k != "kind"}

@@ -37,7 +37,7 @@ from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.selection import Selection, parse_slice
 from cluster.eval.settings import eval_settings, preflight
 from cluster.eval.swebench import DEFAULT_RUNNER
-from cluster.eval.tasks import load_tasks
+from cluster.eval.task_file import load_tasks
 from cluster.flags import add_setting_flags, add_trust_flag, positive_float, positive_int
 
 __all__ = ["COMMAND", "EvalCommand"]
@@ -48,6 +48,7 @@ async def _stoppable(batch):
     tasks are cancelled and cleaned up, the summary is written."""
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
+    assert main is not None  # called from inside the batch's event loop
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
     try:
         return await batch

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import shutil
 import stat
@@ -47,17 +48,17 @@ async def hidden_tests(base: Base, test_patch: str, scratch_root: Path, *, timeo
     scratch_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=scratch_root, prefix="hidden-"))
     try:
-        run = {"git_dir": base.git_dir, "env": scratch_env(base, scratch), "timeout_s": timeout_s}
-        await git("read-tree", base.commit, **run)
+        git_here = functools.partial(git, git_dir=base.git_dir, env=scratch_env(base, scratch), timeout_s=timeout_s)
+        await git_here("read-tree", base.commit)
         data = test_patch if test_patch.endswith("\n") else test_patch + "\n"
         try:
-            await git("apply", "--cached", "--whitespace=nowarn", "-", stdin=data.encode(), **run)
+            await git_here("apply", "--cached", "--whitespace=nowarn", "-", stdin=data.encode())
         except GitError as exc:
             raise WorkspaceError(f"the test patch does not apply to the base commit: {exc}") from None
-        names = await git("diff", "--cached", "--name-only", "-z", "--no-renames", base.commit, **run)
+        names = await git_here("diff", "--cached", "--name-only", "-z", "--no-renames", base.commit)
         paths = {n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n}
         entries: dict[str, tuple[int, str]] = {}
-        for line in (await git("ls-files", "--stage", "-z", **run)).split(b"\0"):
+        for line in (await git_here("ls-files", "--stage", "-z")).split(b"\0"):
             if line:
                 meta, _, name = line.partition(b"\t")
                 path = name.decode("utf-8", "surrogateescape")
@@ -69,8 +70,8 @@ async def hidden_tests(base: Base, test_patch: str, scratch_root: Path, *, timeo
             if path not in entries:
                 files.append(HiddenFile(path, None))
             elif entries[path][0] != _GITLINK:
-                mode, oid = entries[path]
-                files.append(HiddenFile(path, mode, await git("cat-file", "blob", oid, **run)))
+                git_mode, blob = entries[path]
+                files.append(HiddenFile(path, git_mode, await git_here("cat-file", "blob", blob)))
         return files
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -39,8 +39,12 @@ T = TypeVar("T")
 class TaskSite(Protocol):
     """Where one attempt's files live and its stages run (stages.py has their meaning)."""
 
-    node: str | None  # the Ray node id, None in this process
     phase: str  # the stage running now (set by the flow; named when the node is lost)
+
+    @property
+    def node(self) -> str | None:
+        """The Ray node id, None in this process."""
+        ...
 
     async def prepare(self, task: Task, name: str) -> Workspace: ...
 
@@ -66,7 +70,8 @@ class SessionHost(Protocol):
     """Where the batch's sessions run: gives attempts their site, opens, closes and
     judges failures of sessions."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # "local" or "ray"
 
     async def start(self, settings: WorkingsetSettings) -> None: ...
 
@@ -91,7 +96,7 @@ def default_actors(concurrency: int) -> int:
 class LocalSite:
     """The stages in this process, over the batch's own out directory."""
 
-    node = None
+    node: str | None = None
 
     def __init__(self, stages: TaskStages):
         self.stages = stages

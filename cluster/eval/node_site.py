@@ -21,7 +21,7 @@ import os
 import tempfile
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import ray
 from ray.exceptions import RayError, RayTaskError
@@ -79,7 +79,7 @@ def grade_task(config: StageConfig, root: str, task: Task, ws: Workspace, patch:
     return passed, row, stages.files(name)
 
 
-async def _unwrapped(ref) -> object:
+async def _unwrapped(ref: Any) -> Any:
     """A call's result; our own errors raised there are raised here as themselves."""
     try:
         return await ref
@@ -93,7 +93,8 @@ class RaySite:
     def __init__(self, lease: Lease, actor, root: str, config: StageConfig, watch: NodeWatch, *,
                  shipped: Awaitable[Shipped | None], grade_resources: dict):
         self.lease = lease
-        self.node: str = lease.node
+        self.node: str | None = lease.node
+        self._node: str = lease.node
         self.actor = actor
         self.root = root
         self.config = config
@@ -105,7 +106,7 @@ class RaySite:
 
     @property
     def lost(self) -> bool:
-        return self.watch.is_lost(self.node)
+        return self.watch.is_lost(self._node)
 
     async def prepare(self, task: Task, name: str) -> Workspace:
         shipped = await self._shipped  # a ref: the node fetches the bundle from the object store
@@ -122,7 +123,7 @@ class RaySite:
 
     async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
                     venv: Path | None) -> tuple[bool | None, dict]:
-        strategy = NodeAffinitySchedulingStrategy(node_id=self.node, soft=False)
+        strategy = NodeAffinitySchedulingStrategy(node_id=self._node, soft=False)
         ref = grade_task.options(scheduling_strategy=strategy, **self._grade_resources).remote(
             self.config, self.root, task, ws, patch, name, venv)
         passed, row, logs = await _unwrapped(ref)
@@ -141,22 +142,22 @@ class RaySite:
 
     async def guard(self, work: Awaitable[T]) -> T:
         running = asyncio.ensure_future(work)
-        lost = asyncio.ensure_future(self.watch.lost(self.node).wait())
+        lost = asyncio.ensure_future(self.watch.lost(self._node).wait())
         try:
             done, _ = await asyncio.wait({running, lost}, return_when=asyncio.FIRST_COMPLETED)
             if running in done:
                 try:
                     return running.result()
                 except (RayError, ClusterError, Retry) as exc:
-                    if isinstance(exc, NodeLost) or not await self.watch.confirm(self.node):
+                    if isinstance(exc, NodeLost) or not await self.watch.confirm(self._node):
                         raise
-                    raise NodeLost(self.node, self.phase) from exc
+                    raise NodeLost(self._node, self.phase) from exc
             # The node went: stop the stages (their clean-up skips the node), run again elsewhere.
             running.cancel()
             await asyncio.wait({running})
             if not running.cancelled():
                 running.exception()  # retrieved: what the stages raised as they stopped is moot
-            raise NodeLost(self.node, self.phase)
+            raise NodeLost(self._node, self.phase)
         finally:
             lost.cancel()
             if not running.done():

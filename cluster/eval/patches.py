@@ -19,6 +19,7 @@ not graded, and the row says why.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat
@@ -108,16 +109,16 @@ async def take_patch(base: Base, workspace: Path, scratch_root: Path, *, wanted:
     scratch = Path(tempfile.mkdtemp(dir=scratch_root, prefix="patch-"))
     try:
         env = scratch_env(base, scratch)
-        run = {"git_dir": base.git_dir, "work_tree": workspace, "env": env, "timeout_s": timeout_s}
-        await git("read-tree", base.commit, **run)
-        await git("add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul",
-                  stdin="\0".join((".", *JUNK_PATHSPECS, *excluded)).encode(), **run)
+        git_here = functools.partial(git, git_dir=base.git_dir, work_tree=workspace, env=env, timeout_s=timeout_s)
+        await git_here("read-tree", base.commit)
+        await git_here("add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul",
+                       stdin="\0".join((".", *JUNK_PATHSPECS, *excluded)).encode())
         try:
-            data = await git("diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
-                             base.commit, max_output=max_bytes, **run)
+            data = await git_here("diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
+                                  base.commit, max_output=max_bytes)
         except GitOutputTooLarge:
             raise PatchNotGradable(f"the patch is over the cap of {max_bytes / 1024**2:g} MB; it was not graded") from None
-        names = await git("diff", "--cached", "--name-only", "-z", "--no-renames", base.commit, **run)
+        names = await git_here("diff", "--cached", "--name-only", "-z", "--no-renames", base.commit)
         files = sorted({n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n})
         asked = [f for f in files if f.rsplit("/", 1)[-1] in wanted]
         blobs = await _blobs(base, env, [s for f in asked for s in (f"{base.commit}:{f}", f":{f}")])

@@ -43,6 +43,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -100,7 +101,7 @@ class ProgressReporter:
             TextColumn("·"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
             console=self.console,
         )
-        self.bar = None
+        self.bar: TaskID | None = None
         self.running = 0
         self.statuses: dict[str, int] = {}
         self.tokens = 0

@@ -16,6 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import ray
 
@@ -39,6 +40,9 @@ from cluster.eval.tasks import Task, is_url
 from cluster.runtime import ClusterError, connect
 from cluster.session_actor import ClusterServices
 
+if TYPE_CHECKING:
+    from cluster.session_pool import SessionPool
+
 __all__ = ["RayHost"]
 
 _START_TRIES = 3
@@ -46,8 +50,8 @@ _START_TRIES = 3
 
 @dataclass
 class _NodeServices:
-    pool: object  # SessionPool of this node
-    actor: object  # TaskNode
+    pool: SessionPool  # of this node
+    actor: Any  # TaskNode
     root: str
 
 
@@ -130,7 +134,8 @@ class RayHost:
         pool_class = self.pool_class or SessionPool
         strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=node, soft=False)
         for tries in range(1, _START_TRIES + 1):
-            pool = actor = None
+            pool = None
+            actor: Any = None
             try:
                 pool = pool_class(self.settings, actors=self.actors, services=self.services, node_id=node)
                 actor = TaskNode.options(scheduling_strategy=strategy).remote(self._config, self._key)
@@ -204,7 +209,7 @@ class RayHost:
         try:
             services = await self._services_for(held.node)
             c = self.settings.cluster
-            grade = {"num_cpus": c.eval_grade_cpus}
+            grade: dict[str, Any] = {"num_cpus": c.eval_grade_cpus}
             if self.sandbox:
                 grade["resources"] = {"workingset_sandbox": 0.001}
             site = RaySite(held, services.actor, services.root, config, self.watch,

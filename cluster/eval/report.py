@@ -61,7 +61,7 @@ def _per_file(rows: list[ResultRow]) -> list[dict]:
 def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], model: str,
               interrupted: bool = False, selection: dict | None = None, stopped: dict | None = None) -> dict:
     n = len(rows)
-    statuses = Counter(r.status for r in rows)
+    statuses: Counter[str] = Counter(r.status for r in rows)
     passed = statuses["passed"]
     unpriced = [r for r in rows if r.unpriced_calls]
     # rows with no model call (an error before the agent) neither price nor unprice the batch

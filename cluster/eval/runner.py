@@ -29,11 +29,11 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agents.config import WorkingsetSettings
 from cluster.eval.durable import write_atomic
 from cluster.eval.environments import DEFAULT_HOSTS
+from cluster.eval.hosts import SessionHost
 from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.progress import Reporter
 from cluster.eval.provenance import RunRecord, SettingsChanged, record_for
@@ -73,7 +73,7 @@ class EvalOptions:
 
 class EvalRunner:
     def __init__(self, settings: WorkingsetSettings, tasks: list[Task], options: EvalOptions, *,
-                 host: Any, reporter: Reporter):
+                 host: SessionHost, reporter: Reporter):
         self.out = OutDir(options.out)
         self.settings = settings.model_copy(update={"home": self.out.home})
         self.tasks = tasks
@@ -96,8 +96,8 @@ class EvalRunner:
                                   command_slots=options.command_slots or max(4, 2 * (os.cpu_count() or 1)))
         self.flow = TaskFlow(self.settings, self.out, host=host, reporter=self.reporter, config=self.config,
                              wall_s=options.wall_s, setup_network=options.setup_network)
-        if getattr(host, "notify", None) is not None:
-            host.notify = lambda text: self.reporter.event("notice", text=text)
+        if getattr(host, "notify", None) is not None:  # a host that can say what it retried
+            setattr(host, "notify", lambda text: self.reporter.event("notice", text=text))  # noqa: B010
 
     # -- the batch ----------------------------------------------------------------------
 

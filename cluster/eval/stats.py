@@ -18,6 +18,8 @@ from typing import IO
 
 from pydantic import BaseModel
 
+from agents.compaction.ledger import CompactionEvent
+from agents.events import ModelCall, Notice, SubagentFinished
 from agents.ports import Usage
 
 __all__ = ["TaskStats"]
@@ -59,22 +61,21 @@ class TaskStats:
     def __call__(self, event: BaseModel) -> None:
         if self._log is not None:
             self._log.write(event.model_dump_json() + "\n")
-        kind = getattr(event, "type", "")
         is_root = "." not in getattr(event, "session_id", "")
         changed = False
-        if kind == "model_call" and is_root:
+        if isinstance(event, ModelCall) and is_root:
             self.turns += 1
             self.usage = self.usage + event.usage
             self._price(event.cost_usd, event.pricing)
             changed = True
-        elif kind == "subagent_finished":
+        elif isinstance(event, SubagentFinished):
             self.usage = self.usage + event.usage
             self.cost_usd += event.cost_usd
             self.unpriced_calls += event.unpriced_calls
             changed = True
-        elif kind == "compaction" and event.applied:
+        elif isinstance(event, CompactionEvent) and event.applied:
             self.compactions[event.kind] += 1
-        elif kind == "notice" and event.text.startswith(_ACTOR_FAILED):
+        elif isinstance(event, Notice) and event.text.startswith(_ACTOR_FAILED):
             self.actor_failures += 1
         if changed and self.on_change is not None:
             self.on_change(self)

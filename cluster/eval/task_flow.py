@@ -222,6 +222,7 @@ class TaskFlow:
         except TimeoutError as exc:
             if timer is None or not timer.expired():
                 raise TaskEnded(f"the agent failed: {describe(exc)}") from exc
+            assert handle is not None  # the timer starts only once the session is open
             handle.announce_end("budget", "", error=f"wall-clock budget of {wall:g} s reached")
             row["notes"].append(f"stopped at the wall-clock budget of {wall:g} s")
             return "timeout"

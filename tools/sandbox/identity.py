@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.sandbox import linux
+import tools.sandbox.linux as linux
 from tools.sandbox.errors import SandboxUnavailable
 
 __all__ = ["Identity", "IdentityError", "Stage", "host_identity", "reachable"]

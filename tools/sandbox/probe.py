@@ -21,7 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.sandbox import seccomp
+import tools.sandbox.seccomp as seccomp
 from tools.sandbox.cgroups import CgroupTree, CgroupUnavailable, CgroupVersion, locate, sweep
 from tools.sandbox.errors import SandboxUnavailable
 from tools.sandbox.identity import Identity, IdentityError, host_identity

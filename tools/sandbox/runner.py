@@ -59,7 +59,7 @@ class BubblewrapRunner(SandboxOptions):
             limits=SandboxLimits(**{name: values[name] for name in SandboxLimits.model_fields}),
             **{name: values[name] for name in SandboxOptions.model_fields},
         )
-        update = {}
+        update: dict[str, object] = {}
         if runner.toolchains is not None:
             update["toolchains"] = tuple(p.expanduser().resolve() for p in runner.toolchains)
         if runner.virtualenv is not None:

@@ -152,7 +152,7 @@ class _Layout:
                 continue
             if path.exists() or path.is_symlink():
                 masks.append(("dir" if path.is_dir() and not path.is_symlink() else "file", path))
-        entries = []
+        entries: list[tuple[str, Path]] = []
         for entry in (os.environ.get("PATH") or _SAFE_PATH).split(os.pathsep):
             if entry and Path(entry).is_absolute() and entry not in [e for e, _ in entries]:
                 entries.append((entry, Path(entry).resolve()))

@@ -113,10 +113,13 @@ def uncleared_tokens(run: CompactionRun) -> int:
     restored = restore_placeholders(run.messages, run.stored_body, ClearedBody)
     tokens = run.total(restored)
     counter = run.env.counter
-    for block in (b for m in restored if m.role == "user" for b in m.tool_results_in if is_cleared(b)):
+    for block in (b for m in restored if m.role == "user" for b in m.tool_results_in):
+        marker = block.marker
+        if not isinstance(marker, ClearedBody):
+            continue
         body = run.stored_body(block.tool_use_id)
         if body:  # clipped before it was cleared: the clipped view's share of the whole
-            shown = counter.count_text(body) * block.marker.original_chars / len(body)
+            shown = counter.count_text(body) * marker.original_chars / len(body)
             tokens += round(shown) - counter.count_text(block.content)
     return tokens
 

@@ -48,7 +48,7 @@ async def _summarize_middle(
     head = head_end(run.messages, first, unit, clean)
     tail = split_keeping_recent(run.messages, last, unit, clean)
     middle = run.messages[head:tail] if tail is not None else []
-    if all(is_synthetic(m) or is_summary_boundary(m) for m in middle):
+    if tail is None or all(is_synthetic(m) or is_summary_boundary(m) for m in middle):
         # Nothing, or only an earlier summary: summarizing it again would gain nothing.
         if quiet:
             return run.done()
