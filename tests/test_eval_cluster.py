@@ -133,3 +133,14 @@ async def test_a_failed_start_up_of_a_node_is_tried_again_and_said_in_one_line(r
     notices = [e["text"] for e in map(json.loads, reporter.stream.getvalue().splitlines()) if e["type"] == "notice"]
     assert len(notices) == 1 and notices[0].startswith("starting the session actors on node ")
     assert notices[0].endswith("failed (WorkerCrashedError); trying again (2 of 3)")
+
+
+async def test_a_missing_repository_is_the_tasks_error_row_on_ray_too(ray_cluster, tmp_path):
+    model = script(tmp_path, "fix", fix_turns())
+    tasks = tasks_file(tmp_path / "tasks.jsonl", [task("gone", tmp_path / "no-such-repo")])
+    runner = EvalRunner(_settings(tmp_path, model), load_tasks(tasks).tasks, EvalOptions(out=tmp_path / "out"),
+                        host=RayHost(actors=1), reporter=JsonReporter(io.StringIO()))
+    await runner.run()
+    (row,) = result_rows(tmp_path / "out")
+    assert row["status"] == "error"
+    assert row["error"] == f"workspace: repository {tmp_path / 'no-such-repo'} does not exist or is not a directory"

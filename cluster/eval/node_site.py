@@ -29,6 +29,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from agents.errors import WorkingsetError
 from cluster.eval.base_repo import Shipped
+from cluster.eval.errors import TaskEnded, WorkspaceError
 from cluster.eval.layout import OutDir
 from cluster.eval.patches import Patch
 from cluster.eval.placement import Lease, NodeWatch
@@ -109,7 +110,10 @@ class RaySite:
         return self.watch.is_lost(self._node)
 
     async def prepare(self, task: Task, name: str) -> Workspace:
-        shipped = await self._shipped  # a ref: the node fetches the bundle from the object store
+        try:
+            shipped = await self._shipped  # a ref: the node fetches the bundle from the object store
+        except (WorkspaceError, OSError) as exc:  # the source, read on this machine
+            raise TaskEnded(f"workspace: {exc}") from None
         return await _unwrapped(self.actor.prepare.remote(task, name, shipped))
 
     async def environment(self, task: Task, ws: Workspace, name: str, network: bool) -> EnvironmentOutcome:
