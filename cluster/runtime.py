@@ -115,11 +115,11 @@ def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: in
     # The runtime's C++ warnings go straight to this process's stderr, across any progress
     # display; below errors they stay in Ray's log files.
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
+    if address and address.startswith("ray://"):
+        raise ClusterError(_CLIENT_REFUSED)
     if not ray.is_initialized():
         try:
             if address:
-                if address.startswith("ray://"):
-                    raise ClusterError(_CLIENT_REFUSED)
                 _check_reachable(address)
                 _check_token(address)
                 ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)

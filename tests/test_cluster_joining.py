@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from agents.config import WorkingsetSettings
@@ -42,20 +41,17 @@ def test_token_authentication_is_named_and_not_blamed_on_the_address(tmp_path):
         address = head.stdout.readline().strip()
         assert address, "the token cluster did not start"
         tasks = tasks_file(tmp_path / "tasks.jsonl", [task("a", calc_repo(tmp_path))])
-        clock = time.monotonic()
         model = script(tmp_path, "fix", fix_turns())
         run = subprocess.run([sys.executable, "-m", "cluster.cli", "eval", str(tasks), "--model", f"scripted:{model}",
                               "--out", str(tmp_path / "out"), "--address", address],
                              env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
-        seconds = time.monotonic() - clock
     finally:
         head.stdin.close()
         head.wait(timeout=60)
     lines = run.stderr.strip().splitlines()
-    assert run.returncode != 0 and len(lines) == 1, run.stderr
+    assert run.returncode != 0 and len(lines) == 1, run.stderr  # none of Ray's retry warnings
     assert f"the Ray cluster at {address} uses token authentication and this process has no token" in lines[0]
     assert "check the address" not in lines[0]
-    assert seconds < 20  # not Ray's own minute of retries
 
 
 async def test_the_models_credentials_reach_actors_on_other_nodes_and_are_never_written(
