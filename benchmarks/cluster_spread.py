@@ -30,8 +30,8 @@ from ray.cluster_utils import Cluster
 
 from agents.config import load_settings
 from benchmarks.eval_throughput import make_tasks
-from cluster.eval.hosts import RayHost
 from cluster.eval.progress import JsonReporter
+from cluster.eval.ray_host import RayHost
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.settings import EVAL_ALLOW
 from cluster.eval.task_file import load_tasks

@@ -14,8 +14,8 @@ import ray
 from ray.exceptions import WorkerCrashedError
 
 from agents.config import WorkingsetSettings
-from cluster.eval.hosts import RayHost
 from cluster.eval.progress import JsonReporter
+from cluster.eval.ray_host import RayHost
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
 from cluster.session_pool import SessionPool

@@ -9,8 +9,8 @@ from pathlib import Path
 import ray
 
 from agents.config import WorkingsetSettings
-from cluster.eval.hosts import RayHost
 from cluster.eval.progress import JsonReporter
+from cluster.eval.ray_host import RayHost
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
 from tests.eval_support import calc_repo as _calc_repo

@@ -3,7 +3,7 @@
 `LocalHost` (`--local`): every stage and each session in this process: the same loop,
 no Ray. Its site is the batch's own out directory.
 
-`RayHost` (ray_host.py): each attempt gets a node the cluster has room on (a placement
+`RayHost` (ray_host.py, imported from there: it imports Ray): each attempt gets a node the cluster has room on (a placement
 group with the task's declared resources), where its workspace is made, its session
 runs on a SessionActor of that node, its tool calls and its grade run as Ray tasks
 pinned there; only rows, patches, logs and events come back. A killed actor is handled
@@ -18,7 +18,7 @@ import contextlib
 import math
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from agents.config import WorkingsetSettings
 from agents.events import EventSink
@@ -155,11 +155,3 @@ class LocalHost:
 
     async def shutdown(self) -> None:
         return None
-
-
-def __getattr__(name: str) -> Any:
-    if name == "RayHost":  # it imports Ray: only when asked for
-        from cluster.eval.ray_host import RayHost
-
-        return RayHost
-    raise AttributeError(name)

@@ -31,10 +31,10 @@ from agents.errors import WorkingsetError
 from cluster.eval.base_repo import Shipped
 from cluster.eval.errors import TaskEnded, WorkspaceError
 from cluster.eval.layout import OutDir
+from cluster.eval.lost import NodeLost, Retry
 from cluster.eval.patches import Patch
 from cluster.eval.placement import Lease, NodeWatch
 from cluster.eval.stages import EnvironmentOutcome, StageConfig, TaskStages
-from cluster.eval.task_flow import NodeLost, Retry
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace
 from cluster.runtime import ClusterError

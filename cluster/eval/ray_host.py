@@ -26,6 +26,7 @@ from agents.handle import SessionHandle
 from cluster.eval.base_repo import Shipped, TrustedBases, bundle
 from cluster.eval.hosts import TaskSite
 from cluster.eval.layout import OutDir
+from cluster.eval.lost import NodeLost, Retry
 from cluster.eval.node_site import RaySite, TaskNode, batch_key
 from cluster.eval.placement import (
     NodeWatch,
@@ -35,7 +36,6 @@ from cluster.eval.placement import (
     task_bundle,
 )
 from cluster.eval.stages import StageConfig
-from cluster.eval.task_flow import NodeLost, Retry
 from cluster.eval.tasks import Task, is_url
 from cluster.runtime import ClusterError, connect
 from cluster.session_actor import ClusterServices

@@ -34,12 +34,12 @@ import time
 from typing import Any
 
 from agents.config import WorkingsetSettings
-from agents.errors import ConfigError, WorkingsetError
+from agents.errors import ConfigError
 from agents.handle import SessionHandle
-from agents.ports import Usage
 from cluster.eval.errors import EnvironmentFailed, PatchNotGradable, TaskEnded
 from cluster.eval.hosts import SessionHost, TaskSite
 from cluster.eval.layout import OutDir, safe_name
+from cluster.eval.lost import NodeLost, Retry
 from cluster.eval.patches import Patch
 from cluster.eval.progress import Reporter
 from cluster.eval.results import ResultRow
@@ -53,40 +53,6 @@ __all__ = ["NodeLost", "Retry", "TaskEnded", "TaskFlow", "describe", "status_for
 
 _BUDGET_REASONS = ("turn_limit", "budget")
 _STATUS_OF_REASON = {"truncated": "truncated", "refusal": "refused"}
-
-
-class Retry(WorkingsetError):
-    """Lost infrastructure: the task may run once more. Carries what the lost attempt
-    spent, so the row counts it."""
-
-    def __init__(self, message: str, stats: TaskStats | None = None):
-        super().__init__(message)
-        self.actor_failures = stats.actor_failures if stats else 0
-        self.usage = stats.usage if stats else Usage()
-        self.cost_usd = stats.cost_usd if stats else 0.0
-        self.unpriced_calls = stats.unpriced_calls if stats else 0
-
-    def charge(self, row: ResultRow) -> ResultRow:
-        u = self.usage
-        return row.model_copy(update={
-            "actor_restarts": row.actor_restarts + self.actor_failures,
-            "input_tokens": row.input_tokens + u.input_tokens,
-            "output_tokens": row.output_tokens + u.output_tokens,
-            "cache_read_tokens": row.cache_read_tokens + u.cache_read_input_tokens,
-            "cache_creation_tokens": row.cache_creation_tokens + u.cache_creation_input_tokens,
-            "cost_usd": round(row.cost_usd + self.cost_usd, 6),
-            "unpriced_calls": row.unpriced_calls + self.unpriced_calls,
-        })
-
-
-class NodeLost(Retry):
-    """The node the attempt ran on left the cluster: the task runs again from its start
-    on another node, and this does not count as one of its retries."""
-
-    def __init__(self, node: str, phase: str, stats: TaskStats | None = None):
-        super().__init__(f"node {node[:12]} was lost during the {phase} phase", stats)
-        self.node = node
-        self.phase = phase
 
 
 def status_for(reason: str, *, passed: bool | None) -> str:
