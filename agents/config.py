@@ -221,6 +221,13 @@ class ClusterSettings(Section):
     compactor_pool_size: int = Field(2, ge=1, description="Summarizer actors shared by all sessions.")
     compactor_max_queue: int = Field(16, ge=1, description="Summaries one summarizer actor accepts at once.")
     tool_task_cpus: float = Field(0.5, gt=0, description="CPU reserved by each tool task.")
+    eval_task_memory_mb: int = Field(
+        256, ge=1, description="Memory an eval task holds on its node while it runs (Ray places tasks where it fits)."
+    )
+    eval_task_cpus: float = Field(
+        0.0, ge=0, description="CPU an eval task holds on its node while it runs, besides its tool calls and grade."
+    )
+    eval_grade_cpus: float = Field(1.0, gt=0, description="CPU reserved by each eval task's grade.")
     subagent_pool_idle: int = Field(8, ge=0, description="Idle subagent actors kept for reuse.")
     subagents_per_actor: int = Field(
         8, ge=1, description="Subagents one subagent actor runs at once (they wait on models, as sessions do)."

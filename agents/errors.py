@@ -28,7 +28,9 @@ Workingset's own tree (agents/, cluster/):
     ├── FrontMatterError            a memory or skill file's front-matter is broken (also ValueError)
     ├── ClusterError                the Ray runtime cannot start or be joined (cluster.runtime)
     ├── TaskEnded                   an eval task ends with an error row (cluster.eval.errors)
-    ├── Retry                       lost infrastructure: the eval task may run once more (cluster.eval.task_flow)
+    │   └── EnvironmentFailed       its own environment could not be made (names the key)
+    ├── Retry                       lost infrastructure: the eval task may run once more (cluster.eval.lost)
+    │   └── NodeLost                its node left the cluster: it runs again elsewhere, not counted as a retry
     ├── WorkspaceError              an eval workspace, base or grading copy cannot be made or read
     │   ├── GitError                host-side git failed (cluster.eval.trusted_git)
     │   │   └── GitOutputTooLarge   git printed more than the caller's cap; stopped

@@ -38,8 +38,9 @@ from pathlib import Path
 import psutil
 
 from agents.config import load_settings
-from cluster.eval.hosts import LocalHost, RayHost, default_actors
+from cluster.eval.hosts import LocalHost, default_actors
 from cluster.eval.progress import JsonReporter
+from cluster.eval.ray_host import RayHost
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.settings import EVAL_ALLOW
 from cluster.eval.task_file import load_tasks

@@ -20,6 +20,7 @@ from agents.compaction import load_summarizer
 from agents.compaction.summary import SummaryFailed
 from agents.config import SummarizerSettings
 from agents.messages import Message
+from cluster.credentials import model_runtime_env
 
 __all__ = ["BUSY", "PooledSummarizer", "SummarizerActor", "start_compactor_pool"]
 
@@ -83,5 +84,7 @@ class PooledSummarizer:
 
 
 def start_compactor_pool(settings: SummarizerSettings, *, size: int, max_queue: int) -> PooledSummarizer:
-    actors = [SummarizerActor.remote(settings.model_dump(mode="json"), max_queue) for _ in range(size)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
+    options = {"runtime_env": model_runtime_env()}  # a model summarizer needs the credentials
+    actors = [SummarizerActor.options(**options).remote(settings.model_dump(mode="json"), max_queue)  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
+              for _ in range(size)]
     return PooledSummarizer(actors, timeout_s=settings.timeout_s)

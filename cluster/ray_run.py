@@ -10,6 +10,7 @@ from agents.events import EventSink
 from agents.lifecycle import OpenSpec
 from agents.session_kit import Approver
 from cluster.compactor_pool import start_compactor_pool
+from cluster.credentials import model_runtime_env
 from cluster.remote_session import RemoteSession
 from cluster.runtime import RuntimeInfo, connect, current_node_id
 from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
@@ -47,7 +48,8 @@ async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: A
     actor = SessionActor.options(  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         scheduling_strategy=ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
             node_id=current_node_id(), soft=False
-        )
+        ),
+        runtime_env=model_runtime_env(),  # the provider credentials (credentials.py)
     ).remote(services)
     spec = SessionSpec.of(opening, interactive=approver is not None)
     remote = RemoteSession(actor, spec, emit=emit, approver=approver, model_name=settings.model, services=services)

@@ -1,18 +1,28 @@
 """Connecting to Ray: an embedded local cluster by default, or an existing one.
 
     connect()                      start (or reuse) an embedded cluster sized for this machine
-    connect(address="ray://...")   join an existing cluster (also RAY_ADDRESS)
+    connect(address="auto")        join the cluster running on this machine (`ray start`)
+    connect(address="host:6379")   join the cluster whose head is there (also RAY_ADDRESS)
 
-The dashboard stays off unless asked for. Any failure to start or reach Ray ends in
-one ClusterError that names the address and the fix.
+`ray://` (Ray Client) is refused with one line: sessions stream their events from
+actors and tasks hold placement groups for their whole life, which a client
+connection does not carry reliably; the driver belongs on a node of the cluster
+(`ray job submit` puts it there). A cluster with token authentication is detected
+before joining, so a missing or wrong token is named as such (not as a bad address,
+and without Ray's twenty seconds of retries). The dashboard stays off unless asked
+for. Any failure to start or reach Ray ends in one ClusterError that names the
+address and the fix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import ray
 
@@ -37,22 +47,81 @@ def current_node_id() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
+_CLIENT_REFUSED = (
+    "ray:// addresses (Ray Client) are not supported: the batch streams events from its actors and holds "
+    "placement groups for each task, which Ray Client does not carry reliably. Run the driver on a node of the "
+    "cluster with --address auto (or HEAD_HOST:6379), or submit it there: "
+    "ray job submit --address http://HEAD_HOST:8265 --working-dir . -- workingset eval ..."
+)
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None  # "auto", "local" and the like: ray.init resolves them itself
+    return host.strip("[]"), int(port)
+
+
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """Fail fast when nothing listens at host:port: ray.init would retry for many minutes."""
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not host or not port.isdigit():
-        return  # "auto", "local" and the like: ray.init resolves them itself
-    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-        pass
+    where = _host_port(address)
+    if where is not None:
+        with socket.create_connection(where, timeout=timeout_s):
+            pass
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """The probe's own C++ warnings would say the same as our one line, less clearly."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _check_token(address: str) -> None:
+    """Token authentication, named as such: one quick call to the cluster's GCS."""
+    if _host_port(address) is None:
+        return
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # a compiled module
+    from ray.exceptions import AuthenticationError
+
+    try:
+        with _quiet_stderr():
+            GcsClient(address=address)
+    except AuthenticationError:
+        has = "a token that the cluster refuses" if _token_given() else "no token"
+        raise ClusterError(
+            f"the Ray cluster at {address} uses token authentication and this process has {has}: set "
+            "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's token (or put it in ~/.ray/auth_token, or "
+            "name its file in RAY_AUTH_TOKEN_PATH); `ray get-auth-token` on the head prints it") from None
+    except Exception:  # noqa: BLE001 - anything else is ray.init's to report, in its own words
+        return
+
+
+def _token_given() -> bool:
+    return bool(os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
+                or (Path.home() / ".ray" / "auth_token").is_file())
 
 
 def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: int | None = None) -> RuntimeInfo:
     """Start or join Ray once per process; later calls return the same runtime."""
     address = address or os.environ.get("RAY_ADDRESS") or None
+    # The runtime's C++ warnings go straight to this process's stderr, across any progress
+    # display; below errors they stay in Ray's log files.
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
+    if address and address.startswith("ray://"):
+        raise ClusterError(_CLIENT_REFUSED)
     if not ray.is_initialized():
         try:
             if address:
                 _check_reachable(address)
+                _check_token(address)
                 ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
             else:
                 ray.init(
@@ -63,7 +132,7 @@ def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: in
                     log_to_driver=False,
                     configure_logging=True,
                 )
-        except (OSError, RuntimeError, ValueError) as exc:  # OSError: refused, timed out, unknown host
+        except (OSError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:  # OSError: refused, timed out, unknown host
             where = f"the Ray cluster at {address}" if address else "an embedded Ray cluster"
             fix = "check the address and that the cluster is up" if address else "check free memory and /tmp space"
             raise ClusterError(f"cannot start or reach {where}: {exc}; {fix}, or use --local") from exc

@@ -16,6 +16,7 @@ import ray
 from agents.config import WorkingsetSettings
 from agents.events import EventSink, discard_events
 from agents.tool_batch import Approver
+from cluster.credentials import model_runtime_env
 from cluster.ray_run import start_services
 from cluster.remote_session import RemoteSession
 from cluster.runtime import connect, current_node_id
@@ -26,21 +27,27 @@ __all__ = ["SessionPool"]
 
 
 class SessionPool:
-    def __init__(self, settings: WorkingsetSettings, *, actors: int, services: ClusterServices | None = None):
+    def __init__(self, settings: WorkingsetSettings, *, actors: int, services: ClusterServices | None = None,
+                 node_id: str | None = None):
+        """`node_id`: the node whose workspaces the sessions work in (default: this one)."""
         info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard)
         self.settings = settings
         self.services = services or start_services(settings, info)
-        strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=current_node_id(), soft=False)
-        self.actors = [SessionActor.options(scheduling_strategy=strategy).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
+        self.node_id = node_id or current_node_id()
+        strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
+        # The sessions call the models: the provider credentials go with them (credentials.py).
+        options = {"scheduling_strategy": strategy, "runtime_env": model_runtime_env()}
+        self.actors = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         self.load = [0] * actors
 
     async def ready(self) -> None:
         """Wait until every actor process and the tool workers are up, so their start-up
         is not charged to the first sessions."""
         await asyncio.gather(*(a.ping.remote() for a in self.actors))
-        cpus = ray.available_resources().get("CPU", 1.0)
+        node: dict = next((n for n in ray.nodes() if n["NodeID"] == self.node_id), {})
+        cpus = node.get("Resources", {}).get("CPU", 1.0)
         tool_cpus = self.settings.cluster.tool_task_cpus
-        await warm_tool_workers(current_node_id(), num_cpus=tool_cpus, count=max(int(cpus / tool_cpus), 1))
+        await warm_tool_workers(self.node_id, num_cpus=tool_cpus, count=max(int(cpus / tool_cpus), 1))
 
     async def open(
         self,

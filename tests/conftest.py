@@ -99,6 +99,8 @@ class RayCluster:
     cluster: Any  # ray.cluster_utils.Cluster
     head_node_id: str
     other_node_id: str  # the second node; it alone has the "other_node" resource
+    # Both declare "workingset_sandbox" (they can run sandboxed eval tasks); a node a test
+    # adds without it gets none.
 
 
 @pytest.fixture(scope="session")
@@ -113,9 +115,11 @@ def ray_cluster() -> Iterator[RayCluster]:
     object_store = 150 * 1024**2
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 2, "include_dashboard": False, "object_store_memory": object_store},
+        head_node_args={"num_cpus": 2, "include_dashboard": False, "object_store_memory": object_store,
+                        "resources": {"workingset_sandbox": 1}},
     )
-    other = cluster.add_node(num_cpus=1, resources={"other_node": 1}, object_store_memory=object_store)
+    other = cluster.add_node(num_cpus=1, resources={"other_node": 1, "workingset_sandbox": 1},
+                             object_store_memory=object_store)
     try:
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
         cluster.wait_for_nodes()

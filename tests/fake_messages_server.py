@@ -51,7 +51,8 @@ except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.
         sse_response,
     )
 
-__all__ = ["FakeMessagesServer", "RecordedRequest", "ScriptedResponse", "StreamFault", "error_body", "sign"]
+__all__ = ["FakeMessagesServer", "RecordedRequest", "ScriptedResponse", "StreamFault", "error_body", "presented_key",
+           "sign"]
 
 DEFAULT_TEXT = "ok"
 _SIGNING_KEY = "fake-messages-server"
@@ -79,6 +80,11 @@ class ScriptedResponse:
     raw: tuple[str, str] | None = None  # (body, content type): sent exactly as it is
 
 
+def presented_key(headers: dict[str, str]) -> str | None:
+    """The API key a request carries (x-api-key, or a bearer token)."""
+    return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ") or None
+
+
 def error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
@@ -89,6 +95,7 @@ class FakeMessagesServer(FakeApiServer):
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__(host=host, port=port)
         self.token_counts: list[int] = []  # answers of count_tokens, in order; then an estimate
+        self.required_key: str | None = None  # set: a request without this x-api-key gets the real 401
 
     def routes(self) -> list[Route]:
         return [
@@ -99,6 +106,7 @@ class FakeMessagesServer(FakeApiServer):
     def reset(self) -> None:
         super().reset()
         self.token_counts.clear()
+        self.required_key = None
 
     # ---------------------------------------------------------------- scripting
 
@@ -154,6 +162,8 @@ class FakeMessagesServer(FakeApiServer):
 
     async def _messages(self, request: Request) -> Response:
         recorded = await self.record(request)
+        if self.required_key is not None and presented_key(recorded.headers) != self.required_key:
+            return json_error(401, error_body("authentication_error", "invalid x-api-key"))
         body = recorded.body if isinstance(recorded.body, dict) else {}
         problems = self.refuse(check_request(body, recorded.headers))
         if problems:

@@ -290,12 +290,13 @@ class AttackerHost(LocalHost):
     name = "attacker"
 
     def __init__(self, attacks: dict[str, Callable[[Path], None]]):
+        super().__init__()
         self.attacks = attacks
 
-    async def open(self, workspace: Path, settings: Any, emit: Any) -> Any:
+    async def open(self, workspace: Path, settings: Any, emit: Any, *, node: str | None = None) -> Any:
         attack = self.attacks.get(workspace.name)
         if attack is None:
-            return await super().open(workspace, settings, emit)
+            return await super().open(workspace, settings, emit, node=node)
         return _AttackSession(workspace, attack)
 
 

@@ -20,6 +20,7 @@ from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
+from cluster.eval.task_flow import NodeLost
 from cluster.runtime import ClusterError
 from tests.eval_support import ROOT
 from tests.eval_support import calc_repo as _calc_repo
@@ -368,13 +369,14 @@ class FlakyHost(LocalHost):
     name = "flaky"
 
     def __init__(self, failures: int):
+        super().__init__()
         self.failures = failures
 
-    async def open(self, workspace, settings, emit):
+    async def open(self, workspace, settings, emit, **where):
         if self.failures:
             self.failures -= 1
             raise ClusterError("the actor of session x did not come back within 120 s")
-        return await super().open(workspace, settings, emit)
+        return await super().open(workspace, settings, emit, **where)
 
     def retryable(self, exc: BaseException) -> bool:
         return isinstance(exc, ClusterError)
@@ -405,6 +407,38 @@ async def test_lost_infrastructure_runs_the_task_once_more_and_says_so(tmp_path)
     assert row["error"].startswith("lost infrastructure twice: ClusterError:")
 
 
+class NodeLosingHost(LocalHost):
+    """A local host whose first `losses` attempts lose their node as soon as the agent starts."""
+
+    name = "node-losing"
+
+    def __init__(self, losses: int):
+        super().__init__()
+        self.losses = losses
+
+    async def open(self, workspace, settings, emit, **where):
+        if self.losses:
+            self.losses -= 1
+            raise NodeLost("f" * 56, "agent")
+        return await super().open(workspace, settings, emit, **where)
+
+
+async def test_a_lost_node_reruns_the_task_without_using_its_retry_and_three_make_an_error_row(tmp_path):
+    repo = _calc_repo(tmp_path)
+    fix = _script(tmp_path, "fix", _fix_turns())
+    tasks = _tasks_file(tmp_path / "tasks.jsonl", [_task("a", repo)])
+    await _runner(tmp_path, tasks, fix, tmp_path / "out", host=NodeLosingHost(losses=2)).run()
+    (row,) = _rows(tmp_path / "out")
+    assert (row["status"], row["node_losses"], row["retries"]) == ("passed", 2, 0)
+    assert row["notes"] == ["node ffffffffffff was lost during the agent phase: run again from its start on another "
+                            "node"] * 2
+
+    await _runner(tmp_path, tasks, fix, tmp_path / "out2", host=NodeLosingHost(losses=3)).run()
+    (row,) = _rows(tmp_path / "out2")
+    assert (row["status"], row["node_losses"], row["retries"]) == ("error", 3, 0)
+    assert row["error"] == "lost 3 nodes: node ffffffffffff was lost during the agent phase"
+
+
 class LostMidTurnHost(LocalHost):
     """The first session works through its whole turn, then its runtime is lost (as when
     an actor dies after the model calls were paid for)."""
@@ -412,10 +446,11 @@ class LostMidTurnHost(LocalHost):
     name = "lost-mid-turn"
 
     def __init__(self):
+        super().__init__()
         self.lost = False
 
-    async def open(self, workspace, settings, emit):
-        session = await super().open(workspace, settings, emit)
+    async def open(self, workspace, settings, emit, **where):
+        session = await super().open(workspace, settings, emit, **where)
         if not self.lost:
             self.lost = True
             turn = session.run_turn

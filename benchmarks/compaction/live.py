@@ -85,7 +85,8 @@ def _dir_name(spec: str) -> str:
 
 
 async def _batch(spec: str, tasks: list, out: Path, *, model, summarizer, local, address, concurrency, progress) -> dict:
-    from cluster.eval.hosts import LocalHost, RayHost, SessionHost, default_actors
+    from cluster.eval.hosts import LocalHost, SessionHost, default_actors
+    from cluster.eval.ray_host import RayHost
     from cluster.eval.runner import EvalOptions, EvalRunner
 
     settings = _settings(spec, out, model, summarizer, local, address)

@@ -9,6 +9,9 @@ Made on the host from the task's source, before the agent starts:
   too, build junk not) committed once into a new bare repository, so the patch is a
   diff like any other.
 - a git URL: mirrored once per batch into `<out>/repos/`, then as above.
+- a bundle shipped from the driver (`Shipped`: on Ray, a node other than the driver's
+  may have no copy of the source): the driver makes the base as above, bundles it
+  (`bundle`), and the node clones the bundle into its own base (`unpack`).
 
 No template (no hooks), the harness's own configuration only, and git run through
 trusted_git.py. Objects may be hard-linked to the source's: nothing ever writes them, since
@@ -37,7 +40,7 @@ from cluster.eval.layout import safe_name
 from cluster.eval.tasks import Task, is_url
 from cluster.eval.trusted_git import git
 
-__all__ = ["JUNK_PATHSPECS", "Base", "TrustedBases", "clone_at", "scratch_env"]
+__all__ = ["JUNK_PATHSPECS", "Base", "Shipped", "TrustedBases", "bundle", "clone_at", "scratch_env"]
 
 # Build junk never belongs to a base or a patch.
 JUNK_PATHSPECS = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.pyc", ":(exclude,glob)**/.pytest_cache/**")
@@ -51,6 +54,23 @@ _IDENTITY = {
 class Base:
     git_dir: Path
     commit: str
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """A base as bytes (a git bundle of every ref) and its commit: a source that travels."""
+
+    bundle: bytes
+    commit: str
+
+
+async def bundle(base: Base, scratch: Path, *, timeout_s: float) -> Shipped:
+    """The base as a Shipped bundle (made in `scratch`, then read)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=scratch, prefix=".bundle-") as tmp:
+        path = Path(tmp) / "base.bundle"
+        await git("bundle", "create", "--quiet", str(path), "--all", git_dir=base.git_dir, timeout_s=timeout_s)
+        return Shipped(await asyncio.to_thread(path.read_bytes), base.commit)
 
 
 def scratch_env(base: Base, scratch: Path) -> dict[str, str]:
@@ -111,6 +131,21 @@ class TrustedBases:
         # a few large files copy much faster than thousands of small ones.
         await git("repack", "-d", "-q", git_dir=git_dir, timeout_s=timeout)
         return Base(git_dir, commit)
+
+    async def unpack(self, shipped: Shipped, name: str, timeout_s: float) -> Base:
+        """The task's base from a bundle made on another machine; it must hold the commit."""
+        git_dir = self.path_for(name)
+        await self.remove(git_dir)
+        git_dir.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=self.root, prefix=".bundle-") as tmp:
+            path = Path(tmp) / "base.bundle"
+            await asyncio.to_thread(path.write_bytes, shipped.bundle)
+            await git("clone", "--quiet", "--mirror", "--template=", str(path), str(git_dir), timeout_s=timeout_s)
+        try:
+            await git("cat-file", "-e", f"{shipped.commit}^{{commit}}", git_dir=git_dir)
+        except GitError:
+            raise WorkspaceError(f"the bundle shipped for {name} does not hold its base commit {shipped.commit}") from None
+        return Base(git_dir, shipped.commit)
 
     async def remove(self, git_dir: Path) -> None:
         if git_dir.exists():

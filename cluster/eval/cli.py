@@ -32,7 +32,7 @@ from typing import Any
 from agents.directories import output_directory
 from agents.errors import ConfigError
 from cluster.eval.environments import DEFAULT_HOSTS
-from cluster.eval.hosts import LocalHost, RayHost, default_actors
+from cluster.eval.hosts import LocalHost, default_actors
 from cluster.eval.progress import JsonReporter, ProgressReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.selection import Selection, parse_slice
@@ -122,6 +122,8 @@ class EvalCommand:
         if settings.runtime == "local":
             host: Any = LocalHost()
         else:
+            from cluster.eval.ray_host import RayHost  # imports Ray: only when the batch is on it
+
             host = RayHost(actors=args.actors or default_actors(args.concurrency))
         options = EvalOptions(out=Path(args.out), concurrency=args.concurrency, keep_workspaces=args.keep_workspaces,
                               retry_failed=args.retry_failed, wall_s=args.wall_s, invalid=invalid,

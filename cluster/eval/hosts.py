@@ -1,41 +1,85 @@
-"""Where the batch's sessions run.
+"""Where the batch's tasks run.
 
-`RayHost`: a SessionPool — many sessions on a few SessionActors, tool calls as
-sandboxed Ray tasks on the workspace's node, summaries through the shared compactor
-pool. A killed actor is handled by RemoteSession (reopen from the last snapshot,
-re-run the interrupted turn); what it cannot recover is `retryable` here, and the
-runner retries the task once.
+`LocalHost` (`--local`): every stage and each session in this process: the same loop,
+no Ray. Its site is the batch's own out directory.
 
-`LocalHost`: each session in this process (`--local`): the same loop, no Ray.
+`RayHost` (ray_host.py, imported from there: it imports Ray): each attempt gets a node the cluster has room on (a placement
+group with the task's declared resources), where its workspace is made, its session
+runs on a SessionActor of that node, its tool calls and its grade run as Ray tasks
+pinned there; only rows, patches, logs and events come back. A killed actor is handled
+by RemoteSession (reopen from the last snapshot, re-run the interrupted turn); what it
+cannot recover is `retryable`, and the runner retries the task once; a lost node is
+`NodeLost`, and the task runs again elsewhere from its start.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol, TypeVar
 
 from agents.config import WorkingsetSettings
 from agents.events import EventSink
 from agents.handle import SessionHandle
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+from cluster.eval.base_repo import Shipped
+from cluster.eval.layout import OutDir
+from cluster.eval.patches import Patch
+from cluster.eval.stages import EnvironmentOutcome, StageConfig, TaskStages
+from cluster.eval.tasks import Task
+from cluster.eval.workspaces import Workspace
 
-if TYPE_CHECKING:
-    from cluster.session_pool import SessionPool
+__all__ = ["LocalHost", "LocalSite", "SessionHost", "TaskSite", "default_actors"]
 
-__all__ = ["LocalHost", "RayHost", "SessionHost", "default_actors"]
+T = TypeVar("T")
+
+
+class TaskSite(Protocol):
+    """Where one attempt's files live and its stages run (stages.py has their meaning)."""
+
+    phase: str  # the stage running now (set by the flow; named when the node is lost)
+
+    @property
+    def node(self) -> str | None:
+        """The Ray node id, None in this process."""
+        ...
+
+    async def prepare(self, task: Task, name: str) -> Workspace: ...
+
+    async def environment(self, task: Task, ws: Workspace, name: str, network: bool) -> EnvironmentOutcome: ...
+
+    async def setup(self, task: Task, ws: Workspace, name: str, venv: Path | None) -> None: ...
+
+    async def patch(self, ws: Workspace) -> Patch: ...
+
+    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
+                    venv: Path | None) -> tuple[bool | None, dict]: ...
+
+    async def discard(self, name: str) -> str | None: ...
+
+    async def files(self, name: str) -> dict[str, bytes]: ...
+
+    async def guard(self, work: Awaitable[T]) -> T:
+        """Run the attempt's stages; NodeLost when the site's node leaves the cluster."""
+        ...
 
 
 class SessionHost(Protocol):
-    """Where the batch's sessions run: opens, closes and judges failures of them."""
+    """Where the batch's sessions run: gives attempts their site, opens, closes and
+    judges failures of sessions."""
 
     @property
     def name(self) -> str: ...  # "local" or "ray"
 
     async def start(self, settings: WorkingsetSettings) -> None: ...
 
-    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink) -> SessionHandle: ...
+    def site(self, config: StageConfig, out: OutDir, task: Task,
+             name: str) -> contextlib.AbstractAsyncContextManager[TaskSite]: ...
+
+    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink, *,
+                   node: str | None = None) -> SessionHandle: ...
 
     async def close(self, handle: SessionHandle) -> None: ...
 
@@ -49,13 +93,58 @@ def default_actors(concurrency: int) -> int:
     return max(1, min(8, math.ceil(concurrency / 16)))
 
 
+class LocalSite:
+    """The stages in this process, over the batch's own out directory."""
+
+    node: str | None = None
+
+    def __init__(self, stages: TaskStages):
+        self.stages = stages
+        self.phase = ""
+
+    async def prepare(self, task: Task, name: str, shipped: Shipped | None = None) -> Workspace:
+        return await self.stages.prepare(task, name, shipped)
+
+    async def environment(self, task: Task, ws: Workspace, name: str, network: bool) -> EnvironmentOutcome:
+        return await self.stages.environment(task, ws, name, network)
+
+    async def setup(self, task: Task, ws: Workspace, name: str, venv: Path | None) -> None:
+        await self.stages.setup(task, ws, name, venv)
+
+    async def patch(self, ws: Workspace) -> Patch:
+        return await self.stages.patch(ws)
+
+    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
+                    venv: Path | None) -> tuple[bool | None, dict]:
+        return await self.stages.grade(task, ws, patch, name, venv)
+
+    async def discard(self, name: str) -> str | None:
+        return await self.stages.discard(name)
+
+    async def files(self, name: str) -> dict[str, bytes]:
+        return {}  # already in the out directory
+
+    async def guard(self, work: Awaitable[T]) -> T:
+        return await work
+
+
 class LocalHost:
     name = "local"
+
+    def __init__(self) -> None:
+        self._stages: TaskStages | None = None
 
     async def start(self, settings: WorkingsetSettings) -> None:
         return None
 
-    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink) -> SessionHandle:
+    @contextlib.asynccontextmanager
+    async def site(self, config: StageConfig, out: OutDir, task: Task, name: str) -> AsyncIterator[TaskSite]:
+        if self._stages is None:  # one for the batch: its command slots and caches are shared
+            self._stages = TaskStages(config, out)
+        yield LocalSite(self._stages)
+
+    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink, *,
+                   node: str | None = None) -> SessionHandle:
         return await open_or_resume(OpenSpec(settings, workspace), SessionRuntime(emit=emit))
 
     async def close(self, handle: SessionHandle) -> None:
@@ -66,48 +155,3 @@ class LocalHost:
 
     async def shutdown(self) -> None:
         return None
-
-
-class RayHost:
-    name = "ray"
-
-    def __init__(self, *, actors: int):
-        self.actors = actors
-        self.pool: SessionPool | None = None
-
-    async def start(self, settings: WorkingsetSettings) -> None:
-        """Connect (or start the embedded cluster) and bring the pool up. `settings` are the
-        batch's: the shared services (compactor pool, snapshot store) follow them."""
-        from cluster.session_pool import SessionPool
-
-        if self.pool is not None:
-            return  # started already (a benchmark starts it before timing the batch)
-        self.pool = SessionPool(settings, actors=self.actors)
-        await self.pool.ready()
-
-    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink) -> SessionHandle:
-        assert self.pool is not None, "start the host first"
-        return await self.pool.open(workspace, settings=settings, emit=emit)
-
-    async def close(self, handle: SessionHandle) -> None:
-        from cluster.remote_session import RemoteSession
-
-        assert self.pool is not None and isinstance(handle, RemoteSession)
-        # Closing also stops a turn the caller gave up on (a wall-clock timeout).
-        with contextlib.suppress(Exception):
-            await self.pool.close(handle)
-
-    def retryable(self, exc: BaseException) -> bool:
-        """Lost infrastructure (an actor that did not come back, a dead worker), not a
-        model or task error raised inside the actor."""
-        from ray.exceptions import RayError, RayTaskError
-
-        from cluster.runtime import ClusterError
-
-        return isinstance(exc, ClusterError) or (isinstance(exc, RayError) and not isinstance(exc, RayTaskError))
-
-    async def shutdown(self) -> None:
-        if self.pool is not None:
-            with contextlib.suppress(Exception):
-                self.pool.shutdown()
-            self.pool = None

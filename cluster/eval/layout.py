@@ -17,6 +17,10 @@
     previous/<time>/   what --redo moved aside: the rows, reports and per-task files of before
     state/envs/        the tasks' own environments, unless --env-cache names another place
                        (environments/cache.py: bound read-only into the sandboxes that use them)
+
+On Ray, the directories a task works in — workspaces/, grading/, repos/, state/ and
+logs/ while it runs — are an OutDir of the same layout on the node that runs the task
+(node_site.node_root); its logs, patch and events come back here.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ and ETA — with one line per finished task above it.
 | `task_skipped` | `task_id`, `status` (its earlier result) |
 | `task_changed` | `task_id` (its row in the task file changed since its result: it runs again) |
 | `task_started` | `task_id`, `attempt` |
-| `task_phase` | `task_id`, `phase` (`workspace`, `environment`, `setup`, `agent`, `patch`, `grade`) |
-| `task_retry` | `task_id`, `reason` (lost infrastructure; the task runs once more) |
+| `task_phase` | `task_id`, `phase` (`workspace`, `environment`, `setup`, `agent`, `patch`, `grade`), `node` (the Ray node it runs on; null with --local) |
+| `task_retry` | `task_id`, `reason` (lost infrastructure; the task runs once more), `node_lost` (true: its node left the cluster; it runs again from its start elsewhere, not counted as a retry) |
 | `task_finished` | `task_id`, `status`, `result` (the row written to results.jsonl) |
 | `batch_stopped` | `reason` (`batch_max_cost`), `cap_usd`, `spent_usd`, `not_started` (no new task starts) |
 | `eval_finished` | `interrupted`, `summary` (as in summary.json) |
@@ -22,11 +22,17 @@ and ETA — with one line per finished task above it.
 
 Every object also has `ts` (Unix time). The agents' own events are not in this stream:
 each task's are in `<out>/events/<task>.jsonl`.
+
+While the progress bar is up, what Ray logs in this process (the `ray` logger: a task
+retried by Ray, a worker that died) is printed above the bar through the same console,
+not written across it; the Ray runtime's own C++ warnings are held back below errors
+(cluster/runtime.py).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from typing import Any, Protocol, TextIO
@@ -72,6 +78,18 @@ class JsonReporter:
         return None
 
 
+class _AboveTheBar(logging.Handler):
+    """Ray's log records, printed by the console that draws the progress bar."""
+
+    def __init__(self, console: Console):
+        super().__init__(logging.WARNING)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        first = record.getMessage().strip().splitlines()
+        self.console.print(f"[dim]ray: {escape(first[0] if first else '')}[/]")
+
+
 _STYLE = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "budget": "yellow"}
 
 
@@ -89,6 +107,19 @@ class ProgressReporter:
         self.tokens = 0
         self.cost = 0.0
         self.live: dict[str, tuple[int, float]] = {}
+        self._ray_handlers: tuple[list[logging.Handler], bool] | None = None
+
+    def _route_ray_logs(self) -> None:
+        ray_log = logging.getLogger("ray")
+        self._ray_handlers = (list(ray_log.handlers), ray_log.propagate)
+        ray_log.handlers = [_AboveTheBar(self.progress.console)]
+        ray_log.propagate = False
+
+    def _restore_ray_logs(self) -> None:
+        if self._ray_handlers is not None:
+            ray_log = logging.getLogger("ray")
+            ray_log.handlers, ray_log.propagate = self._ray_handlers
+            self._ray_handlers = None
 
     def _counts(self) -> str:
         s = self.statuses
@@ -114,6 +145,7 @@ class ProgressReporter:
         if skipped:
             self.console.print(f"[dim]{skipped} of {tasks} tasks already finished in {escape(out)}; skipped[/]")
         self.progress.start()
+        self._route_ray_logs()
         self.bar = self.progress.add_task("eval", total=to_run, counts=self._counts())
 
     def _on_task_invalid(self, *, message: str, line: int, field: str | None = None, text: str = "", **_: Any) -> None:
@@ -134,8 +166,9 @@ class ProgressReporter:
         self.running += 1
         self._refresh()
 
-    def _on_task_retry(self, *, task_id: str, reason: str, **_: Any) -> None:
-        self.progress.console.print(f"[yellow]↻ {escape(task_id)}: {escape(reason)}; running it once more[/]")
+    def _on_task_retry(self, *, task_id: str, reason: str, node_lost: bool = False, **_: Any) -> None:
+        again = "running it again from its start on another node" if node_lost else "running it once more"
+        self.progress.console.print(f"[yellow]↻ {escape(task_id)}: {escape(reason)}; {again}[/]")
 
     def _on_task_finished(self, *, task_id: str, status: str, result: dict, **_: Any) -> None:
         self.running -= 1
@@ -172,5 +205,6 @@ class ProgressReporter:
         self._refresh()
 
     def close(self) -> None:
+        self._restore_ray_logs()
         if self.progress.live.is_started:
             self.progress.stop()

@@ -102,6 +102,8 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
         "compactions": sum(r.compactions for r in rows),
         "retries": sum(r.retries for r in rows),
         "actor_restarts": sum(r.actor_restarts for r in rows),
+        "node_losses": sum(r.node_losses for r in rows),
+        "nodes": dict(sorted(Counter(r.node[:12] for r in rows if r.node).items())),
         "interrupted": interrupted,
         "stopped": stopped,
         "selection": selection,
@@ -220,7 +222,8 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         f"max {_seconds(s['wall_s']['max'])} |",
         f"| patches touching tests | {s['touching_tests']} ({s['passed_touching_tests']} of them passed) |",
         f"| compactions | {s['compactions']} |",
-        f"| retries · actor restarts | {s['retries']} · {s['actor_restarts']} |",
+        f"| retries · actor restarts · node losses | {s['retries']} · {s['actor_restarts']} · {s['node_losses']} |",
+        *([f"| tasks per node | {', '.join(f'{n}: {k}' for n, k in s['nodes'].items())} |"] if s["nodes"] else []),
         "",
         *_task_tables(s, rows),
     ]

@@ -82,6 +82,10 @@ class ResultRow(BaseModel):
     error: str | None = Field(None, description="Why an error row has no verdict, or why a failed row was not graded.")
     retries: int = Field(0, description="Runs again after lost infrastructure (at most 1).")
     actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")
+    node: str | None = Field(None, description="The Ray node the task ran on (its workspace, session, tool calls "
+                             "and grade); None in one process (--local).")
+    node_losses: int = Field(0, description="Nodes lost under this task: each time it ran again from its start "
+                             "elsewhere (not counted in retries).")
     notes: list[str] = Field(default_factory=list)
     events_path: str | None = None
     grade_log: str | None = None

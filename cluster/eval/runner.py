@@ -5,7 +5,9 @@
 and its row is appended to results.jsonl the moment it ends. A task's failure is its
 own row (status error and why); the batch goes on. Lost infrastructure (an actor that
 did not come back) runs the task once more, with a fresh workspace, recorded in
-`retries` and `notes`. Cancellation (Ctrl-C) stops the workers, closes their sessions,
+`retries` and `notes`. A lost node runs it again from its start on another node,
+recorded in `node_losses` and `notes`, without using up that one retry (at most
+MAX_NODE_LOSSES times). Cancellation (Ctrl-C) stops the workers, closes their sessions,
 removes their workspaces, writes summary, report and predictions for what finished,
 and re-raises: the interrupted tasks have no row, so the same command resumes them.
 
@@ -31,7 +33,6 @@ from pathlib import Path
 from agents.config import WorkingsetSettings
 from cluster.eval.durable import write_atomic
 from cluster.eval.environments import DEFAULT_HOSTS
-from cluster.eval.grading import SandboxedShell
 from cluster.eval.hosts import SessionHost
 from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.progress import Reporter
@@ -40,11 +41,13 @@ from cluster.eval.report import summarize, write_report, write_summary
 from cluster.eval.results import Plan, ResultRow, ResultsFile, plan_run, write_predictions
 from cluster.eval.selection import Selection
 from cluster.eval.spend import SpendMeter, unpriced_models
-from cluster.eval.task_flow import Retry, TaskFlow, describe
+from cluster.eval.stages import StageConfig
+from cluster.eval.task_flow import NodeLost, Retry, TaskFlow, describe
 from cluster.eval.tasks import Task
-from cluster.eval.workspaces import Workspaces
 
-__all__ = ["EvalOptions", "EvalRunner"]
+__all__ = ["MAX_NODE_LOSSES", "EvalOptions", "EvalRunner"]
+
+MAX_NODE_LOSSES = 3  # a task whose node goes this often is an error row
 
 
 @dataclass
@@ -82,19 +85,19 @@ class EvalRunner:
                                  egress_hosts=options.egress_hosts)
         self.changed: set[str] = set()
         self.stopped: dict | None = None  # why the batch stopped starting tasks (the cost cap)
-        self.shell = SandboxedShell(self.settings)
-        self.workspaces = Workspaces(self.out, keep=options.keep_workspaces)
         self.results = ResultsFile(self.out.results)
         self._attempts: dict[str, int] = {}
         self._latest: dict[str, ResultRow] = {}
         # Setup and test commands are bounded apart from the sessions: they use CPU, the
         # sessions mostly wait on the model.
-        commands = asyncio.Semaphore(options.command_slots or max(4, 2 * (os.cpu_count() or 1)))
-        self.flow = TaskFlow(self.settings, self.out, host=host, reporter=self.reporter, workspaces=self.workspaces,
-                             shell=self.shell, commands=commands, wall_s=options.wall_s,
-                             keep_workspaces=options.keep_workspaces, reject_test_changes=options.reject_test_changes,
-                             environment_cache=options.environment_cache, setup_network=options.setup_network,
-                             egress_hosts=options.egress_hosts)
+        self.config = StageConfig(self.settings, keep_workspaces=options.keep_workspaces,
+                                  reject_test_changes=options.reject_test_changes,
+                                  environment_cache=options.environment_cache, egress_hosts=options.egress_hosts,
+                                  command_slots=options.command_slots or max(4, 2 * (os.cpu_count() or 1)))
+        self.flow = TaskFlow(self.settings, self.out, host=host, reporter=self.reporter, config=self.config,
+                             wall_s=options.wall_s, setup_network=options.setup_network)
+        if getattr(host, "notify", None) is not None:  # a host that can say what it retried
+            setattr(host, "notify", lambda text: self.reporter.event("notice", text=text))  # noqa: B010
 
     # -- the batch ----------------------------------------------------------------------
 
@@ -121,6 +124,9 @@ class EvalRunner:
                 self._stop(len(plan.run))
             elif plan.run:
                 await self.host.start(self.settings)
+                warm = getattr(self.host, "warm", None)
+                if warm is not None:
+                    await warm(self.config, self.out)
                 await self._run_all(plan.run)
         except asyncio.CancelledError:
             interrupted = True
@@ -234,17 +240,7 @@ class EvalRunner:
         self._attempts[task.id] = attempt
         self.reporter.event("task_started", task_id=task.id, attempt=attempt)
         try:
-            try:
-                row = await self.flow.attempt(task, attempt)
-            except Retry as first:
-                self.reporter.event("task_retry", task_id=task.id, reason=str(first))
-                try:
-                    notes = [f"run again after lost infrastructure: {first}"]
-                    row = first.charge(await self.flow.attempt(task, attempt, retries=1, notes=notes))
-                except Retry as second:
-                    row = second.charge(first.charge(ResultRow(
-                        task_id=task.id, status="error", attempt=attempt, retries=1, model=task.model or self.settings.model,
-                        error=f"lost infrastructure twice: {second}", finished_at=time.time())))
+            row = await self._ride_out(task, attempt)
         except Exception as exc:  # a harness bug: this task's error row, the batch goes on
             log = self.out.logs / safe_name(task.id) / "harness-error.log"
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -255,6 +251,40 @@ class EvalRunner:
         self.results.append(row)
         self.reporter.finished(task.id, row.cost_usd)
         self.reporter.event("task_finished", task_id=task.id, status=row.status, result=row.model_dump(mode="json"))
+
+    async def _ride_out(self, task: Task, attempt: int) -> ResultRow:
+        """The attempt, run again after lost infrastructure (once) and after lost nodes
+        (up to MAX_NODE_LOSSES, not counted as retries); what lost runs spent is charged."""
+        lost: list[Retry] = []
+        notes: list[str] = []
+        retries = losses = 0
+        while True:
+            try:
+                row = await self.flow.attempt(task, attempt, retries=retries, notes=notes, node_losses=losses)
+                break
+            except NodeLost as exc:
+                lost.append(exc)
+                losses += 1
+                if losses >= MAX_NODE_LOSSES:
+                    row = self._lost_row(task, attempt, retries, losses, f"lost {losses} nodes: {exc}")
+                    break
+                self.reporter.event("task_retry", task_id=task.id, reason=str(exc), node_lost=True)
+                notes = [*notes, f"{exc}: run again from its start on another node"]
+            except Retry as exc:
+                lost.append(exc)
+                if retries:
+                    row = self._lost_row(task, attempt, retries, losses, f"lost infrastructure twice: {exc}")
+                    break
+                self.reporter.event("task_retry", task_id=task.id, reason=str(exc))
+                retries += 1
+                notes = [*notes, f"run again after lost infrastructure: {exc}"]
+        for charge in lost:
+            row = charge.charge(row)
+        return row
+
+    def _lost_row(self, task: Task, attempt: int, retries: int, losses: int, error: str) -> ResultRow:
+        return ResultRow(task_id=task.id, status="error", attempt=attempt, retries=retries, node_losses=losses,
+                         model=task.model or self.settings.model, error=error, finished_at=time.time())
 
     def _stamp(self, row: ResultRow, task: Task) -> ResultRow:
         """What produced the row: the settings' fingerprint, the task's row and file."""

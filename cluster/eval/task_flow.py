@@ -1,8 +1,12 @@
 """One task's flow, from workspace to result row:
 
-    base + workspace -> [environment: the node's cached one, or built] -> setup (sandboxed)
-    -> agent session -> patch (host, read only)
-    -> grade in a fresh copy (grade_stage.py: patch, setup, hidden tests, test command)
+    site (where the task's files live) -> base + workspace -> [environment] -> setup
+    -> agent session (on the site's node) -> patch -> grade in a fresh copy -> row
+
+The host gives each attempt a site (hosts.py): this process (`--local`), or on Ray a
+node the cluster had room on, where the workspace is made, the session and its tool
+calls run and the grade runs (node_site.py); the stages themselves are stages.py. Only
+the row, the patch, the logs and the session's events come back here.
 
 A task with an `environment` gets it from the node's cache (environments/), building
 it there if it is missing; from then on every command of the task — the setup, the
@@ -10,10 +14,11 @@ agent's Bash, the grader — runs with that virtualenv, read-only, and never wit
 network (only the build may have it).
 
 Each stage that fails ends the task with an error row saying why (`TaskEnded`); a lost
-session actor or runtime raises `Retry` for the batch to run the task once more. The
-agent's workspace is removed as soon as its patch is taken, the base and the grading
-copy when the task ends, whatever happens (the directories stay with --keep-workspaces),
-and a cancelled task (Ctrl-C) closes its session first.
+session actor or runtime raises `Retry` for the batch to run the task once more; a lost
+node raises `NodeLost` (the batch runs the task again from its start elsewhere, without
+counting it as a retry). The agent's workspace is removed as soon as its patch is taken,
+the base and the grading copy when the task ends, whatever happens (the directories stay
+with --keep-workspaces), and a cancelled task (Ctrl-C) closes its session first.
 
 Status: passed / failed from the grader when the agent ended its turn; `timeout` when
 the agent passed its wall-clock budget; `budget` when it hit its turn, token or cost
@@ -26,60 +31,28 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 from agents.config import WorkingsetSettings
-from agents.errors import ConfigError, WorkingsetError
+from agents.errors import ConfigError
 from agents.handle import SessionHandle
-from agents.ports import Usage
-from cluster.eval.environments import (
-    DEFAULT_HOSTS,
-    EnvironmentCache,
-    TaskEnvironment,
-    resolve_recipe,
-)
-from cluster.eval.errors import GitError, PatchNotGradable, TaskEnded
-from cluster.eval.grade_stage import GradeStage
-from cluster.eval.grading import SandboxedShell, write_log
-from cluster.eval.hosts import SessionHost
+from cluster.eval.errors import EnvironmentFailed, PatchNotGradable, TaskEnded
+from cluster.eval.hosts import SessionHost, TaskSite
 from cluster.eval.layout import OutDir, safe_name
+from cluster.eval.lost import NodeLost, Retry
 from cluster.eval.patches import Patch
 from cluster.eval.progress import Reporter
 from cluster.eval.results import ResultRow
 from cluster.eval.settings import task_settings, with_environment
+from cluster.eval.stages import StageConfig
 from cluster.eval.stats import TaskStats
 from cluster.eval.tasks import Task
-from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces
+from cluster.eval.workspaces import Workspace, WorkspaceError
 
-__all__ = ["Retry", "TaskEnded", "TaskFlow", "describe", "status_for"]
+__all__ = ["NodeLost", "Retry", "TaskEnded", "TaskFlow", "describe", "status_for"]
 
 _BUDGET_REASONS = ("turn_limit", "budget")
 _STATUS_OF_REASON = {"truncated": "truncated", "refusal": "refused"}
-
-
-class Retry(WorkingsetError):
-    """Lost infrastructure: the task may run once more. Carries what the lost attempt
-    spent, so the row counts it."""
-
-    def __init__(self, message: str, stats: TaskStats | None = None):
-        super().__init__(message)
-        self.actor_failures = stats.actor_failures if stats else 0
-        self.usage = stats.usage if stats else Usage()
-        self.cost_usd = stats.cost_usd if stats else 0.0
-        self.unpriced_calls = stats.unpriced_calls if stats else 0
-
-    def charge(self, row: ResultRow) -> ResultRow:
-        u = self.usage
-        return row.model_copy(update={
-            "actor_restarts": row.actor_restarts + self.actor_failures,
-            "input_tokens": row.input_tokens + u.input_tokens,
-            "output_tokens": row.output_tokens + u.output_tokens,
-            "cache_read_tokens": row.cache_read_tokens + u.cache_read_input_tokens,
-            "cache_creation_tokens": row.cache_creation_tokens + u.cache_creation_input_tokens,
-            "cost_usd": round(row.cost_usd + self.cost_usd, 6),
-            "unpriced_calls": row.unpriced_calls + self.unpriced_calls,
-        })
 
 
 def status_for(reason: str, *, passed: bool | None) -> str:
@@ -102,32 +75,22 @@ class TaskFlow:
     """Runs one attempt of a task; shared by the batch's workers."""
 
     def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: SessionHost, reporter: Reporter,
-                 workspaces: Workspaces, shell: SandboxedShell, commands: asyncio.Semaphore,
-                 wall_s: float | None, keep_workspaces: bool, reject_test_changes: bool = False,
-                 environment_cache: Path | None = None, setup_network: bool = False,
-                 egress_hosts: tuple[str, ...] = DEFAULT_HOSTS):
+                 config: StageConfig, wall_s: float | None, setup_network: bool = False):
         self.settings = settings
         self.out = out
         self.host = host
         self.reporter = reporter
-        self.workspaces = workspaces
-        self.shell = shell
-        self._commands = commands
+        self.config = config
         self.wall_s = wall_s
-        self.keep_workspaces = keep_workspaces
-        self.grader = GradeStage(out, workspaces, shell, commands, reject_test_changes=reject_test_changes)
-        self.environments = EnvironmentCache(environment_cache or out.environments, self._shell_in,
-                                             egress_hosts=egress_hosts)
         self.setup_network = setup_network
 
-    def _shell_in(self, venv: Path, extra_toolchains: tuple[Path, ...] = ()) -> SandboxedShell:
-        return self.shell.with_settings(with_environment(self.settings, venv, extra_toolchains=extra_toolchains))
-
-    async def attempt(self, task: Task, attempt: int, *, retries: int = 0, notes: list[str] | None = None) -> ResultRow:
+    async def attempt(self, task: Task, attempt: int, *, retries: int = 0, notes: list[str] | None = None,
+                      node_losses: int = 0) -> ResultRow:
         started, clock = time.time(), time.monotonic()
         name = safe_name(task.id)
         row: dict[str, Any] = {"task_id": task.id, "attempt": attempt, "retries": retries, "notes": list(notes or []),
-                               "started_at": started, "model": task.model or self.settings.model}
+                               "started_at": started, "model": task.model or self.settings.model,
+                               "node_losses": node_losses}
         try:
             settings = task_settings(self.settings, task)
         except ConfigError as exc:
@@ -136,14 +99,16 @@ class TaskFlow:
         events = self.out.events / f"{name}.jsonl"
         stats = TaskStats(settings.model, events, on_change=lambda s: self.reporter.usage(task.id, s.tokens, s.cost_usd))
         row["events_path"] = self.out.rel(events)
-        workspace = self.workspaces.path_for(name)
         try:
-            await self._stages(task, name, settings, stats, row)
+            async with self.host.site(self.config, self.out, task, name) as site:
+                row["node"] = site.node
+                await site.guard(self._on_site(site, task, name, settings, stats, row))
         except TaskEnded as exc:
             row.update(status="error", error=str(exc))
+        except NodeLost as lost:
+            raise NodeLost(lost.node, lost.phase, stats) from None
         finally:
             stats.close()
-            await self.workspaces.discard(name)
         u = stats.usage
         row.update(
             turns=stats.turns, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
@@ -152,71 +117,59 @@ class TaskFlow:
             compactions=sum(stats.compactions.values()),
             compaction_kinds=dict(stats.compactions), actor_restarts=stats.actor_failures, session_id=stats.session_id,
             wall_s=round(time.monotonic() - clock, 3), finished_at=time.time(),
-            workspace=str(workspace) if self.keep_workspaces and workspace.exists() else None,
         )
         return ResultRow(**row)
 
-    def _phase(self, task: Task, stats: TaskStats, phase: str) -> None:
-        self.reporter.event("task_phase", task_id=task.id, phase=phase)
-        stats.note("eval_phase", task_id=task.id, phase=phase, ts=time.time())
+    async def _on_site(self, site: TaskSite, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats,
+                       row: dict) -> None:
+        try:
+            await self._stages(site, task, name, settings, stats, row)
+        finally:
+            row["workspace"] = await site.discard(name)
+            for rel, data in (await site.files(name)).items():
+                path = self.out.root / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
 
-    async def _stages(self, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats, row: dict) -> None:
-        self._phase(task, stats, "workspace")
-        ws = await self._prepare(task, name)
+    def _phase(self, site: TaskSite, task: Task, stats: TaskStats, phase: str) -> None:
+        site.phase = phase
+        self.reporter.event("task_phase", task_id=task.id, phase=phase, node=site.node)
+        stats.note("eval_phase", task_id=task.id, phase=phase, ts=time.time(), node=site.node)
+
+    async def _stages(self, site: TaskSite, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats,
+                      row: dict) -> None:
+        self._phase(site, task, stats, "workspace")
+        ws = await site.prepare(task, name)
         row["base_commit"] = ws.base_commit
-        shell = self.shell
+        venv = None
         if task.environment is not None:
-            self._phase(task, stats, "environment")
-            env = await self._environment(task, ws, name, row)
-            settings, shell = with_environment(settings, env.venv), self._shell_in(env.venv)
+            self._phase(site, task, stats, "environment")
+            network = task.environment.network if task.environment.network is not None else self.setup_network
+            try:
+                env = await site.environment(task, ws, name, network)
+            except EnvironmentFailed as exc:
+                row["environment"] = exc.key
+                raise
+            row.update(environment=env.key, environment_reused=env.reused, environment_s=env.seconds)
+            venv = env.venv
+            settings = with_environment(settings, venv)
         if task.setup_command:
-            self._phase(task, stats, "setup")
-            await self._setup(task, ws, name, shell)
-        self._phase(task, stats, "agent")
-        reason = await self._agent(task, ws, settings, stats, row)
+            self._phase(site, task, stats, "setup")
+            await site.setup(task, ws, name, venv)
+        self._phase(site, task, stats, "agent")
+        reason = await self._agent(site, task, ws, settings, stats, row)
         row["stop_reason"] = reason
-        self._phase(task, stats, "patch")
-        patch = await self._patch(ws, name, row)
-        await self.workspaces.remove(ws.path)  # only read once: the grade never looks at it
-        self._phase(task, stats, "grade")
-        passed = await self.grader.grade(task, ws, patch, name, row, shell=shell) if patch is not None else None
+        self._phase(site, task, stats, "patch")
+        patch = await self._patch(site, ws, name, row)
+        self._phase(site, task, stats, "grade")
+        passed = None
+        if patch is not None:
+            passed, fields = await site.grade(task, ws, patch, name, venv)
+            row.update(fields)
         row["status"] = status_for(reason, passed=passed)  # passed None: not graded, `error` says why
 
-    async def _prepare(self, task: Task, name: str) -> Workspace:
-        try:
-            return await asyncio.wait_for(self.workspaces.prepare(task, name), task.timeouts.setup_s)
-        except TimeoutError:
-            raise TaskEnded(f"preparing the workspace timed out after {task.timeouts.setup_s:g} s") from None
-        except (WorkspaceError, OSError) as exc:
-            raise TaskEnded(f"workspace: {exc}") from None
-
-    async def _environment(self, task: Task, ws: Workspace, name: str, row: dict) -> TaskEnvironment:
-        assert task.environment is not None
-        network = task.environment.network if task.environment.network is not None else self.setup_network
-        clock = time.monotonic()
-        try:
-            recipe = await resolve_recipe(task, ws.base)
-        except GitError as exc:
-            raise TaskEnded(f"environment: {exc}") from None
-        row["environment"] = recipe.key
-        env = await self.environments.ensure(
-            recipe, ws.base, task_id=task.id, network=network, timeout_s=task.timeouts.setup_s,
-            log=self.out.logs / name / "environment.log", rel=self.out.rel, slots=self._commands)
-        row.update(environment_reused=env.reused, environment_s=round(time.monotonic() - clock, 4))
-        return env
-
-    async def _setup(self, task: Task, ws: Workspace, name: str, shell: SandboxedShell) -> None:
-        assert task.setup_command
-        async with self._commands:
-            result = await shell.run(task.setup_command, ws.path, task.timeouts.setup_s)
-        log = self.out.logs / name / "setup.log"
-        write_log(log, task.setup_command, result)
-        if result.timed_out:
-            raise TaskEnded(f"setup timed out after {task.timeouts.setup_s:g} s (log: {self.out.rel(log)})")
-        if not result.ok:
-            raise TaskEnded(f"setup failed (exit code {result.exit_code}): {result.tail(3)} (log: {self.out.rel(log)})")
-
-    async def _agent(self, task: Task, ws: Workspace, settings: WorkingsetSettings, stats: TaskStats, row: dict) -> str:
+    async def _agent(self, site: TaskSite, task: Task, ws: Workspace, settings: WorkingsetSettings,
+                     stats: TaskStats, row: dict) -> str:
         """The session's turn on the instruction; returns how it ended ("timeout" when the
         wall-clock budget ran out)."""
         wall = task.budgets.wall_s or self.wall_s
@@ -224,7 +177,7 @@ class TaskFlow:
         handle: SessionHandle | None = None
         timer = None
         try:
-            handle = await self.host.open(ws.path, settings, stats)
+            handle = await self.host.open(ws.path, settings, stats, node=site.node)
             stats.session_id = handle.session_id
             handle.announce_start()
             timer = asyncio.timeout(wall)  # the turn's wall clock, not the session's start
@@ -239,6 +192,8 @@ class TaskFlow:
             handle.announce_end("budget", "", error=f"wall-clock budget of {wall:g} s reached")
             row["notes"].append(f"stopped at the wall-clock budget of {wall:g} s")
             return "timeout"
+        except NodeLost:
+            raise  # the host knows the node went: the batch runs the task elsewhere
         except Exception as exc:
             # The actor failed and the session could not be resumed (e.g. killed during the
             # first turn: no snapshot yet), or the runtime itself is gone: run it once more.
@@ -250,11 +205,11 @@ class TaskFlow:
             if handle is not None:
                 await self.host.close(handle)
 
-    async def _patch(self, ws: Workspace, name: str, row: dict) -> Patch | None:
+    async def _patch(self, site: TaskSite, ws: Workspace, name: str, row: dict) -> Patch | None:
         """The agent's patch, kept in the out dir; None when it cannot be graded (`error`)."""
         path = self.out.patches / f"{name}.diff"
         try:
-            patch = await self.workspaces.diff(ws)
+            patch = await site.patch(ws)
         except PatchNotGradable as exc:
             path.unlink(missing_ok=True)
             row["error"] = str(exc)

@@ -19,7 +19,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.eval.base_repo import Base, TrustedBases, clone_at
+from cluster.eval.base_repo import Base, Shipped, TrustedBases, clone_at
 from cluster.eval.errors import WorkspaceError
 from cluster.eval.hidden_tests import HiddenFile, hidden_tests
 from cluster.eval.layout import OutDir, safe_name
@@ -55,9 +55,13 @@ class Workspaces:
     def copy_for(self, name: str) -> Path:
         return self.out.grading / name
 
-    async def prepare(self, task: Task, name: str) -> Workspace:
-        """The trusted base, and the agent's workspace cloned from it."""
-        base = await self.bases.make(task, name)
+    async def prepare(self, task: Task, name: str, shipped: Shipped | None = None) -> Workspace:
+        """The trusted base (from the task's source, or the bundle shipped for it), and the
+        agent's workspace cloned from it."""
+        if shipped is not None:
+            base = await self.bases.unpack(shipped, name, task.timeouts.setup_s)
+        else:
+            base = await self.bases.make(task, name)
         path = self.path_for(name)
         await clone_at(base, path, detach=task.ref is not None, timeout_s=task.timeouts.setup_s)
         return Workspace(path, base)

@@ -1,0 +1,79 @@
+"""Joining a Ray cluster: a ray:// address refused in one line, token authentication
+named (not blamed on the address), and the model's credentials reaching session actors
+on a node that is not the driver's (through their runtime environment), never written
+to the results."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agents.config import WorkingsetSettings
+from cluster.cli import main
+from cluster.eval.progress import JsonReporter
+from cluster.eval.ray_host import RayHost
+from cluster.eval.runner import EvalOptions, EvalRunner
+from cluster.eval.task_file import load_tasks
+from tests.eval_support import calc_repo, fix_turns, result_rows, script, task, tasks_file
+from tests.fake_messages_server import presented_key
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_ray_client_address_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("WORKINGSET_RUNTIME", "ray")
+    tasks = tasks_file(tmp_path / "tasks.jsonl", [task("a", calc_repo(tmp_path))])
+    model = script(tmp_path, "fix", fix_turns())
+    code = main(["eval", str(tasks), "--model", f"scripted:{model}", "--out", str(tmp_path / "out"),
+                 "--address", "ray://127.0.0.1:10001"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and len(err.splitlines()) == 1
+    assert "ray:// addresses (Ray Client) are not supported" in err and "--address auto" in err
+
+
+def test_token_authentication_is_named_and_not_blamed_on_the_address(tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, "WORKINGSET_RUNTIME": "ray"}
+    head = subprocess.Popen([sys.executable, str(ROOT / "tests" / "token_cluster.py"), "t" * 32], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        address = head.stdout.readline().strip()
+        assert address, "the token cluster did not start"
+        tasks = tasks_file(tmp_path / "tasks.jsonl", [task("a", calc_repo(tmp_path))])
+        model = script(tmp_path, "fix", fix_turns())
+        run = subprocess.run([sys.executable, "-m", "cluster.cli", "eval", str(tasks), "--model", f"scripted:{model}",
+                              "--out", str(tmp_path / "out"), "--address", address],
+                             env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    finally:
+        head.stdin.close()
+        head.wait(timeout=60)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 1, run.stderr  # none of Ray's retry warnings
+    assert f"the Ray cluster at {address} uses token authentication and this process has no token" in lines[0]
+    assert "check the address" not in lines[0]
+
+
+async def test_the_models_credentials_reach_actors_on_other_nodes_and_are_never_written(
+        ray_cluster, messages_server, tmp_path, monkeypatch):
+    secret = "sk-ant-test-" + "k" * 24
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)  # the driver's only: the raylets started before
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)
+    messages_server.required_key = secret
+    repo = calc_repo(tmp_path)
+    tasks = tasks_file(tmp_path / "tasks.jsonl", [task(f"t{i}", repo) for i in range(3)])
+    settings = WorkingsetSettings(model="anthropic:claude-x", home=tmp_path / "ignored", compact={"context_window": 200_000},
+                                  permissions={"mode": "accept-edits", "allow": ["Bash"], "headless": "deny-asks"})
+    stream = io.StringIO()
+    out = tmp_path / "out"
+    await EvalRunner(settings, load_tasks(tasks).tasks, EvalOptions(out=out, concurrency=3), host=RayHost(actors=1),
+                     reporter=JsonReporter(stream)).run()
+
+    rows = result_rows(out)
+    assert len(rows) == 3 and all(r["status"] != "error" and r["turns"] >= 1 for r in rows), [r["error"] for r in rows]
+    assert ray_cluster.other_node_id in {r["node"] for r in rows}
+    assert len(messages_server.requests) >= 3
+    assert all(presented_key(r.headers) == secret for r in messages_server.requests)
+    written = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert written == [] and secret not in stream.getvalue()
+    assert all(json.loads(line) for line in stream.getvalue().splitlines())
