@@ -114,13 +114,23 @@ class SessionActor:
         self.pool = SubagentPool(keep_idle=services.subagent_pool_idle)
         self.hosted: dict[str, _Hosted] = {}
         self.me = ray.get_runtime_context().current_actor
+        self._settings: tuple[dict, WorkingsetSettings] | None = None
+
+    def _validated(self, raw: dict) -> WorkingsetSettings:
+        """The settings of `raw`, validated once per distinct value: a batch opens every
+        session with the same settings, and validating them (which also reads this
+        process's environment) costs more than the rest of an open. Sessions treat
+        settings as read-only, as the ones shared by an in-process batch are."""
+        if self._settings is None or self._settings[0] != raw:
+            self._settings = (raw, WorkingsetSettings.model_validate(raw))
+        return self._settings[1]
 
     # -- lifecycle ----------------------------------------------------------------------
 
     async def open(self, spec: SessionSpec) -> dict:
         """Open (build or resume) a session here through the one lifecycle; returns its id,
         the events opening it emitted (notices) and its control state."""
-        settings = WorkingsetSettings.model_validate(spec.settings)
+        settings = self._validated(spec.settings)
         workspace = resolve_workspace(spec.workspace)
         queue: asyncio.Queue = asyncio.Queue()
         session_id = spec.session_id or new_session_id()

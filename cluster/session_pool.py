@@ -33,6 +33,14 @@ class SessionPool:
         strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=current_node_id(), soft=False)
         self.actors = [SessionActor.options(scheduling_strategy=strategy).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         self.load = [0] * actors
+        self._wire: tuple[WorkingsetSettings, dict] | None = None
+
+    def _wire_form(self, settings: WorkingsetSettings) -> dict:
+        """`settings` as JSON for the actors, dumped once per settings object (a batch
+        opens every session with the same one)."""
+        if self._wire is None or self._wire[0] is not settings:
+            self._wire = (settings, settings.model_dump(mode="json"))
+        return self._wire[1]
 
     async def ready(self) -> None:
         """Wait until every actor process and the tool workers are up, so their start-up
@@ -56,7 +64,7 @@ class SessionPool:
         self.load[index] += 1
         settings = settings or self.settings
         spec = SessionSpec(
-            settings=settings.model_dump(mode="json"),
+            settings=self._wire_form(settings),
             workspace=str(workspace),
             session_id=session_id,
             goal=goal,
