@@ -15,6 +15,7 @@ batch is lost, and the interrupted turn goes on from where it was saved.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -24,14 +25,17 @@ from pydantic import BaseModel
 
 from agents.assembly import RuntimePorts, resolve_workspace
 from agents.config import WorkingsetSettings
+from agents.errors import WorkingsetError
 from agents.events import PermissionRequested
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
 from agents.loop import Session, TurnOutcome, TurnReason, new_session_id
 from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
+from agents.providers import load_model_client
 from agents.tool_batch import PermissionAnswer
 from cluster.subagent_actor import SubagentPool, ray_spawner_factory
 from cluster.tool_tasks import RayToolExecutor
+from tools.registry import default_workspace_tools, input_schema
 
 __all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "TurnEnd"]
 
@@ -208,12 +212,14 @@ class SessionActor:
                 # A subagent's events travel separately and may land after the turn ended.
                 batch = [item for item in batch if item is not _DONE]
                 done = True
+                if not task.cancelled() and task.exception() is None:
+                    # the turn's end rides with its last events: one stream item fewer per turn
+                    batch.append(self._turn_end(hosted.session, task.result()))
             if batch:
                 yield batch
         if task.cancelled():
             return  # the caller cancelled it (cancel_turn, close) and reads no more
-        outcome = task.result()  # re-raises a model error for the caller
-        yield [self._turn_end(hosted.session, outcome)]
+        task.result()  # re-raises a model error for the caller, after the events before it
 
     # -- control ------------------------------------------------------------------------
 
@@ -306,6 +312,15 @@ class SessionActor:
 
     def ping(self) -> str:
         return self.node_id
+
+    def warm(self, settings: dict) -> None:
+        """Pay this process's one-time costs of a session before the first one opens:
+        the settings' validation, the model provider's import, the tools' schemas."""
+        validated = self._validated(settings)
+        with contextlib.suppress(WorkingsetError):  # a bad model spec is reported, clearly, by open
+            load_model_client(validated.model, settings=validated.providers)
+        for tool in default_workspace_tools():
+            input_schema(tool.input_model)
 
     def workspace_path(self, session_id: str) -> str:
         return str(Path(self._get(session_id).session.kit.tool_context.workspace))

@@ -43,9 +43,10 @@ class SessionPool:
         return self._wire[1]
 
     async def ready(self) -> None:
-        """Wait until every actor process and the tool workers are up, so their start-up
-        is not charged to the first sessions."""
-        await asyncio.gather(*(a.ping.remote() for a in self.actors))
+        """Wait until every actor process and the tool workers are up (and each actor has
+        paid its one-time costs of a session), so their start-up is not charged to the
+        first sessions."""
+        await asyncio.gather(*(a.warm.remote(self._wire_form(self.settings)) for a in self.actors))
         cpus = ray.available_resources().get("CPU", 1.0)
         tool_cpus = self.settings.cluster.tool_task_cpus
         await warm_tool_workers(current_node_id(), num_cpus=tool_cpus, count=max(int(cpus / tool_cpus), 1))
