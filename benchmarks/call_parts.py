@@ -13,6 +13,7 @@ driver, the raylet, the GCS, every worker), with the load average beside it:
 - bare task: a Ray task taking the same (tool, input, context) and doing nothing;
 - event batch: one streamed item of a model call's events (model_call, assistant_text,
   tool_call, permission_decided, tool_result), actor to caller, as SessionActor sends it;
+- event call: the same events as the result of a plain actor call (for comparison);
 - session open: opening and closing a session on a SessionPool, against in process;
 - worker boot: CPU a new Ray worker process spends before its first task (what each
   restart of an idle-killed worker costs).
@@ -44,7 +45,7 @@ from tools import ReadTool, ToolContext, ToolOutput
 from tools.executor import LocalToolExecutor
 from tools.read import ReadInput
 
-PARTS = ("read-local", "read-actor", "read-task", "bare-task", "event-batch", "open", "worker-boot")
+PARTS = ("read-local", "read-actor", "read-task", "bare-task", "event-batch", "event-call", "open", "worker-boot")
 
 
 async def cpu_ms_per_op(op: Callable[[], Awaitable[object]], calls: int, concurrency: int) -> float:
@@ -100,6 +101,9 @@ class Caller:
         events = turn_events("s-1")
         for _ in range(batches):
             yield events
+
+    async def batch(self) -> list:
+        return turn_events("s-1")
 
 
 @ray.remote(max_retries=0)
@@ -161,6 +165,7 @@ async def run(parts: list[str], calls: int, concurrency: int, root: Path) -> Non
         "read-task": lambda: caller.reads.remote(calls, concurrency, "task"),
         "bare-task": lambda: caller.reads.remote(calls, concurrency, "bare"),
         "event-batch": lambda: stream_cost(caller, calls, concurrency),
+        "event-call": lambda: cpu_ms_per_op(lambda: caller.batch.remote(), calls, concurrency),
         "open": lambda: _both_opens(root, calls, concurrency),
         "worker-boot": lambda: asyncio.to_thread(worker_boot_ms),
     }

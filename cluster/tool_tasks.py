@@ -9,7 +9,7 @@ where the session is. Foreign Ray failures become an error result the model sees
 The file tools (tools.FILE_TOOLS: Read, Write, Edit, Glob, Grep) run no code of the
 agent's and open every path beneath the workspace through tools.beneath, in whatever
 process runs them; a Ray task adds no isolation to that, only its cost (measured at
-about seven times the Read itself: `python -m benchmarks.call_parts`). So when the
+about five times the Read itself: `python -m benchmarks.call_parts`). So when the
 workspace is on this process's own node they run here, on a few threads of their own
 (a long Grep stalls no other session); on another node they go there as a task.
 """
@@ -77,7 +77,6 @@ async def warm_tool_workers(node_id: str, *, num_cpus: float, count: int) -> Non
 
 
 _file_threads: ThreadedToolExecutor | None = None
-_this_node: str | None = None
 
 
 def _file_executor() -> ThreadedToolExecutor:
@@ -86,13 +85,6 @@ def _file_executor() -> ThreadedToolExecutor:
     if _file_threads is None:
         _file_threads = ThreadedToolExecutor()
     return _file_threads
-
-
-def _node_here() -> str:
-    global _this_node
-    if _this_node is None:
-        _this_node = ray.get_runtime_context().get_node_id()
-    return _this_node
 
 
 class RayToolExecutor:
@@ -108,7 +100,7 @@ class RayToolExecutor:
         """True when `tool` runs in this process; False: as a Ray task on the workspace's node."""
         if tool.execution_domain in _IN_SESSION:
             return True
-        return type(tool) in FILE_TOOLS and self.node_id == _node_here()
+        return type(tool) in FILE_TOOLS and self.node_id == ray.get_runtime_context().get_node_id()
 
     async def execute(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         if tool.execution_domain in _IN_SESSION:
