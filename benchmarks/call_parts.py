@@ -157,8 +157,8 @@ def _boot_probe() -> bool:
 async def run(parts: list[str], calls: int, concurrency: int, root: Path) -> None:
     ws = workspaces(root, 1, "parts")[0]
     ctx, args, tool = ToolContext(workspace=ws), ReadInput(path="notes.txt"), ReadTool()
-    caller = Caller.options(scheduling_strategy=ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
-        node_id=current_node_id(), soft=False)).remote(str(ws))
+    here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=current_node_id(), soft=False)
+    caller = Caller.options(scheduling_strategy=here).remote(str(ws))  # type: ignore[attr-defined]  # added by @ray.remote
     measures = {
         "read-local": lambda: cpu_ms_per_op(lambda: LocalToolExecutor().execute(tool, args, ctx), calls, concurrency),
         "read-actor": lambda: caller.reads.remote(calls, concurrency, "actor"),
