@@ -383,6 +383,14 @@ def _env_without_ray() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("WORKINGSET_RUNTIME", "RAY_ADDRESS")}
 
 
+def _python(code: str, *, timeout: float) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter that joins no Ray cluster of this process's."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env=_env_without_ray())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
 def test_connect_to_an_unreachable_address_is_one_clear_cluster_error():
     code = (
         "from cluster.runtime import ClusterError, connect\n"
@@ -391,10 +399,7 @@ def test_connect_to_an_unreachable_address_is_one_clear_cluster_error():
         "except ClusterError as exc:\n"
         "    print(f'ClusterError: {exc}')\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env=_env_without_ray())
-    assert proc.returncode == 0, proc.stderr
-    (line,) = proc.stdout.splitlines()
+    (line,) = _python(code, timeout=60).stdout.splitlines()
     assert line.startswith("ClusterError: cannot start or reach the Ray cluster at 127.0.0.1:1")
     assert "check the address and that the cluster is up" in line
 
@@ -415,10 +420,7 @@ def test_the_embedded_cluster_keeps_idle_tool_workers_between_bursts():
         "alive = [p for p in burst if os.path.exists(f'/proc/{p}')]\n"
         "print(len(burst), len(alive))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, cwd=ROOT,
-                          env=_env_without_ray())
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    started, alive = proc.stdout.split()
+    started, alive = _python(code, timeout=180).stdout.split()
     assert int(started) > 1 and alive == started
 
 

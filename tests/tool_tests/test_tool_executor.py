@@ -49,15 +49,11 @@ async def test_other_exceptions_propagate(tmp_path):
         await LocalToolExecutor().execute(BuggyTool(), NoArgs(), ToolContext(workspace=tmp_path))
 
 
-class SlowTool:
+class SlowTool(BuggyTool):
     """Blocks its thread the way a long synchronous file walk does."""
 
     name = "Slow"
     description = "Sleeps without yielding."
-    input_model = NoArgs
-    is_read_only = True
-    execution_domain = ExecutionDomain.LOCAL
-    root_only = False
 
     async def run(self, args, ctx) -> ToolOutput:
         import time
