@@ -147,7 +147,7 @@ def worker_boot_ms() -> float:
     return sum(t.user + t.system for t in times) * 1000 / max(len(times), 1)
 
 
-@ray.remote(num_cpus=0.01, runtime_env={"env_vars": {"WORKINGSET_BENCH_FRESH": "1"}})
+@ray.remote(num_cpus=0.01, runtime_env={"env_vars": {"CALL_PARTS_FRESH_WORKER": "1"}})
 def _boot_probe() -> bool:
     import cluster.session_actor  # noqa: F401  (what a tool worker imports to run a call)
 
