@@ -12,6 +12,11 @@ before joining, so a missing or wrong token is named as such (not as a bad addre
 and without Ray's twenty seconds of retries). The dashboard stays off unless asked
 for. Any failure to start or reach Ray ends in one ClusterError that names the
 address and the fix.
+
+The embedded cluster keeps idle workers for minutes, not Ray's one second: a batch's
+tool calls come in bursts a model call apart, and a worker killed between them costs
+a Python start and the harness's imports (seconds of CPU) at the next burst. On a
+cluster of your own, set `RAY_idle_worker_killing_time_threshold_ms` when starting it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import ray
 from agents.errors import WorkingsetError
 
 __all__ = ["ClusterError", "RuntimeInfo", "connect", "current_node_id"]
+
+IDLE_WORKER_KEEP_MS = 300_000
 
 
 class ClusterError(WorkingsetError):
@@ -131,6 +138,7 @@ def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: in
                     logging_level=logging.WARNING,
                     log_to_driver=False,
                     configure_logging=True,
+                    _system_config={"idle_worker_killing_time_threshold_ms": IDLE_WORKER_KEEP_MS},
                 )
         except (OSError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:  # OSError: refused, timed out, unknown host
             where = f"the Ray cluster at {address}" if address else "an embedded Ray cluster"

@@ -15,6 +15,7 @@ batch is lost, and the interrupted turn goes on from where it was saved.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,13 @@ from pydantic import BaseModel
 from agents.assembly import RuntimePorts, resolve_workspace
 from agents.budgets import BudgetRefusal, ScopeLimits, TreeLedger
 from agents.config import WorkingsetSettings
+from agents.errors import WorkingsetError
 from agents.events import PermissionRequested
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
 from agents.loop import Session, TurnOutcome, TurnReason, new_session_id
 from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
+from agents.providers import load_model_client
 from agents.tool_batch import PermissionAnswer
 from cluster.root_tools import answer_root_tool
 from cluster.subagent_actor import ray_spawner_factory
@@ -37,6 +40,7 @@ from cluster.subagent_pool import SubagentPool
 from cluster.tool_tasks import RayToolExecutor
 from cluster.tree_budget import LedgerHost
 from tools.base import ToolOutput
+from tools.registry import default_workspace_tools, input_schema
 
 __all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "TurnEnd"]
 
@@ -122,13 +126,23 @@ class SessionActor:
         self.hosted: dict[str, _Hosted] = {}
         self.me = ray.get_runtime_context().current_actor
         self.ledgers = LedgerHost(self._ledger_of)
+        self._settings: tuple[dict, WorkingsetSettings] | None = None
+
+    def _validated(self, raw: dict) -> WorkingsetSettings:
+        """The settings of `raw`, validated once per distinct value: a batch opens every
+        session with the same settings, and validating them (which also reads this
+        process's environment) costs more than the rest of an open. Sessions treat
+        settings as read-only, as the ones shared by an in-process batch are."""
+        if self._settings is None or self._settings[0] != raw:
+            self._settings = (raw, WorkingsetSettings.model_validate(raw))
+        return self._settings[1]
 
     # -- lifecycle ----------------------------------------------------------------------
 
     async def open(self, spec: SessionSpec) -> dict:
         """Open (build or resume) a session here through the one lifecycle; returns its id,
         the events opening it emitted (notices) and its control state."""
-        settings = WorkingsetSettings.model_validate(spec.settings)
+        settings = self._validated(spec.settings)
         workspace = resolve_workspace(spec.workspace)
         queue: asyncio.Queue = asyncio.Queue()
         session_id = spec.session_id or new_session_id()
@@ -208,12 +222,14 @@ class SessionActor:
                 # A subagent's events travel separately and may land after the turn ended.
                 batch = [item for item in batch if item is not _DONE]
                 done = True
+                if not task.cancelled() and task.exception() is None:
+                    # the turn's end rides with its last events: one stream item fewer per turn
+                    batch.append(self._turn_end(hosted.session, task.result()))
             if batch:
                 yield batch
         if task.cancelled():
             return  # the caller cancelled it (cancel_turn, close) and reads no more
-        outcome = task.result()  # re-raises a model error for the caller
-        yield [self._turn_end(hosted.session, outcome)]
+        task.result()  # re-raises a model error for the caller, after the events before it
 
     # -- control ------------------------------------------------------------------------
 
@@ -331,6 +347,15 @@ class SessionActor:
 
     def ping(self) -> str:
         return self.node_id
+
+    def warm(self, settings: dict) -> None:
+        """Pay this process's one-time costs of a session before the first one opens:
+        the settings' validation, the model provider's import, the tools' schemas."""
+        validated = self._validated(settings)
+        with contextlib.suppress(WorkingsetError):  # a bad model spec is reported, clearly, by open
+            load_model_client(validated.model, settings=validated.providers)
+        for tool in default_workspace_tools():
+            input_schema(tool.input_model)
 
     def workspace_path(self, session_id: str) -> str:
         return str(Path(self._get(session_id).session.kit.tool_context.workspace))

@@ -39,11 +39,20 @@ class SessionPool:
         options = {"scheduling_strategy": strategy, "runtime_env": model_runtime_env()}
         self.actors = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         self.load = [0] * actors
+        self._wire: tuple[WorkingsetSettings, dict] | None = None
+
+    def _wire_form(self, settings: WorkingsetSettings) -> dict:
+        """`settings` as JSON for the actors, dumped once per settings object (a batch
+        opens every session with the same one)."""
+        if self._wire is None or self._wire[0] is not settings:
+            self._wire = (settings, settings.model_dump(mode="json"))
+        return self._wire[1]
 
     async def ready(self) -> None:
-        """Wait until every actor process and the tool workers are up, so their start-up
-        is not charged to the first sessions."""
-        await asyncio.gather(*(a.ping.remote() for a in self.actors))
+        """Wait until every actor process and the tool workers are up (and each actor has
+        paid its one-time costs of a session), so their start-up is not charged to the
+        first sessions."""
+        await asyncio.gather(*(a.warm.remote(self._wire_form(self.settings)) for a in self.actors))
         node: dict = next((n for n in ray.nodes() if n["NodeID"] == self.node_id), {})
         cpus = node.get("Resources", {}).get("CPU", 1.0)
         tool_cpus = self.settings.cluster.tool_task_cpus
@@ -63,7 +72,7 @@ class SessionPool:
         self.load[index] += 1
         settings = settings or self.settings
         spec = SessionSpec(
-            settings=settings.model_dump(mode="json"),
+            settings=self._wire_form(settings),
             workspace=str(workspace),
             session_id=session_id,
             goal=goal,

@@ -5,6 +5,13 @@ pinned by node affinity to the workspace's node; Bash inside that task goes thro
 the bubblewrap runner its ToolContext carries. Tools that talk to another runtime
 (DELEGATED_RUNTIME: subagents; REMOTE: MCP connections held by the session) run
 where the session is. Foreign Ray failures become an error result the model sees.
+
+The file tools (tools.FILE_TOOLS: Read, Write, Edit, Glob, Grep) run no code of the
+agent's and open every path beneath the workspace through tools.beneath, in whatever
+process runs them; a Ray task adds no isolation to that, only its cost (measured at
+about five times the Read itself: `python -m benchmarks.call_parts`). So when the
+workspace is on this process's own node they run here, on a few threads of their own
+(a long Grep stalls no other session); on another node they go there as a task.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
-from tools.executor import LocalToolExecutor
+from tools.executor import LocalToolExecutor, ThreadedToolExecutor
+from tools.registry import FILE_TOOLS
 
 __all__ = ["RayToolExecutor", "run_tool_task", "warm_tool_workers"]
 
@@ -68,17 +76,37 @@ async def warm_tool_workers(node_id: str, *, num_cpus: float, count: int) -> Non
     await asyncio.gather(*(_warm.options(scheduling_strategy=strategy, num_cpus=num_cpus).remote() for _ in range(count)))
 
 
+_file_threads: ThreadedToolExecutor | None = None
+
+
+def _file_executor() -> ThreadedToolExecutor:
+    """One set of file-tool threads per process, shared by every session it hosts."""
+    global _file_threads
+    if _file_threads is None:
+        _file_threads = ThreadedToolExecutor()
+    return _file_threads
+
+
 class RayToolExecutor:
-    """The ToolExecutor port on Ray."""
+    """The ToolExecutor port on Ray. Picklable: it travels in a subagent's blueprint and
+    decides in the process that uses it what runs there."""
 
     def __init__(self, node_id: str, *, num_cpus: float = 0.5):
         self.node_id = node_id
         self.num_cpus = num_cpus
         self._local = LocalToolExecutor()
 
+    def runs_here(self, tool: Tool) -> bool:
+        """True when `tool` runs in this process; False: as a Ray task on the workspace's node."""
+        if tool.execution_domain in _IN_SESSION:
+            return True
+        return type(tool) in FILE_TOOLS and self.node_id == ray.get_runtime_context().get_node_id()
+
     async def execute(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         if tool.execution_domain in _IN_SESSION:
             return await self._local.execute(tool, args, ctx)
+        if self.runs_here(tool):
+            return await _file_executor().execute(tool, args, ctx)
         _ship_by_value(tool)
         strategy = NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
         ref = run_tool_task.options(scheduling_strategy=strategy, num_cpus=self.num_cpus).remote(tool, args, ctx)

@@ -385,6 +385,14 @@ def _env_without_ray() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("WORKINGSET_RUNTIME", "RAY_ADDRESS")}
 
 
+def _python(code: str, *, timeout: float) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter that joins no Ray cluster of this process's."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env=_env_without_ray())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
 def test_connect_to_an_unreachable_address_is_one_clear_cluster_error():
     code = (
         "from cluster.runtime import ClusterError, connect\n"
@@ -393,12 +401,29 @@ def test_connect_to_an_unreachable_address_is_one_clear_cluster_error():
         "except ClusterError as exc:\n"
         "    print(f'ClusterError: {exc}')\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env=_env_without_ray())
-    assert proc.returncode == 0, proc.stderr
-    (line,) = proc.stdout.splitlines()
+    (line,) = _python(code, timeout=60).stdout.splitlines()
     assert line.startswith("ClusterError: cannot start or reach the Ray cluster at 127.0.0.1:1")
     assert "check the address and that the cluster is up" in line
+
+
+def test_the_embedded_cluster_keeps_idle_tool_workers_between_bursts():
+    """Ray kills idle workers beyond one per CPU after a second by default; the next
+    burst of tool calls would pay new Python processes and the harness's imports."""
+    code = (
+        "import os, time, ray\n"
+        "from cluster.runtime import connect\n"
+        "connect(num_cpus=1)\n"
+        "@ray.remote(num_cpus=0.25)\n"  # a burst of four tool tasks on one CPU
+        "def pid():\n"
+        "    time.sleep(0.5)\n"
+        "    return os.getpid()\n"
+        "burst = set(ray.get([pid.remote() for _ in range(4)]))\n"
+        "time.sleep(4)\n"
+        "alive = [p for p in burst if os.path.exists(f'/proc/{p}')]\n"
+        "print(len(burst), len(alive))\n"
+    )
+    started, alive = _python(code, timeout=180).stdout.split()
+    assert int(started) > 1 and alive == started
 
 
 def test_cli_with_an_unreachable_address_exits_with_one_error_line(tmp_path):

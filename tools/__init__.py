@@ -15,11 +15,12 @@ from tools.base import (
 )
 from tools.bash import BashTool
 from tools.edit import EditTool
-from tools.executor import LocalToolExecutor
+from tools.executor import LocalToolExecutor, ThreadedToolExecutor
 from tools.glob import GlobTool
 from tools.grep import GrepTool
 from tools.read import ReadTool
 from tools.registry import (
+    FILE_TOOLS,
     ToolRegistry,
     UnknownTool,
     default_registry,
@@ -30,6 +31,7 @@ from tools.workspace import relative_display
 from tools.write import WriteTool
 
 __all__ = [
+    "FILE_TOOLS",
     "BashTool",
     "CommandRunner",
     "EditTool",
@@ -39,6 +41,7 @@ __all__ = [
     "LocalToolExecutor",
     "PlainCommandRunner",
     "ReadTool",
+    "ThreadedToolExecutor",
     "Tool",
     "ToolContext",
     "ToolError",

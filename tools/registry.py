@@ -23,6 +23,7 @@ from tools.read import ReadTool
 from tools.write import WriteTool
 
 __all__ = [
+    "FILE_TOOLS",
     "ToolRegistry",
     "UnknownTool",
     "default_registry",
@@ -112,6 +113,12 @@ def validate_input(tool: Tool, raw: Any) -> BaseModel:
             where = ".".join(str(part) for part in e["loc"]) or "input"
             problems.append(f"- {where}: {e['msg']}")
         raise ToolError(f"Invalid input for {tool.name}:\n" + "\n".join(problems)) from None
+
+
+# The tools whose only effect is reading or writing files beneath the workspace, every
+# path opened through tools.beneath (the kernel refuses a way out); they run no code of
+# the agent's. A host may run them in its own process instead of a sandboxed task.
+FILE_TOOLS: tuple[type, ...] = (ReadTool, WriteTool, EditTool, GlobTool, GrepTool)
 
 
 def default_workspace_tools() -> list[Tool]:
