@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -104,7 +105,7 @@ class RayCluster:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[RayCluster]:
+def ray_cluster(tmp_path_factory) -> Iterator[RayCluster]:
     """One 2-node cluster shared by every Ray test (starting one costs seconds).
     cluster.runtime.connect() reuses the connection because ray.is_initialized()."""
     import ray
@@ -112,6 +113,13 @@ def ray_cluster() -> Iterator[RayCluster]:
 
     if ray.is_initialized():
         ray.shutdown()
+    # Ray's token authentication finds its token under $HOME, which every test points
+    # elsewhere: a raylet a later test adds would find none and die. One token file, named
+    # for the whole session, serves every node.
+    token = tmp_path_factory.mktemp("ray-auth") / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    token.chmod(0o600)
+    os.environ.setdefault("RAY_AUTH_TOKEN_PATH", str(token))
     object_store = 150 * 1024**2
     cluster = Cluster(
         initialize_head=True,

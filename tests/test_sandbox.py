@@ -351,14 +351,19 @@ async def test_non_root_harness_maps_its_own_uid_and_states_its_weaker_limits(ou
     workspace = outside_tmp / "user-ws"
     workspace.mkdir()
     os.chown(workspace, user, user)
-    stash = outside_tmp / "stash"
-    stash.mkdir()
-    prefix = Path(sys.prefix).resolve()
-    # The harness's Python lives under /root (0700): a private mount namespace lends it out.
+    # The harness's Python (a virtualenv's base interpreter too) may live under /root (0700):
+    # a private mount namespace lends those trees out over an empty /root.
+    lent = sorted({p for p in (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())
+                   if p.is_relative_to("/root")})
+    stashes = [outside_tmp / f"stash{n}" for n in range(len(lent))]
+    for stash in stashes:
+        stash.mkdir()
+    keep = "".join(f"mount --bind {p} {s} && " for p, s in zip(lent, stashes, strict=True))
+    give = "".join(f"mkdir -p {p} && mount --move {s} {p} && " for p, s in zip(lent, stashes, strict=True))
+    tmpfs = "mount -t tmpfs -o mode=0755 none /root && " if lent else ""
     setup = (
-        f"mount --bind {prefix} {stash} && mount -t tmpfs -o mode=0755 none /root && mkdir -p {prefix} && "
-        f"mount --move {stash} {prefix} && exec setpriv --reuid {user} --regid {user} --clear-groups "
-        f"env HOME=/tmp PYTHONPATH={os.getcwd()} {prefix}/bin/python3 {script} {workspace}"
+        f"{keep}{tmpfs}{give}exec setpriv --reuid {user} --regid {user} --clear-groups "
+        f"env HOME=/tmp PYTHONPATH={os.getcwd()} {Path(sys.prefix)}/bin/python3 {script} {workspace}"
     )
     done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", setup],
                           capture_output=True, text=True, timeout=120)
