@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +104,7 @@ class RayCluster:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory) -> Iterator[RayCluster]:
+def ray_cluster() -> Iterator[RayCluster]:
     """One 2-node cluster shared by every Ray test (starting one costs seconds).
     cluster.runtime.connect() reuses the connection because ray.is_initialized()."""
     import ray
@@ -114,12 +113,9 @@ def ray_cluster(tmp_path_factory) -> Iterator[RayCluster]:
     if ray.is_initialized():
         ray.shutdown()
     # Ray's token authentication finds its token under $HOME, which every test points
-    # elsewhere: a raylet a later test adds would find none and die. One token file, named
-    # for the whole session, serves every node.
-    token = tmp_path_factory.mktemp("ray-auth") / "auth_token"
-    token.write_text(secrets.token_hex(32))
-    token.chmod(0o600)
-    os.environ.setdefault("RAY_AUTH_TOKEN_PATH", str(token))
+    # elsewhere: a raylet a later test adds would find none and die. This cluster runs
+    # without it; tests/test_cluster_joining.py starts a token cluster of its own.
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     object_store = 150 * 1024**2
     cluster = Cluster(
         initialize_head=True,
