@@ -101,6 +101,20 @@ class RayCluster:
     other_node_id: str  # the second node; it alone has the "other_node" resource
     # Both declare "workingset_sandbox" (they can run sandboxed eval tasks); a node a test
     # adds without it gets none.
+    home: str | None = None  # $HOME when the cluster started
+
+    def add_node(self, **node_args: Any) -> Any:
+        """A raylet added by a test: started with the $HOME the cluster started with, where
+        Ray's token authentication keeps its token (every test points HOME elsewhere, and a
+        raylet that finds no token dies)."""
+        test_home = os.environ.get("HOME")
+        if self.home is not None:
+            os.environ["HOME"] = self.home
+        try:
+            return self.cluster.add_node(**node_args)
+        finally:
+            if test_home is not None:
+                os.environ["HOME"] = test_home
 
 
 @pytest.fixture(scope="session")
@@ -112,11 +126,8 @@ def ray_cluster() -> Iterator[RayCluster]:
 
     if ray.is_initialized():
         ray.shutdown()
-    # Ray's token authentication finds its token under $HOME, which every test points
-    # elsewhere: a raylet a later test adds would find none and die. This cluster runs
-    # without it; tests/test_cluster_joining.py starts a token cluster of its own.
-    os.environ["RAY_AUTH_MODE"] = "disabled"
     object_store = 150 * 1024**2
+    home = os.environ.get("HOME")
     cluster = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 2, "include_dashboard": False, "object_store_memory": object_store,
@@ -127,7 +138,8 @@ def ray_cluster() -> Iterator[RayCluster]:
     try:
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
         cluster.wait_for_nodes()
-        yield RayCluster(cluster=cluster, head_node_id=cluster.head_node.node_id, other_node_id=other.node_id)
+        yield RayCluster(cluster=cluster, head_node_id=cluster.head_node.node_id, other_node_id=other.node_id,
+                         home=home)
     finally:
         ray.shutdown()
         cluster.shutdown()

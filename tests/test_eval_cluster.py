@@ -51,7 +51,7 @@ def _runner(tmp_path: Path, ids: list[str], host, reporter, **options) -> EvalRu
 
 
 async def test_tasks_land_on_every_node_that_can_sandbox_and_each_workspace_is_on_its_node(ray_cluster, tmp_path):
-    plain = ray_cluster.cluster.add_node(num_cpus=2, object_store_memory=_OBJECT_STORE)  # no workingset_sandbox
+    plain = ray_cluster.add_node(num_cpus=2, object_store_memory=_OBJECT_STORE)  # no workingset_sandbox
     try:
         host = NodeRecordingHost(actors=1)
         ids = [f"t{i}" for i in range(6)]
@@ -91,7 +91,7 @@ class RemovingReporter(JsonReporter):
 
 
 async def test_a_node_lost_mid_batch_has_its_tasks_run_again_elsewhere_with_one_row_each(ray_cluster, tmp_path):
-    doomed = ray_cluster.cluster.add_node(num_cpus=2, resources={"workingset_sandbox": 1},
+    doomed = ray_cluster.add_node(num_cpus=2, resources={"workingset_sandbox": 1},
                                           object_store_memory=_OBJECT_STORE)
     reporter = RemovingReporter(ray_cluster.cluster, doomed)
     ids = [f"t{i}" for i in range(6)]
