@@ -2,53 +2,43 @@
 
 Plain asyncio. It reaches the world only through the ports it is given, so the same
 code runs in one process and inside a Ray actor. Compaction, permissions, the goal
-judge and budgets are called steps, not inline branches; the tool batch lives in
-`agents.tool_batch`.
+judge and budgets are called steps, not inline branches: the request and its
+compaction are built by `agents.request_builder`, a model call is made and counted
+against the budget by `agents.model_call`, the tool batch runs in `agents.tool_batch`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar, overload
+from typing import Literal
 
 from agents.budgets import BudgetExceeded
-from agents.compaction import (
-    CompactionEnv,
-    CompactionRequest,
-    CompactionResult,
-    check_budget_fits,
-    compact_budget,
-    make_strategy,
-    refusal_budget,
-)
-from agents.compaction.ledger import CompactionEvent
+from agents.compaction import CompactionResult, CompactionStrategy, make_strategy
 from agents.config import SessionSettings
-from agents.errors import PromptTooLong, WorkingsetError
+from agents.errors import WorkingsetError
 from agents.events import (
-    AssistantText,
     EndReason,
     GoalVerdict,
     ModeChanged,
-    ModelCall,
     Notice,
     PermissionRequested,
     SessionEnded,
     SessionStarted,
     SnapshotSaved,
 )
-from agents.goal import anchor_after_rewrite, goal_section, judge_step
+from agents.goal import goal_section, judge_step
 from agents.hooks import HookEvent, HookResult
-from agents.messages import Message, ToolUseBlock, tool_uses_by_id, with_unique_tool_ids
-from agents.models import cost_usd, model_info
+from agents.messages import Message, ToolUseBlock
+from agents.model_call import ModelCaller
+from agents.models import model_info
 from agents.modes import Mode, visible_registry
 from agents.persistence import restored_state, snapshot_of
 from agents.ports import ModelResponse, Usage
-from agents.prompt_too_long import RetryCheck, check_retry, exact_tokens, twice_refused
+from agents.request_builder import RequestBuilder
 from agents.session_kit import SessionKit, SessionPorts, notify_hooks
-from agents.session_state import GoalState, PendingState, SessionState
+from agents.session_state import GoalState, PendingState, SessionState, StateField
 from agents.snapshot_store import SnapshotError
 from agents.stop_reasons import NextStep, next_step_for
 from agents.system_prompt import SystemPrompt, tool_catalog_section
@@ -82,28 +72,6 @@ class TurnOutcome:
     request: PermissionRequested | None = None
 
 
-T = TypeVar("T")
-
-
-class _InState(Generic[T]):
-    """A Session attribute that reads and writes a field of the session's state."""
-
-    def __init__(self, field: str):
-        self.field = field
-
-    @overload
-    def __get__(self, session: None, owner: type) -> _InState[T]: ...
-
-    @overload
-    def __get__(self, session: Session, owner: type) -> T: ...
-
-    def __get__(self, session: Session | None, owner: type) -> _InState[T] | T:
-        return self if session is None else getattr(session.state, self.field)
-
-    def __set__(self, session: Session, value: T) -> None:
-        setattr(session.state, self.field, value)
-
-
 class Session:
     """One agent conversation and the loop that advances it.
 
@@ -130,39 +98,45 @@ class Session:
         )
         self.closers: list = []  # async callables run by aclose (MCP connections, ...)
         self.saved_version: str | None = None  # the last version this session saved
-        self.compiler = WorkingSetCompiler(kit.counter)
-        self.strategy = make_strategy(self.settings.compact.strategy)
+        self.requests = RequestBuilder(self.state, ports, kit, self.settings,
+                                       strategy=make_strategy(self.settings.compact.strategy), prompt=lambda: self.prompt)
         self.model_info = model_info(ports.model, self.settings.models)
-        self.budget_tokens = compact_budget(
-            ports.model, self.settings.agent.max_output_tokens, self.settings.compact, self.settings.models
-        )
+        self.calls = ModelCaller(self.state, ports, kit, requests=self.requests, info=self.model_info)
         self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens,
                                      checkpoint=lambda: self.save_snapshot("tool_batch"))
         self.set_mode(mode, announce=False)
-        check_budget_fits(self.budget_tokens, self._overhead_tokens())
-        self._compaction_env = CompactionEnv(
-            counter=kit.counter,
-            summarizer=ports.summarizer,
-            artifacts=kit.artifacts,
-            settings=self.settings.compact,
-            summarizer_settings=self.settings.summarizer,
-            model_name=ports.model.name,
-        )
+        self.requests.check_fits()
+
+    @property
+    def compiler(self) -> WorkingSetCompiler:
+        return self.requests.compiler
+
+    @property
+    def budget_tokens(self) -> int:
+        return self.requests.budget_tokens
+
+    @property
+    def strategy(self) -> CompactionStrategy:
+        return self.requests.strategy
+
+    @strategy.setter
+    def strategy(self, strategy: CompactionStrategy) -> None:
+        self.requests.strategy = strategy
 
     # The state's fields, by the names the loop and its callers use.
-    session_id = _InState[str]("session_id")
-    conversation = _InState[list[Message]]("conversation")
-    mode = _InState[Mode]("mode")
-    goal = _InState[GoalState | None]("goal")
-    pending = _InState[PendingState | None]("pending")
-    usage = _InState[Usage]("usage")
-    model_calls = _InState[int]("model_calls")
-    cost_usd = _InState[float]("cost_usd")
-    unpriced_calls = _InState[int]("unpriced_calls")
-    _turn_calls = _InState[int]("turn_calls")
-    _final_text = _InState[str]("final_text")
-    _cut_in_a_row = _InState[int]("cut_in_a_row")
-    _resuming_paused = _InState[bool]("resuming_paused")
+    session_id = StateField[str]("session_id")
+    conversation = StateField[list[Message]]("conversation")
+    mode = StateField[Mode]("mode")
+    goal = StateField[GoalState | None]("goal")
+    pending = StateField[PendingState | None]("pending")
+    usage = StateField[Usage]("usage")
+    model_calls = StateField[int]("model_calls")
+    cost_usd = StateField[float]("cost_usd")
+    unpriced_calls = StateField[int]("unpriced_calls")
+    _turn_calls = StateField[int]("turn_calls")
+    _final_text = StateField[str]("final_text")
+    _cut_in_a_row = StateField[int]("cut_in_a_row")
+    _resuming_paused = StateField[bool]("resuming_paused")
 
     # -- lifecycle events -------------------------------------------------------------
 
@@ -259,7 +233,7 @@ class Session:
     async def compact_now(self, focus: str | None = None) -> CompactionResult:
         """Manual `/compact`: summarize keeping the last few messages; on failure the
         history stays exactly as it was and the result says why."""
-        result = await self._compact("manual", focus)
+        result = await self.requests.compact("manual", focus)
         if result.changed:
             await self.save_snapshot("compact")
         return result
@@ -326,7 +300,7 @@ class Session:
 
     async def compile_working_set(self) -> CompiledRequest:
         """The request the next model call would send, after auto compaction."""
-        return await self._compile("auto")
+        return await self.requests.compile("auto")
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -359,7 +333,7 @@ class Session:
     async def _work(self) -> TurnOutcome:
         while self._turn_calls < self.settings.agent.max_turns:
             self._turn_calls += 1
-            response = await self._query(self._turn_calls)
+            response = await self.calls.query(self._turn_calls)
             step = next_step_for(
                 response, cut_in_a_row=self._cut_in_a_row, max_cut_in_a_row=self.settings.agent.max_truncated_replies
             )
@@ -400,98 +374,6 @@ class Session:
             "permission", self._final_text, self._turn_calls, detail=f"{request.name} needs approval", request=request
         )
 
-    async def _query(self, call_number: int) -> ModelResponse:
-        compiled = await self._compile("auto")
-        if self.kit.budget is not None:
-            await self.kit.budget.reserve()  # refused when the tree (or this scope) is already spent
-        started = time.perf_counter()
-        try:
-            response = await self.ports.model.create(compiled.request)
-        except PromptTooLong as refusal:
-            # Recompile once around a summary and retry; the retry is not a new turn.
-            compiled, response = await self._retry_smaller(compiled, refusal)
-        self._calibrate(compiled.estimated_tokens, response)
-        cost = cost_usd(response.usage, self.model_info.prices)
-        self.model_calls += 1
-        self.usage = self.usage + response.usage
-        if cost is None:
-            self.unpriced_calls += 1
-        else:
-            self.cost_usd += cost
-        response = self._record_reply(response)
-        self.emit(
-            ModelCall(
-                session_id=self.session_id,
-                turn=call_number,
-                estimated_input_tokens=compiled.estimated_tokens,
-                usage=response.usage,
-                stop_reason=response.stop_reason,
-                duration_ms=(time.perf_counter() - started) * 1000,
-                cost_usd=cost,
-                pricing=self.model_info.pricing,
-            )
-        )
-        for text in (b.text for b in response.content if b.type == "text"):
-            self.emit(AssistantText(session_id=self.session_id, text=text))
-        if response.unknown_blocks:
-            kinds = ", ".join(sorted(set(response.unknown_blocks)))
-            self.emit(Notice(session_id=self.session_id, text=f"the reply held content blocks of a type this "
-                                                               f"Workingset does not know ({kinds}); they were left out"))
-        if self.kit.budget is not None:
-            await self.kit.budget.settle(response.usage, cost, self.ports.model.name)
-        return response
-
-    def _record_reply(self, response: ModelResponse) -> ModelResponse:
-        """Append the reply (returned with its tool_use ids made unique); the continuation
-        of a paused turn joins the paused message."""
-        message = response.as_message()
-        if message.tool_uses:
-            message, renamed = with_unique_tool_ids(message, set(tool_uses_by_id(self.conversation)))
-            if renamed:
-                response = response.model_copy(update={"content": message.content})
-                self.emit(Notice(session_id=self.session_id, text="the model reused tool-use ids; the calls were "
-                                 "given fresh ones: " + ", ".join(f"{old} → {new}" for old, new in renamed)))
-        if self._resuming_paused and self.conversation and self.conversation[-1].role == "assistant":
-            paused = self.conversation.pop()
-            message = Message(role="assistant", content=(*paused.content, *message.content))
-        self.conversation.append(message)
-        return response
-
-    def _calibrate(self, estimated: int, response: ModelResponse) -> None:
-        observe = getattr(self.kit.counter, "observe", None)
-        if observe is not None and response.usage_reported:
-            observe(estimated, response.usage.prompt_tokens)
-
-    async def _retry_smaller(self, refused: CompiledRequest, refusal: PromptTooLong) -> tuple[CompiledRequest, ModelResponse]:
-        """The design's prompt-too-long path: recompile once, check, send once more.
-        Nothing is sent, and the conversation is left as it was, unless the recompiled
-        request passes the check of `agents.prompt_too_long`."""
-        target = refusal_budget(refused.estimated_tokens, refusal, self.budget_tokens)
-        result = await self._compact("prompt_too_long", None, budget=target, apply=False)
-        retry = self._compile_now(result.messages) if result.changed and result.failure is None else None
-        check = RetryCheck(
-            refused_estimate=refused.estimated_tokens,
-            budget=target,
-            failure=result.failure or (None if result.changed else f"strategy '{self.strategy.name}' changed nothing"),
-            retry_estimate=retry.estimated_tokens if retry is not None else None,
-            refused_actual=refusal.actual_tokens,
-            limit=refusal.limit_tokens,
-        )
-        count = None if retry is None else (lambda: exact_tokens(self.ports.model, retry.request))
-        try:
-            await check_retry(check, refusal, count=count)
-        except PromptTooLong:
-            self._emit_compaction(result)  # what was tried, though not applied
-            raise
-        assert retry is not None  # check_retry refuses when nothing was recompiled
-        self._apply(result)
-        if self.kit.trace is not None:
-            self.kit.trace.write(retry, self.prompt, result.events, budget_tokens=target, counter=self.kit.counter)
-        try:
-            return retry, await self.ports.model.create(retry.request)
-        except PromptTooLong as again:
-            raise twice_refused(again, estimate=retry.estimated_tokens, budget=self.budget_tokens) from again
-
     async def _judge_goal(self, outcome: TurnOutcome) -> str | TurnOutcome | None:
         """After a natural end in Default mode: the judge decides whether work goes on
         (a continue input), stops (an outcome), or the goal is met (None)."""
@@ -512,75 +394,3 @@ class Session:
         if step.stop is not None:
             return TurnOutcome(step.stop, outcome.final_text, outcome.model_calls, detail=step.detail)
         return step.continue_with
-
-    # -- compile and compact ----------------------------------------------------------
-
-    def _overhead_tokens(self) -> int:
-        tools = self.compiler.tools_for(visible_registry(self.kit.registry, self.mode))
-        return self.compiler.prefix_tokens(self.prompt.text, tools)
-
-    def _compile_now(self, messages: list[Message] | None = None) -> CompiledRequest:
-        return self.compiler.compile(
-            system=self.prompt.text,
-            registry=visible_registry(self.kit.registry, self.mode),
-            messages=self.conversation if messages is None else messages,
-            max_tokens=self.settings.agent.max_output_tokens,
-        )
-
-    async def _compile(self, trigger: Literal["auto"], budget: int | None = None) -> CompiledRequest:
-        # The strategy sees every call (it decides whether to act); the running estimate
-        # is passed along so an under-budget call costs no recount. Over the budget, the
-        # provider's own count (when it has one) decides, and calibrates the estimator.
-        compiled = self._compile_now()
-        total = compiled.estimated_tokens
-        if total > (budget or self.budget_tokens):
-            counted = await exact_tokens(self.ports.model, compiled.request)
-            if counted is not None:
-                observe = getattr(self.kit.counter, "observe", None)
-                if observe is not None:
-                    observe(total, counted)
-                total = counted
-        result = await self._compact(trigger, None, total_tokens=total, budget=budget)
-        events: list[CompactionEvent] = result.events
-        if result.changed:
-            compiled = self._compile_now()
-        if self.kit.trace is not None:
-            self.kit.trace.write(compiled, self.prompt, events, budget_tokens=self.budget_tokens, counter=self.kit.counter)
-        return compiled
-
-    async def _compact(
-        self, trigger, focus: str | None, total_tokens: int | None = None, budget: int | None = None, *, apply: bool = True
-    ) -> CompactionResult:
-        request = CompactionRequest(
-            messages=self.conversation,  # strategies never mutate it; they return new lists
-            overhead_tokens=self._overhead_tokens(),
-            budget_tokens=budget or self.budget_tokens,
-            trigger=trigger,
-            focus=focus,
-            total_tokens=total_tokens,
-        )
-        hooked = self.kit.hooks is not None and (
-            trigger != "auto" or request.current_tokens(self._compaction_env) > request.budget_tokens
-        )
-        payload = {"session_id": self.session_id, "trigger": trigger}
-        if hooked:
-            payload["tokens_before"] = request.current_tokens(self._compaction_env)
-            await self.notify_hooks(HookEvent.PRE_COMPACT, payload)
-        result = await self.strategy.compact(request, self._compaction_env)
-        if hooked:
-            after = result.events[-1].tokens_after if result.events else payload["tokens_before"]
-            await self.notify_hooks(HookEvent.POST_COMPACT, {**payload, "tokens_after": after})
-        if apply:
-            self._apply(result)
-        return result
-
-    def _apply(self, result: CompactionResult) -> None:
-        if result.changed:
-            if self.goal is not None:
-                self.goal.since_index = anchor_after_rewrite(self.goal.since_index, self.conversation, result.messages)
-            self.conversation = result.messages
-        self._emit_compaction(result)
-
-    def _emit_compaction(self, result: CompactionResult) -> None:
-        for event in result.events:
-            self.emit(event.model_copy(update={"session_id": self.session_id}))

@@ -14,7 +14,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -31,6 +31,7 @@ __all__ = [
     "PendingState",
     "PermissionState",
     "SessionState",
+    "StateField",
     "git_head",
     "settings_fingerprint",
 ]
@@ -176,3 +177,29 @@ def git_head(cwd: Path) -> str | None:
     snapshot itself) and never through a link out of it; see tools.host_git."""
     head = repository_head(cwd)
     return head.commit if head is not None else None
+
+
+class HoldsState(Protocol):
+    state: SessionState
+
+
+T = TypeVar("T")
+
+
+class StateField(Generic[T]):
+    """An attribute (of a Session) that reads and writes a field of the holder's state."""
+
+    def __init__(self, field: str):
+        self.field = field
+
+    @overload
+    def __get__(self, holder: None, owner: type) -> StateField[T]: ...
+
+    @overload
+    def __get__(self, holder: HoldsState, owner: type) -> T: ...
+
+    def __get__(self, holder: HoldsState | None, owner: type) -> StateField[T] | T:
+        return self if holder is None else getattr(holder.state, self.field)
+
+    def __set__(self, holder: HoldsState, value: T) -> None:
+        setattr(holder.state, self.field, value)

@@ -11,14 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.fake_messages_server import FakeMessagesServer
+from tests.fake_openai_server import FakeOpenAIServer
 from tools import beneath
-
-try:
-    from tests.fake_messages_server import FakeMessagesServer
-    from tests.fake_openai_server import FakeOpenAIServer
-except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.path
-    from fake_messages_server import FakeMessagesServer
-    from fake_openai_server import FakeOpenAIServer
 
 
 @pytest.fixture(autouse=True)
@@ -45,36 +40,26 @@ def beneath_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
 @pytest.fixture(scope="session")
 def _messages_server_session() -> Iterator[FakeMessagesServer]:
-    server = FakeMessagesServer().start()
-    try:
+    with FakeMessagesServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def messages_server(_messages_server_session: FakeMessagesServer) -> Iterator[FakeMessagesServer]:
     """A running fake Messages API server with an empty queue and no recorded requests."""
-    _messages_server_session.reset()
-    yield _messages_server_session
-    _messages_server_session.reset()
+    yield from _messages_server_session.fresh()
 
 
 @pytest.fixture(scope="session")
 def _openai_server_session() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer().start()
-    try:
+    with FakeOpenAIServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def openai_server(_openai_server_session: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
     """A running fake Chat Completions server with an empty queue and no recorded requests."""
-    _openai_server_session.reset()
-    yield _openai_server_session
-    _openai_server_session.reset()
+    yield from _openai_server_session.fresh()
 
 
 class SleepRecorder:

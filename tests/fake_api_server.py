@@ -19,9 +19,9 @@ import json
 import socket
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 from starlette.applications import Starlette
@@ -113,7 +113,7 @@ class FakeApiServer:
             raise RuntimeError(f"{type(self).__name__} is not started")
         return f"http://{self.host}:{self.port}"
 
-    def start(self, timeout_s: float = 10.0) -> FakeApiServer:
+    def start(self, timeout_s: float = 10.0) -> Self:
         if self._thread is not None:
             return self
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -152,7 +152,7 @@ class FakeApiServer:
             self._socket.close()
         self._server = self._thread = self._socket = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -164,6 +164,13 @@ class FakeApiServer:
             self.requests.clear()
             self.problems.clear()
             self._queue.clear()
+
+    def fresh(self) -> Iterator[Self]:
+        """The server reset, then reset again when the caller is done (a fixture that
+        shares one running server between tests yields from this)."""
+        self.reset()
+        yield self
+        self.reset()
 
     # ---------------------------------------------------------------- scripting
 

@@ -32,24 +32,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-try:
-    from tests.fake_api_server import (
-        FakeApiServer,
-        RecordedRequest,
-        StreamFault,
-        json_error,
-        pieces,
-        sse_response,
-    )
-except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.path
-    from fake_api_server import (
-        FakeApiServer,
-        RecordedRequest,
-        StreamFault,
-        json_error,
-        pieces,
-        sse_response,
-    )
+from tests.fake_api_server import (
+    FakeApiServer,
+    RecordedRequest,
+    StreamFault,
+    json_error,
+    pieces,
+    sse_response,
+)
 
 __all__ = ["FakeMessagesServer", "RecordedRequest", "ScriptedResponse", "StreamFault", "error_body", "presented_key",
            "sign"]

@@ -42,7 +42,7 @@ try:
         pieces,
         sse_response,
     )
-except ImportError:  # tests/ is not a package; pytest put tests/ itself on sys.path
+except ImportError:  # run by hand as a file (see above): tests/ itself is on sys.path, not the checkout
     from fake_api_server import (
         FakeApiServer,
         RecordedRequest,

@@ -25,7 +25,7 @@ from agents.models import ModelInfo
 from agents.modes import Mode
 from agents.ports import ModelClient, ModelRequest, ModelResponse, Summarizer, Usage
 from agents.session_state import SessionState
-from agents.tokens import CharRatioEstimator
+from agents.tokens import CharRatioEstimator, estimate_messages_tokens
 from agents.trust import TrustList
 from cluster.eval.hosts import LocalHost
 from tools import LocalToolExecutor, ToolRegistry, default_registry
@@ -177,6 +177,22 @@ def compaction_request(messages, budget=NO_BUDGET, trigger="auto", **kw) -> Comp
     return CompactionRequest(
         messages=messages, overhead_tokens=COMPACTION_OVERHEAD, budget_tokens=budget, trigger=trigger, **kw
     )
+
+
+def compaction_tokens(messages) -> int:
+    """What a compaction request of `messages` counts: the fixed overhead plus the messages."""
+    return COMPACTION_OVERHEAD + estimate_messages_tokens(COMPACTION_COUNTER, messages)
+
+
+def alternates_from_user(messages) -> bool:
+    return messages[0].role == "user" and all(
+        a.role != b.role for a, b in zip(messages, messages[1:], strict=False)
+    )
+
+
+def same_messages(a, b) -> bool:
+    """The very same message objects, in order (a strategy that changed nothing)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def tool_conversation(pairs: int = 12, body_chars: int = 2_000, tools=("Bash",)) -> list[Message]:

@@ -1,24 +1,16 @@
-"""The baseline compaction strategies: each rule, the protocol invariant on random
-conversations, specs with parameters, user strategies by import path and entry point."""
+"""The baseline compaction strategies, one rule at a time: truncate, mask, window, summarize,
+amortized, clear-tool-uses and hybrid. Invariants over random conversations are in
+test_baseline_invariants.py, specs and user strategies in test_baseline_specs.py."""
 
-import importlib.metadata
 import random
-import sys
 
 import pytest
 
-from agents.compaction import STRATEGIES, make_strategy
-from agents.compaction import specs as specs_module
+from agents.compaction import make_strategy
 from agents.compaction.boundaries import clean_boundaries
 from agents.compaction.clearing import is_cleared
-from agents.compaction.ledger import (
-    CACHE_READ_MULTIPLIER,
-    CACHE_WRITE_MULTIPLIER,
-    input_price_per_mtok,
-)
 from agents.compaction.notes import BRIDGE_TEXT, TRIM_MARKER, is_synthetic
 from agents.compaction.strategies import (
-    BUILTIN_STRATEGIES,
     AmortizedForgetting,
     ClearToolUses,
     HybridMaskSummarize,
@@ -28,39 +20,24 @@ from agents.compaction.strategies import (
     SummarizeOlder,
 )
 from agents.compaction.summary import is_summary_boundary
-from agents.config import AgentSettings, CompactSettings, SessionSettings
-from agents.errors import ConfigError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock, protocol_problems
-from agents.tokens import estimate_messages_tokens
-from tests.fakes import COMPACTION_COUNTER as COUNTER
-from tests.fakes import COMPACTION_MODEL as MODEL
 from tests.fakes import COMPACTION_OVERHEAD as OVERHEAD
 from tests.fakes import NO_BUDGET as HUGE
-from tests.fakes import FakeSummarizer, local_session, random_conversation
+from tests.fakes import (
+    FakeSummarizer,
+    alternates_from_user,
+    compaction_tokens,
+    random_conversation,
+    same_messages,
+)
 from tests.fakes import compaction_env as _env
 from tests.fakes import compaction_request as _request
 from tests.fakes import tool_conversation as _conversation
 from tools.artifacts import ArtifactStore
 
-TRIGGERS = ("auto", "manual", "prompt_too_long")
-
-
-def _tokens(messages) -> int:
-    return OVERHEAD + estimate_messages_tokens(COUNTER, messages)
-
 
 def _result_bodies(messages) -> dict[str, str]:
     return {b.tool_use_id: b.content for m in messages for b in m.tool_results_in}
-
-
-def _alternates_from_user(messages) -> bool:
-    return messages[0].role == "user" and all(
-        a.role != b.role for a, b in zip(messages, messages[1:], strict=False)
-    )
-
-
-def _same(a, b) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 # -- truncate ---------------------------------------------------------------------------------
@@ -72,10 +49,10 @@ async def test_truncate_and_raw_never_compact_and_keep_their_names(name):
     strategy = make_strategy(name)
     assert strategy == NoCompaction(name) and strategy.name == name
     auto = await strategy.compact(_request(messages, budget=OVERHEAD + 10), _env())
-    assert _same(auto.messages, messages) and auto.events == [] and auto.failure is None
+    assert same_messages(auto.messages, messages) and auto.events == [] and auto.failure is None
     for trigger in ("manual", "prompt_too_long"):
         result = await strategy.compact(_request(messages, OVERHEAD + 10, trigger), _env())
-        assert _same(result.messages, messages)
+        assert same_messages(result.messages, messages)
         assert result.failure and f"strategy '{name}' never compacts" in result.failure
         assert not result.changed
 
@@ -107,7 +84,7 @@ async def test_mask_keeps_exactly_the_last_n_result_bodies_even_under_budget(spe
     [event] = result.events
     assert (event.kind, event.strategy, event.results_cleared) == ("clear", "mask", 12 - keep)
     again = await make_strategy(spec).compact(_request(result.messages), _env())
-    assert again.events == [] and _same(again.messages, result.messages)  # idempotent
+    assert again.events == [] and same_messages(again.messages, result.messages)  # idempotent
 
 
 async def test_mask_counts_each_block_of_a_parallel_batch_and_stores_bodies(tmp_path):
@@ -142,7 +119,7 @@ async def test_mask_counts_each_block_of_a_parallel_batch_and_stores_bodies(tmp_
 async def test_mask_leaves_bodies_shorter_than_their_placeholder():
     messages = _conversation(pairs=8, body_chars=5)
     result = await ObservationMasking(keep=1).compact(_request(messages), _env())
-    assert _same(result.messages, messages) and result.events == []
+    assert same_messages(result.messages, messages) and result.events == []
     manual = await ObservationMasking(keep=1).compact(_request(messages, trigger="manual"), _env())
     assert manual.failure and "nothing to mask" in manual.failure and not manual.changed
 
@@ -155,12 +132,12 @@ async def test_window_keeps_first_k_and_last_m_with_one_marker():
     result = await make_strategy("window:first=1,last=10").compact(_request(messages), _env())
     out = result.messages
     assert out[0] is messages[0]
-    assert _same(out[-10:], messages[-10:])
+    assert same_messages(out[-10:], messages[-10:])
     synthetic = out[1:-10]
     assert all(is_synthetic(m) for m in synthetic)
     notes = [m for m in synthetic if m.text.startswith(TRIM_MARKER)]
     assert len(notes) == 1 and notes[0].text.startswith(f"{TRIM_MARKER} 30 earlier messages")
-    assert _alternates_from_user(out) and protocol_problems(out, allow_trailing_uses=False) == []
+    assert alternates_from_user(out) and protocol_problems(out, allow_trailing_uses=False) == []
     [event] = result.events
     assert (event.kind, event.results_cleared) == ("clear", 15)
     # The window slides: two more messages, and the note counts everything dropped.
@@ -172,10 +149,10 @@ async def test_window_keeps_first_k_and_last_m_with_one_marker():
     again = await make_strategy("window:first=1,last=10").compact(_request(grown), _env())
     notes = [m for m in again.messages if m.text.startswith(TRIM_MARKER)]
     assert len(notes) == 1 and notes[0].text.startswith(f"{TRIM_MARKER} 32 earlier messages")
-    assert _same(again.messages[-10:], grown[-10:])
+    assert same_messages(again.messages[-10:], grown[-10:])
     # Nothing new to drop: no change, no event.
     still = await make_strategy("window:first=1,last=10").compact(_request(again.messages), _env())
-    assert still.events == [] and _same(still.messages, again.messages)
+    assert still.events == [] and same_messages(still.messages, again.messages)
 
 
 async def test_window_extends_to_clean_boundaries():
@@ -184,15 +161,15 @@ async def test_window_extends_to_clean_boundaries():
     out = result.messages
     # first=2 ends inside a tool interaction (use at 1, result at 2): the head extends to 3;
     # last=9 starts on a result: the tail extends back to 10 messages.
-    assert _same(out[:3], messages[:3])
-    assert _same(out[-10:], messages[-10:])
+    assert same_messages(out[:3], messages[:3])
+    assert same_messages(out[-10:], messages[-10:])
     assert protocol_problems(out, allow_trailing_uses=False) == []
 
 
 async def test_window_does_nothing_to_a_short_conversation():
     messages = _conversation(pairs=5)
     result = await SlidingWindow().compact(_request(messages), _env())
-    assert _same(result.messages, messages) and result.events == []
+    assert same_messages(result.messages, messages) and result.events == []
 
 
 # -- summarize ---------------------------------------------------------------------------------
@@ -201,21 +178,21 @@ async def test_window_does_nothing_to_a_short_conversation():
 async def test_summarize_waits_for_the_budget_then_keeps_first_and_last_m():
     messages = _conversation(pairs=15)  # 31 messages
     summarizer = FakeSummarizer()
-    under = await SummarizeOlder().compact(_request(messages, _tokens(messages)), _env(summarizer))
-    assert _same(under.messages, messages) and summarizer.calls == []
+    under = await SummarizeOlder().compact(_request(messages, compaction_tokens(messages)), _env(summarizer))
+    assert same_messages(under.messages, messages) and summarizer.calls == []
 
     result = await SummarizeOlder().compact(
-        _request(messages, _tokens(messages) - 1), _env(summarizer)
+        _request(messages, compaction_tokens(messages) - 1), _env(summarizer)
     )
     [older] = summarizer.calls
     split = len(messages) - 10  # an assistant message: a clean boundary
     assert clean_boundaries(messages)[split]
-    assert _same(older, messages[1:split])
+    assert same_messages(older, messages[1:split])
     out = result.messages
-    assert out[0] is messages[0] and _same(out[-10:], messages[split:])
+    assert out[0] is messages[0] and same_messages(out[-10:], messages[split:])
     assert out[1].text == BRIDGE_TEXT and is_summary_boundary(out[2])
     assert "fix the parser" in out[2].text
-    assert _alternates_from_user(out)
+    assert alternates_from_user(out)
     [event] = result.events
     assert (event.kind, event.messages_summarized, event.summarizer_calls) == (
         "summary",
@@ -231,12 +208,12 @@ async def test_summarize_by_event_count_and_failure_keeps_the_conversation():
         _request(messages), _env(summarizer)
     )
     assert len(summarizer.calls) == 1 and result.changed
-    assert _same(result.messages[-4:], messages[-4:]) and _same(summarizer.calls[0], messages[1:-4])
+    assert same_messages(result.messages[-4:], messages[-4:]) and same_messages(summarizer.calls[0], messages[1:-4])
     failing = FakeSummarizer(error=RuntimeError("summarizer down"))
     failed = await make_strategy("summarize:max_events=30").compact(
         _request(messages), _env(failing)
     )
-    assert _same(failed.messages, messages)
+    assert same_messages(failed.messages, messages)
     assert failed.failure and "summarizer down" in failed.failure
     assert failed.events[-1].failed and not failed.changed
 
@@ -250,15 +227,15 @@ async def test_summarize_does_not_summarize_its_own_summary_again():
     again = await SummarizeOlder().compact(_request(first.messages, tight), _env(summarizer))
     assert len(summarizer.calls) == 1
     assert again.failure and "nothing new" in again.failure
-    assert _same(again.messages, first.messages) and not again.changed
+    assert same_messages(again.messages, first.messages) and not again.changed
 
 
 async def test_summarize_manual_keeps_manual_keep_messages():
     messages = _conversation(pairs=6)
     summarizer = FakeSummarizer()
     result = await SummarizeOlder().compact(_request(messages, trigger="manual"), _env(summarizer))
-    assert _same(summarizer.calls[0], messages[1:-2])
-    assert result.messages[0] is messages[0] and _same(result.messages[-2:], messages[-2:])
+    assert same_messages(summarizer.calls[0], messages[1:-2])
+    assert result.messages[0] is messages[0] and same_messages(result.messages[-2:], messages[-2:])
 
 
 @pytest.mark.parametrize("strategy", [SummarizeOlder(manual_keep=4), HybridMaskSummarize(keep=HUGE, manual_keep=4)])
@@ -266,8 +243,8 @@ async def test_manual_keep_parameter_overrides_the_setting(strategy):
     messages = _conversation(pairs=6)
     summarizer = FakeSummarizer()
     result = await strategy.compact(_request(messages, trigger="manual"), _env(summarizer))
-    assert _same(summarizer.calls[0], messages[1:-4])
-    assert result.messages[0] is messages[0] and _same(result.messages[-4:], messages[-4:])
+    assert same_messages(summarizer.calls[0], messages[1:-4])
+    assert result.messages[0] is messages[0] and same_messages(result.messages[-4:], messages[-4:])
 
 
 # -- amortized --------------------------------------------------------------------------------
@@ -275,19 +252,19 @@ async def test_manual_keep_parameter_overrides_the_setting(strategy):
 
 async def test_amortized_drops_the_older_half_only_when_over_budget():
     messages = _conversation(pairs=11)  # 23 messages: task + 22
-    under = await AmortizedForgetting().compact(_request(messages, _tokens(messages)), _env())
-    assert _same(under.messages, messages) and under.events == []
+    under = await AmortizedForgetting().compact(_request(messages, compaction_tokens(messages)), _env())
+    assert same_messages(under.messages, messages) and under.events == []
 
-    result = await AmortizedForgetting().compact(_request(messages, _tokens(messages) - 1), _env())
+    result = await AmortizedForgetting().compact(_request(messages, compaction_tokens(messages) - 1), _env())
     # half of the 22 after the task is 11 → index 12, a tool result: the cut moves to 13.
     assert not clean_boundaries(messages)[12] and clean_boundaries(messages)[13]
     out = result.messages
-    assert out[0] is messages[0] and _same(out[-10:], messages[13:])
+    assert out[0] is messages[0] and same_messages(out[-10:], messages[13:])
     assert len(out) == 1 + 2 + 10  # task, bridge + note, the newer half
     notes = [m for m in out if m.text.startswith(TRIM_MARKER)]
     assert len(notes) == 1 and notes[0].text.startswith(f"{TRIM_MARKER} 12 earlier messages")
     assert "summary" not in [e.kind for e in result.events]
-    assert _alternates_from_user(out) and protocol_problems(out, allow_trailing_uses=False) == []
+    assert alternates_from_user(out) and protocol_problems(out, allow_trailing_uses=False) == []
     assert (
         result.events[0].kind == "clear"
         and result.events[0].tokens_after < result.events[0].tokens_before
@@ -297,12 +274,12 @@ async def test_amortized_drops_the_older_half_only_when_over_budget():
 async def test_amortized_with_a_parallel_batch_cuts_only_at_clean_boundaries():
     rng = random.Random(7)
     for _ in range(30):
-        messages = _random_conversation(rng)
+        messages = random_conversation(rng)
         result = await AmortizedForgetting(max_tokens=1).compact(_request(messages), _env())
         assert protocol_problems(result.messages, allow_trailing_uses=False) == []
         kept = [m for m in result.messages if not is_synthetic(m)]
         assert kept[0] is messages[0]
-        assert _same(kept[1:], messages[len(messages) - len(kept) + 1 :])
+        assert same_messages(kept[1:], messages[len(messages) - len(kept) + 1 :])
 
 
 # -- clear-tool-uses ------------------------------------------------------------------------------
@@ -310,11 +287,11 @@ async def test_amortized_with_a_parallel_batch_cuts_only_at_clean_boundaries():
 
 async def test_clear_tool_uses_honours_the_trigger_and_keep():
     messages = _conversation(pairs=10)
-    total = _tokens(messages)
+    total = compaction_tokens(messages)
     quiet = await make_strategy(f"clear-tool-uses:trigger={total}").compact(
         _request(messages), _env()
     )
-    assert _same(quiet.messages, messages) and quiet.events == []
+    assert same_messages(quiet.messages, messages) and quiet.events == []
     # Default trigger: the compact budget.
     assert (await ClearToolUses().compact(_request(messages, total), _env())).events == []
 
@@ -332,13 +309,13 @@ async def test_clear_tool_uses_honours_the_trigger_and_keep():
 
 async def test_clear_tool_uses_clear_at_least_exclude_tools_and_clear_tool_inputs():
     messages = _conversation(pairs=10, tools=("Bash", "Read"))
-    freed = _tokens(messages) - _tokens(
+    freed = compaction_tokens(messages) - compaction_tokens(
         (await ClearToolUses(trigger=1, keep=3).compact(_request(messages), _env())).messages
     )
     too_much = await ClearToolUses(trigger=1, keep=3, clear_at_least=freed + 1).compact(
         _request(messages), _env()
     )
-    assert too_much.events == [] and _same(too_much.messages, messages)
+    assert too_much.events == [] and same_messages(too_much.messages, messages)
     enough = await ClearToolUses(trigger=1, keep=3, clear_at_least=freed).compact(
         _request(messages), _env()
     )
@@ -379,7 +356,7 @@ async def test_hybrid_masks_every_call_and_summarizes_every_k_turns():
     assert [e.kind for e in result.events] == ["clear", "summary"]
     assert len(summarizer.calls) == 1
     assert result.messages[0] is conversation[0] and is_summary_boundary(result.messages[2])
-    assert _same(result.messages[-4:], conversation[-4:])  # last=4, both results verbatim
+    assert same_messages(result.messages[-4:], conversation[-4:])  # last=4, both results verbatim
     older_results = [b for m in summarizer.calls[0] for b in m.tool_results_in]
     assert len(older_results) == 4 and all(
         b.content.startswith("[observation elided") for b in older_results
@@ -396,315 +373,6 @@ async def test_hybrid_masks_every_call_and_summarizes_every_k_turns():
         step = await strategy.compact(_request(grown), env)
         grown = step.messages
         assert len(summarizer.calls) == (1 if k < 5 else 2), k
-    assert protocol_problems(grown, allow_trailing_uses=False) == [] and _alternates_from_user(
+    assert protocol_problems(grown, allow_trailing_uses=False) == [] and alternates_from_user(
         grown
     )
-
-
-# -- every strategy on random conversations ----------------------------------------------------------
-
-
-def _random_conversation(rng: random.Random) -> list[Message]:
-    return random_conversation(rng, max_turns=22)
-
-
-SPECS = [
-    "truncate",
-    "mask",
-    "mask:keep=1",
-    "window",
-    "window:first=0,last=3",
-    "window:first=2,last=1",
-    "summarize",
-    "summarize:max_events=6,last=3",
-    "amortized",
-    "amortized:first=0",
-    "clear-tool-uses",
-    "clear-tool-uses:trigger=1,keep=1,clear_tool_inputs=true,exclude_tools=Agent",
-    "hybrid",
-    "hybrid:keep=1,every=2,last=3",
-    # the peers' units and options
-    "mask:keep=3,unit=events",
-    "mask:keep=2,polling=3",
-    "window:first=0,last=5,unit=events",
-    "window:first=2,last=3,unit=events",
-    "summarize:max_events=8,last=4,unit=events",
-    "amortized:max_events=6,keep_last=3,unit=events",
-    "amortized:first=0,max_tokens=1,unit=events",
-    "clear-tool-uses:trigger=1,count_cleared=true",
-    "hybrid:keep=1,every=3,last=3,count_kept=true,summarize_unmasked=true",
-]
-
-
-def _texts(messages) -> list[str]:
-    return [
-        b.text
-        for m in messages
-        if not is_synthetic(m) and not is_summary_boundary(m)
-        for b in m.content
-        if isinstance(b, TextBlock)
-    ]
-
-
-@pytest.mark.parametrize("spec", SPECS)
-async def test_every_output_is_protocol_complete_for_every_trigger(spec):
-    for seed in range(30):
-        rng = random.Random(seed)
-        messages = _random_conversation(rng)
-        total = _tokens(messages)
-        for trigger in TRIGGERS:
-            for fraction in (0.05, 0.3, 0.7, 1.1):
-                budget = max(OVERHEAD + 1, int(total * fraction))
-                where = (spec, seed, trigger, fraction)
-                result = await make_strategy(spec).compact(
-                    _request(messages, budget, trigger), _env()
-                )
-                out = result.messages
-                assert protocol_problems(out, allow_trailing_uses=False) == [], where
-                assert _alternates_from_user(out), where
-                # Text is never rewritten: every real text survives verbatim, in order.
-                originals = _texts(messages)
-                kept = _texts(out)
-                it = iter(originals)
-                assert all(t in it for t in kept), where
-                # A message that did not change is the very same object.
-                ids = {id(m) for m in messages}
-                for m in out:
-                    if m in messages:
-                        assert id(m) in ids or is_synthetic(m), where
-                if result.changed:
-                    assert any(e.applied for e in result.events), where
-                    assert result.events[-1].tokens_after == _tokens(out) or result.failure, where
-                else:
-                    assert _same(out, messages), where
-                if trigger == "prompt_too_long" and result.changed and result.failure is None:
-                    assert _tokens(out) <= budget, where
-
-
-# -- ledger ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("spec", "kinds"),
-    [
-        ("mask:keep=2", ["clear"]),
-        ("window:last=6", ["clear"]),
-        ("summarize:max_events=5", ["summary"]),
-        ("amortized:max_tokens=1", ["clear"]),
-        ("clear-tool-uses:trigger=1", ["clear"]),
-        ("hybrid:keep=2,every=3", ["clear", "summary"]),
-    ],
-)
-async def test_ledger_events_when_the_conversation_changes(spec, kinds):
-    messages = _conversation(pairs=10)
-    result = await make_strategy(spec).compact(_request(messages), _env())
-    assert [e.kind for e in result.events] == kinds
-    price = input_price_per_mtok(MODEL) / 1_000_000
-    cached = _tokens(messages)
-    before = cached
-    for event in result.events:
-        assert event.applied and event.failed is None and event.trigger == "auto"
-        assert event.strategy == spec.split(":")[0]
-        assert event.tokens_before == before and event.tokens_after < event.tokens_before
-        assert event.results_cleared > 0 or event.messages_summarized > 0
-        unchanged = cached - event.cached_prefix_invalidated_tokens
-        assert OVERHEAD <= unchanged < cached
-        net = (
-            CACHE_WRITE_MULTIPLIER * (event.tokens_after - unchanged)
-            - CACHE_READ_MULTIPLIER * (cached - unchanged)
-        ) * price
-        assert event.estimated_next_call_net_cost_usd == pytest.approx(net, abs=1e-6)
-        saving = CACHE_READ_MULTIPLIER * (event.tokens_before - event.tokens_after) * price
-        assert event.estimated_saving_per_later_call_usd == pytest.approx(saving, abs=1e-6)
-        before = event.tokens_after
-    assert result.events[-1].tokens_after == _tokens(result.messages)
-
-
-async def test_prompt_too_long_drops_to_fit_or_summarizes_to_fit():
-    messages = _conversation(pairs=15)
-    budget = OVERHEAD + 4_000
-    for spec in ("mask", "window", "amortized", "clear-tool-uses"):
-        summarizer = FakeSummarizer()
-        result = await make_strategy(spec).compact(
-            _request(messages, budget, "prompt_too_long"), _env(summarizer)
-        )
-        assert result.failure is None, spec
-        assert _tokens(result.messages) <= budget and summarizer.calls == [], spec
-        assert result.messages[0] is messages[0]
-    budget = OVERHEAD + 1_500  # below what masking alone reaches
-    for spec in ("summarize", "hybrid"):
-        summarizer = FakeSummarizer()
-        result = await make_strategy(spec).compact(
-            _request(messages, budget, "prompt_too_long"), _env(summarizer)
-        )
-        assert result.failure is None and len(summarizer.calls) == 1, spec
-        assert result.events[-1].kind == "prompt_too_long"
-        assert _tokens(result.messages) <= budget
-    hopeless = await make_strategy("window").compact(
-        _request(messages, OVERHEAD + 50, "prompt_too_long"), _env()
-    )
-    assert hopeless.failure and _same(hopeless.messages, messages) and not hopeless.changed
-
-
-# -- specs and loading ------------------------------------------------------------------------------
-
-
-def test_builtin_strategies_are_registered():
-    assert set(BUILTIN_STRATEGIES) == set(STRATEGIES) == {
-        "current",
-        "clear-then-summarize",
-        "raw",
-        "truncate",
-        "mask",
-        "window",
-        "summarize",
-        "amortized",
-        "clear-tool-uses",
-        "hybrid",
-    }
-    assert make_strategy("window:first=1,last=30") == SlidingWindow(first=1, last=30)
-    assert make_strategy(" hybrid:every=3 , keep=7 ") == HybridMaskSummarize(keep=7, every=3)
-    assert make_strategy(
-        "clear-tool-uses:exclude_tools=Read|Grep,trigger=none,clear_tool_inputs=yes"
-    ) == ClearToolUses(exclude_tools=("Read", "Grep"), clear_tool_inputs=True)
-    assert make_strategy("summarize:max_tokens=5000").max_tokens == 5_000
-
-
-@pytest.mark.parametrize(
-    ("spec", "needles"),
-    [
-        (
-            "nope",
-            [
-                "unknown compaction strategy 'nope'",
-                "mask",
-                "window",
-                "clear-then-summarize",
-                "pkg.module:Factory",
-            ],
-        ),
-        ("mask:kep=3", ["no parameter 'kep'", "keep: int = 5"]),
-        (
-            "window:last=abc",
-            ["invalid value 'abc' for last: int", "first: int = 1, last: int = 20"],
-        ),
-        ("window:last=0", ["last must be >= 1", "last: int = 20"]),
-        ("mask:keep", ["expected key=value"]),
-        ("mask:keep=1,keep=2", ["given twice"]),
-        (
-            "clear-tool-uses:clear_tool_inputs=maybe",
-            ["clear_tool_inputs: bool", "expected true or false"],
-        ),
-        ("summarize:max_events=x", ["max_events: int | None", "max_tokens: int | None = None"]),
-        ("raw:keep=1", ["no parameter 'keep'", "takes no parameters"]),
-        ("no_such_module_xyz:Factory", ["cannot import", "no_such_module_xyz"]),
-        ("agents.compaction.strategies:Nope", ["has no compaction strategy factory 'Nope'"]),
-        ("agents.compaction.strategies:BUILTIN_STRATEGIES", ["not callable"]),
-    ],
-)
-def test_spec_errors_say_what_is_valid(spec, needles):
-    with pytest.raises(ConfigError) as info:
-        make_strategy(spec)
-    for needle in needles:
-        assert needle in str(info.value), (needle, str(info.value))
-
-
-USER_STRATEGY = """
-from dataclasses import dataclass
-from agents.compaction import CompactionResult
-
-
-@dataclass
-class KeepLast:
-    name = "keep-last"
-    n: int = 3
-    loud: bool = False
-
-    async def compact(self, request, env):
-        return CompactionResult(list(request.messages))
-
-
-def make(n: int = 1):
-    return KeepLast(n=n)
-
-
-def broken():
-    return object()
-"""
-
-
-@pytest.fixture
-def user_module(tmp_path, monkeypatch):
-    (tmp_path / "my_strategies_mod.py").write_text(USER_STRATEGY)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield "my_strategies_mod"
-    sys.modules.pop("my_strategies_mod", None)
-
-
-async def test_user_strategy_by_import_path(user_module):
-    strategy = make_strategy(f"{user_module}:KeepLast:n=7,loud=on")
-    assert (strategy.name, strategy.n, strategy.loud) == ("keep-last", 7, True)
-    assert make_strategy(f"{user_module}:make").n == 1
-    messages = _conversation(pairs=2)
-    assert _same((await strategy.compact(_request(messages), _env())).messages, messages)
-    with pytest.raises(ConfigError, match="did not build a compaction strategy"):
-        make_strategy(f"{user_module}:broken")
-    with pytest.raises(ConfigError, match="no parameter 'x'.*n: int = 3"):
-        make_strategy(f"{user_module}:KeepLast:x=1")
-
-
-def test_user_strategy_by_entry_point(user_module, monkeypatch):
-    group = specs_module.STRATEGY_ENTRY_POINT_GROUP
-    assert group == "workingset.strategies"
-    points = (
-        importlib.metadata.EntryPoint(
-            name="keep-last", value=f"{user_module}:KeepLast", group=group
-        ),
-        importlib.metadata.EntryPoint(name="mask", value=f"{user_module}:KeepLast", group=group),
-        importlib.metadata.EntryPoint(name="broken-ep", value="no_such_module_xyz:X", group=group),
-    )
-    monkeypatch.setattr(specs_module, "installed_strategy_entry_points", lambda: points)
-    assert make_strategy("keep-last:n=4").n == 4
-    assert isinstance(make_strategy("mask"), ObservationMasking)  # built-ins win
-    with pytest.raises(ConfigError) as info:
-        make_strategy("nope")
-    assert "keep-last" in str(info.value)
-    with pytest.raises(
-        ConfigError, match="cannot load compaction strategy entry point 'broken-ep'"
-    ):
-        make_strategy("broken-ep")
-
-
-# -- in the loop --------------------------------------------------------------------------------------
-
-
-async def test_mask_spec_runs_in_the_session_and_recall_returns_elided_bodies(tmp_path):
-    from tests.fakes import RecordingModel
-    from tools import ToolRegistry, default_workspace_tools
-    from tools.recall import RecallTool
-
-    for i in range(3):
-        (tmp_path / f"f{i}.txt").write_text(f"file {i} " * 200)
-    model = RecordingModel(
-        [[ToolUseBlock(id=f"r{i}", name="Read", input={"path": f"f{i}.txt"})] for i in range(3)]
-        + [[ToolUseBlock(id="rc", name="Recall", input={"id": "r0"})], [TextBlock(text="done")]]
-    )
-    settings = SessionSettings(
-        agent=AgentSettings(max_turns=10), compact=CompactSettings(strategy="mask:keep=1")
-    )
-    session, _ = local_session(tmp_path, model, registry=ToolRegistry([*default_workspace_tools(), RecallTool()]),
-                               settings=settings, artifacts=ArtifactStore(tmp_path / ".artifacts"))
-    try:
-        outcome = await session.run_turn("read the files")
-        assert outcome.reason == "end_turn"
-        # The fourth call saw r0 and r1 elided, r2 verbatim.
-        seen = [b.content for m in model.requests[3].messages for b in m.tool_results_in]
-        assert (
-            seen[0]
-            == f'[observation elided: {len(session.kit.artifacts.get("r0"))} chars; Recall(id="r0")]'
-        )
-        assert seen[1].startswith("[observation elided") and "file 2" in seen[2]
-        recalled = session.conversation[-2].tool_results_in[0].content
-        assert "file 0 file 0" in recalled
-    finally:
-        session.kit.artifacts.close()

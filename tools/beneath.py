@@ -7,7 +7,8 @@ RESOLVE_BENEATH (a `..` or a symlink that would leave the root fails the open it
 and RESOLVE_NO_MAGICLINKS (no /proc/self/fd tricks). Where `openat2` is missing (Linux
 before 5.6, or a seccomp filter that hides it) each component is opened with O_NOFOLLOW
 relative to its parent's handle, and symlinks inside the root are followed by reading
-them and walking on from the handles already held, never by the kernel.
+them and walking on from the handles already held, never by the kernel (that walk is
+`tools.component_walk`).
 
 `real_path` gives the symlink-free path a path leads to (inside the root). Opening that
 path with `follow_links=False` binds the open to it: a link swapped in afterwards makes
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tools.base import ToolError
+from tools.component_walk import DIR_FLAGS, lstat_at, open_walking, path_parts
+from tools.component_walk import real_path as walked_real_path
 
 __all__ = ["MAX_PATH_BYTES", "MAX_WALK_DEPTH", "Beneath", "BeneathError", "WalkedFile", "relative_path"]
 
@@ -38,9 +41,7 @@ _SYS_OPENAT2 = 437  # the same number on every architecture (asm-generic, Linux 
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
-_DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK  # non-blocking: a FIFO opens at once, then is refused
-_MAX_LINKS = 40  # the kernel's own limit on symlinks in one lookup
 MAX_PATH_BYTES = 4096  # PATH_MAX: no longer path can be opened in one call anyway
 MAX_WALK_DEPTH = 128  # directories below this depth are not walked (one fd is held per level)
 
@@ -96,10 +97,6 @@ def relative_path(root: Path, path: str) -> str:
     return "." if text in ("", ".") else text
 
 
-def _parts(rel: str) -> list[str]:
-    return [p for p in rel.split("/") if p not in ("", ".")]
-
-
 def _describe_type(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
@@ -142,7 +139,7 @@ class Beneath:
     def __init__(self, root: Path | str):
         self.root = Path(root)
         try:
-            self.fd = os.open(self.root, _DIR_FLAGS)
+            self.fd = os.open(self.root, DIR_FLAGS)
         except OSError as exc:
             raise BeneathError(f"cannot open the directory {self.root}: {exc.strerror or exc}") from exc
         self._root_names: tuple[PurePosixPath, ...] | None = None
@@ -192,7 +189,7 @@ class Beneath:
                 return fd
         if follow_links:
             rel = self._without_links(rel, flags)
-        return self._open_walking(rel, flags, mode)
+        return open_walking(self.fd, rel, flags, mode)
 
     def _openat2(self, rel: str, flags: int, mode: int, follow_links: bool) -> int | None:
         """The fd, or None when openat2 cannot be used here (then the caller walks)."""
@@ -222,42 +219,6 @@ class Beneath:
             return f"{self.real_path(str(path.parent))}/{path.name}"
         return self.real_path(rel, missing_ok=bool(flags & os.O_CREAT))
 
-    def _open_walking(self, rel: str, flags: int, mode: int) -> int:
-        """Open `rel` one component at a time with O_NOFOLLOW: no symlink is followed."""
-        parts = _parts(rel)
-        wants_link = flags & os.O_NOFOLLOW  # O_PATH|O_NOFOLLOW: a handle on the link itself
-        stack: list[int] = []
-        try:
-            current = self.fd
-            for i, part in enumerate(parts):
-                last = i == len(parts) - 1
-                if part == "..":
-                    if not stack:
-                        raise OSError(errno.EXDEV, "path leaves the directory", rel)
-                    os.close(stack.pop())
-                    current = stack[-1] if stack else self.fd
-                    if last:
-                        return os.open(".", flags, mode, dir_fd=current)
-                    continue
-                if last:
-                    fd = os.open(part, flags | os.O_NOFOLLOW, mode, dir_fd=current)
-                    if flags & os.O_PATH and not wants_link and stat.S_ISLNK(os.fstat(fd).st_mode):
-                        os.close(fd)
-                        raise OSError(errno.ELOOP, "a symbolic link where none may be", rel)
-                    return fd
-                try:
-                    fd = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=current)
-                except NotADirectoryError:
-                    if (st := _lstat_at(current, part)) is not None and stat.S_ISLNK(st.st_mode):
-                        raise OSError(errno.ELOOP, "a symbolic link where none may be", rel) from None
-                    raise
-                stack.append(fd)
-                current = fd
-            return os.open(".", flags, mode, dir_fd=current)
-        finally:
-            for fd in stack:
-                os.close(fd)
-
     @contextlib.contextmanager
     def opened(self, rel: str, flags: int, mode: int = 0o666, *, follow_links: bool = True) -> Iterator[int]:
         fd = self.open(rel, flags, mode, follow_links=follow_links)
@@ -268,63 +229,14 @@ class Beneath:
 
     def real_path(self, rel: str, *, missing_ok: bool = False) -> str:
         """The path `rel` leads to, relative to the root ("." for the root itself), with
-        every symlink on the way resolved, so it contains none. Each step opens one
-        component with O_NOFOLLOW relative to its parent's handle, so a swap midway cannot
-        lead out. An absolute link counts as inside when its text names a place under the
-        root. Raises OSError: EXDEV when the path leaves the root (by `..` or a link),
-        ENOENT when a part is missing (with `missing_ok`,
-        the missing tail is kept as named instead, unless it holds a `..`), ELOOP after
-        40 links, ENOTDIR when a part before the last is not a directory."""
+        every symlink on the way resolved, so it contains none (`tools.component_walk`:
+        a swap midway cannot lead out). An absolute link counts as inside when its text
+        names a place under the root. Raises OSError: EXDEV when the path leaves the root
+        (by `..` or a link), ENOENT when a part is missing (with `missing_ok`, the missing
+        tail is kept as named instead, unless it holds a `..`), ELOOP after 40 links,
+        ENOTDIR when a part before the last is not a directory."""
         _check_nul(rel)
-        pending = _parts(rel)[::-1]
-        names: list[str] = []
-        handles: list[int] = []
-        links = 0
-        try:
-            while pending:
-                part = pending.pop()
-                if part == "..":
-                    if not names:
-                        raise OSError(errno.EXDEV, "path leaves the directory", rel)
-                    names.pop()
-                    os.close(handles.pop())
-                    continue
-                parent = handles[-1] if handles else self.fd
-                try:
-                    st = os.stat(part, dir_fd=parent, follow_symlinks=False)
-                except FileNotFoundError:
-                    if missing_ok and ".." not in pending:
-                        return "/".join([*names, part, *reversed(pending)])
-                    raise
-                if stat.S_ISLNK(st.st_mode):
-                    links += 1
-                    if links > _MAX_LINKS:
-                        raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
-                    target, from_root = self._link_target(parent, part, rel)
-                    if from_root:
-                        names.clear()
-                        while handles:
-                            os.close(handles.pop())
-                    pending.extend(_parts(target)[::-1])
-                    continue
-                names.append(part)
-                if pending:
-                    handles.append(os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent))
-            return "/".join(names) or "."
-        finally:
-            for fd in handles:
-                os.close(fd)
-
-    def _link_target(self, dir_fd: int, name: str, rel: str) -> tuple[str, bool]:
-        """Where the link `name` points, and whether that is relative to the root (an
-        absolute target under it) rather than to the link's directory."""
-        target = os.readlink(name, dir_fd=dir_fd)
-        if not target.startswith("/"):
-            return target, False
-        inside = self._inside(target)
-        if inside is None:
-            raise OSError(errno.EXDEV, "an absolute symbolic link out of the root", rel)
-        return inside, True
+        return walked_real_path(self.fd, rel, inside=self._inside, missing_ok=missing_ok)
 
     # -- questions and reads -------------------------------------------------------------
 
@@ -364,12 +276,12 @@ class Beneath:
 
     def make_dirs(self, rel: str, *, follow_links: bool = True) -> None:
         """Create `rel` and its missing parents, each inside the root."""
-        parts = _parts(rel)
+        parts = path_parts(rel)
         for i in range(1, len(parts) + 1):
             sub = "/".join(parts[:i])
             parent, name = ("/".join(parts[: i - 1]) or "."), parts[i - 1]
             try:
-                with self.opened(parent, _DIR_FLAGS, follow_links=follow_links) as pfd:
+                with self.opened(parent, DIR_FLAGS, follow_links=follow_links) as pfd:
                     os.mkdir(name, 0o777, dir_fd=pfd)
             except FileExistsError:
                 st = self.stat(sub, follow_links=follow_links)
@@ -388,11 +300,11 @@ class Beneath:
         if name in ("", ".", ".."):
             raise BeneathError(f"{rel} names a directory; give a file path")
         try:
-            pfd = self.open(parent, _DIR_FLAGS, follow_links=follow_links)
+            pfd = self.open(parent, DIR_FLAGS, follow_links=follow_links)
         except OSError as exc:
             raise self.error(parent, exc) from exc
         try:
-            existing = _lstat_at(pfd, name)
+            existing = lstat_at(pfd, name)
             if existing is not None and stat.S_ISDIR(existing.st_mode):
                 raise BeneathError(f"{rel} is a directory; give a file path to write")
             if existing is not None and not stat.S_ISREG(existing.st_mode) and not stat.S_ISLNK(existing.st_mode):
@@ -419,7 +331,7 @@ class Beneath:
         except OSError as exc:
             raise self.error(top, exc) from exc
         limit = MAX_WALK_DEPTH if max_depth is None else min(max_depth, MAX_WALK_DEPTH)
-        prefix = "/".join(_parts(top))
+        prefix = "/".join(path_parts(top))
         frames: list[tuple[int, str, int, Iterator[str]]] = [(top_fd, prefix, 0, iter(()))]
         try:
             files, dirs = self._listing(top_fd, prefix, skip_dirs)
@@ -509,13 +421,6 @@ class Beneath:
         }
         known = messages.get(code) if code is not None else None
         return BeneathError(known or f"{rel}: {exc.strerror or exc}")
-
-
-def _lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
 
 
 def _replace_at(dir_fd: int, name: str, data: bytes, keep_mode: int | None) -> None:

@@ -22,10 +22,7 @@ Conversion both ways lives in `agents.providers.anthropic_convert` (pure functio
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
@@ -49,11 +46,8 @@ from agents.providers.anthropic_convert import (
 )
 from agents.providers.base import ProviderContext
 from agents.providers.streaming import (
-    CallPolicy,
-    StallGuard,
     StreamBroken,
     StreamedClient,
-    transport_errors,
 )
 
 __all__ = [
@@ -108,26 +102,21 @@ def _thinking_options(settings: AnthropicSettings) -> ThinkingOptions:
 class AnthropicModelClient(StreamedClient):
     """ModelClient over `anthropic.AsyncAnthropic`, streamed."""
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        *,
-        settings: ProviderSettings | None = None,
-        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-    ) -> None:
-        settings = settings or ProviderSettings()
-        self.model = model
-        self.name = f"anthropic:{model}"
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
-        if not key:
-            raise ConfigError(f"{self.name} needs ANTHROPIC_API_KEY; set it or use a scripted:<file> model")
-        self.base_url = base_url or settings.anthropic.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self._start(CallPolicy.from_settings(settings), sleep)
+    provider = "anthropic"
+    _sdk = anthropic
+    _sdk_client_class = anthropic.AsyncAnthropic
+    _api_key_env = "ANTHROPIC_API_KEY"
+    _base_url_env = "ANTHROPIC_BASE_URL"
+
+    def _configured_base_url(self, settings: ProviderSettings) -> str | None:
+        return settings.anthropic.base_url
+
+    def _keyless(self) -> str:
+        raise ConfigError(f"{self.name} needs ANTHROPIC_API_KEY; set it or use a scripted:<file> model")
+
+    def _configure(self, settings: ProviderSettings) -> None:
         self.thinking = _thinking_options(settings.anthropic)
         self.counts_tokens = settings.anthropic.count_tokens
-        self._client = self._sdk_client(anthropic, anthropic.AsyncAnthropic, api_key=key, base_url=self.base_url)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         return to_anthropic_params(request, self.model, self.thinking)
@@ -158,23 +147,11 @@ class AnthropicModelClient(StreamedClient):
             raise ModelResponseError(f"{self.name}: {exc}") from exc
         reply = AnthropicReply()
         try:
-            async with StallGuard(self.policy.idle_timeout_s) as guard:
-                async for event in stream:
-                    guard.touch()
-                    reply.feed(event)
+            await self._drain(stream, reply)
         except anthropic.APIStatusError as exc:  # an `error` event inside the stream
             if _error_type(exc) in _TRANSIENT_STREAM_ERRORS:
                 raise StreamBroken(f"the stream ended with {_describe(exc)}") from exc
             raise self._final_error(exc) from exc
-        except anthropic.APIConnectionError as exc:
-            raise StreamBroken(f"the stream broke: {exc.message}") from exc
-        except transport_errors() as exc:
-            raise StreamBroken(f"the stream broke: {type(exc).__name__}: {exc}") from exc
-        finally:
-            await stream.close()
-        missing = reply.missing()
-        if missing is not None:  # an empty, HTML or cut-short 200 body is no reply: never an empty success
-            raise StreamBroken(missing)
         return reply.response()
 
     def _final_error(self, exc: anthropic.APIStatusError) -> ModelError:

@@ -22,10 +22,7 @@ Conversion both ways, and the servers' quirks, are in `agents.providers.openai_c
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import openai
@@ -43,11 +40,8 @@ from agents.ports import ModelRequest, ModelResponse
 from agents.providers.base import ProviderContext
 from agents.providers.openai_convert import OpenAIOptions, OpenAIReply, to_openai_params
 from agents.providers.streaming import (
-    CallPolicy,
-    StallGuard,
     StreamBroken,
     StreamedClient,
-    transport_errors,
 )
 
 __all__ = ["OpenAIModelClient", "make_client", "parse_context_length"]
@@ -113,30 +107,25 @@ def _options(settings: OpenAISettings, base_url: str | None) -> OpenAIOptions:
 class OpenAIModelClient(StreamedClient):
     """ModelClient over `openai.AsyncOpenAI` Chat Completions, streamed."""
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        *,
-        settings: ProviderSettings | None = None,
-        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-    ) -> None:
-        settings = settings or ProviderSettings()
-        self.model = model
-        self.name = f"openai:{model}"
-        self.base_url = base_url or settings.openai.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        key = api_key or os.environ.get("OPENAI_API_KEY") or None
-        if not key:
-            if self.base_url is None:
-                raise ConfigError(
-                    f"{self.name} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server); "
-                    "set it or use a scripted:<file> model"
-                )
-            key = _PLACEHOLDER_KEY
-        self._start(CallPolicy.from_settings(settings), sleep)
+    provider = "openai"
+    _sdk = openai
+    _sdk_client_class = openai.AsyncOpenAI
+    _api_key_env = "OPENAI_API_KEY"
+    _base_url_env = "OPENAI_BASE_URL"
+
+    def _configured_base_url(self, settings: ProviderSettings) -> str | None:
+        return settings.openai.base_url
+
+    def _keyless(self) -> str:
+        if self.base_url is None:
+            raise ConfigError(
+                f"{self.name} needs OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server); "
+                "set it or use a scripted:<file> model"
+            )
+        return _PLACEHOLDER_KEY
+
+    def _configure(self, settings: ProviderSettings) -> None:
         self.options = _options(settings.openai, self.base_url)
-        self._client = self._sdk_client(openai, openai.AsyncOpenAI, api_key=key, base_url=self.base_url)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         return to_openai_params(request, self.model, self.options)
@@ -155,23 +144,11 @@ class OpenAIModelClient(StreamedClient):
             raise ModelResponseError(f"{self.name}: {exc}") from exc
         reply = OpenAIReply()
         try:
-            async with StallGuard(self.policy.idle_timeout_s) as guard:
-                async for chunk in stream:
-                    guard.touch()
-                    reply.feed(chunk)
-        except openai.APIConnectionError as exc:
-            raise StreamBroken(f"the stream broke: {exc.message}") from exc
-        except transport_errors() as exc:
-            raise StreamBroken(f"the stream broke: {type(exc).__name__}: {exc}") from exc
+            await self._drain(stream, reply)
         except openai.APIStatusError as exc:
             raise self._final_error(exc) from exc
         except openai.APIError as exc:  # an error chunk inside the 200 stream
             raise StreamBroken(f"the stream ended with an error: {_error_text(exc)}") from exc
-        finally:
-            await stream.close()
-        missing = reply.missing()
-        if missing is not None:  # an empty, HTML or cut-short 200 body is no reply: never an empty success
-            raise StreamBroken(missing)
         return reply.response(request)
 
     def _final_error(self, exc: openai.APIStatusError) -> ModelError:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
+import os
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from agents.config import ProviderSettings
 from agents.errors import ModelTimeout, Overloaded
@@ -34,6 +35,7 @@ __all__ = [
     "StreamBroken",
     "StreamStalled",
     "StreamedClient",
+    "StreamedReply",
     "call_with_retries",
     "transport_errors",
 ]
@@ -167,28 +169,73 @@ async def call_with_retries(
         ) from exc
 
 
-class StreamedClient:
-    """What the real providers share: one SDK client (`_client`, made with
-    `_event_hooks()` so every HTTP request is counted), `create` as one streamed attempt
-    (`_stream_once`, given the request `_params` built) under `call_with_retries`, and
-    closing. `last_attempts` is exact when calls of one client do not overlap."""
+class StreamedReply(Protocol):
+    """What a provider assembles a reply in, one stream event at a time."""
 
+    def feed(self, event: Any) -> None: ...
+
+    def missing(self) -> str | None: ...
+
+
+class StreamedClient:
+    """What the real providers share: the client's settings (model, name, base URL and
+    API key from arguments, settings or the environment, the call policy), one SDK
+    client (`_client`, made with `_event_hooks()` so every HTTP request is counted),
+    `create` as one streamed attempt (`_stream_once`, given the request `_params`
+    built) under `call_with_retries`, a stream read under the idle clock (`_drain`),
+    and closing. `last_attempts` is exact when calls of one client do not overlap.
+
+    A provider names itself (`provider`), its SDK (`_sdk`, `_sdk_client_class`) and
+    its environment variables, and says where its base URL is set
+    (`_configured_base_url`), what a missing key means (`_keyless`) and what else it
+    reads from the settings (`_configure`)."""
+
+    provider: str
+    _sdk: Any
+    _sdk_client_class: Any
+    _api_key_env: str
+    _base_url_env: str
     name: str
     policy: CallPolicy
     _client: Any
 
-    def _start(self, policy: CallPolicy, sleep: Callable[[float], Awaitable[Any]]) -> None:
-        self.policy = policy
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        settings: ProviderSettings | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        settings = settings or ProviderSettings()
+        self.model = model
+        self.name = f"{self.provider}:{model}"
+        self.base_url = base_url or self._configured_base_url(settings) or os.environ.get(self._base_url_env) or None
+        key = api_key or os.environ.get(self._api_key_env) or self._keyless()
+        self.policy = CallPolicy.from_settings(settings)
         self._sleep = sleep
         self._sent = 0
         self.last_attempts = 0
         """HTTP requests made by the latest `create` call (1 = no retry)."""
+        self._configure(settings)
+        self._client = self._sdk_client(api_key=key, base_url=self.base_url)
 
-    def _sdk_client(self, sdk: Any, client_class: Any, **kwargs: Any) -> Any:
+    def _configured_base_url(self, settings: ProviderSettings) -> str | None:
+        raise NotImplementedError
+
+    def _keyless(self) -> str:
+        """The key to use when none is given; raises ConfigError where one is needed."""
+        raise NotImplementedError
+
+    def _configure(self, settings: ProviderSettings) -> None:
+        """Read the provider's own settings (called before the SDK client is made)."""
+
+    def _sdk_client(self, **kwargs: Any) -> Any:
         """The SDK's async client with our timeouts, its own retries, and counted requests."""
-        timeout = sdk.Timeout(**self.policy.http_timeout())
-        http = sdk.DefaultAsyncHttpxClient(timeout=timeout, event_hooks={"request": [self._count_request]})
-        return client_class(max_retries=self.policy.max_retries, timeout=timeout, http_client=http, **kwargs)
+        timeout = self._sdk.Timeout(**self.policy.http_timeout())
+        http = self._sdk.DefaultAsyncHttpxClient(timeout=timeout, event_hooks={"request": [self._count_request]})
+        return self._sdk_client_class(max_retries=self.policy.max_retries, timeout=timeout, http_client=http, **kwargs)
 
     async def _count_request(self, request: Any) -> None:
         self._sent += 1
@@ -211,6 +258,26 @@ class StreamedClient:
             raise
         finally:
             self.last_attempts = self._sent - before
+
+    async def _drain(self, stream: Any, reply: StreamedReply) -> None:
+        """Feed every event of `stream` to `reply` under the idle clock, and close the
+        stream whatever happens. A connection that breaks mid-stream, and a reply that
+        ends incomplete (an empty, HTML or cut-short 200 body is no reply: never an
+        empty success), are StreamBroken; the SDK's other errors pass through."""
+        try:
+            async with StallGuard(self.policy.idle_timeout_s) as guard:
+                async for event in stream:
+                    guard.touch()
+                    reply.feed(event)
+        except self._sdk.APIConnectionError as exc:
+            raise StreamBroken(f"the stream broke: {exc.message}") from exc
+        except transport_errors() as exc:
+            raise StreamBroken(f"the stream broke: {type(exc).__name__}: {exc}") from exc
+        finally:
+            await stream.close()
+        missing = reply.missing()
+        if missing is not None:
+            raise StreamBroken(missing)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -12,7 +12,7 @@ from typing import Any
 
 from agents.messages import MESSAGES_ADAPTER, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
-from .model import NO_OBSERVATION, Trace, UnknownTraceFormat, read_json_documents, text_of
+from .model import NO_OBSERVATION, Trace, UnknownTraceFormat, load_checked, text_of
 
 __all__ = ["SOURCE", "detect", "load_anthropic_messages", "parse", "to_anthropic_messages"]
 
@@ -64,10 +64,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
 
 
 def load_anthropic_messages(path: str | Path) -> list[Trace]:
-    docs = read_json_documents(path)
-    if not detect(docs):
-        raise UnknownTraceFormat(f"{path}: not an Anthropic Messages conversation")
-    return parse(docs, path)
+    return load_checked(path, detect, parse, what="an Anthropic Messages conversation")
 
 
 def to_anthropic_messages(trace: Trace) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from .model import (
     ConversationBuilder,
     Trace,
     UnknownTraceFormat,
+    load_checked,
     object_at,
     parse_arguments,
-    read_json_documents,
     text_of,
     unix_time,
     usage_record,
@@ -84,10 +84,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
 
 
 def load_mini_swe_agent(path: str | Path) -> list[Trace]:
-    docs = read_json_documents(path)
-    if not detect(docs):
-        raise UnknownTraceFormat(f"{path}: not a mini-swe-agent trajectory")
-    return parse(docs, path)
+    return load_checked(path, detect, parse, what="a mini-swe-agent trajectory")
 
 
 class _Pending:

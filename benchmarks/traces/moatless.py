@@ -17,9 +17,9 @@ from .model import (
     CallRecord,
     ConversationBuilder,
     Trace,
-    UnknownTraceFormat,
+    load_checked,
     object_at,
-    read_json_documents,
+    single_object,
     text_of,
     usage_record,
 )
@@ -32,9 +32,7 @@ _NOT_INPUT = {"scratch_pad", "action_args_class"}
 
 
 def detect(docs: list[Any]) -> bool:
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        return False
-    nodes = docs[0].get("nodes")
+    nodes = single_object(docs).get("nodes")
     return (
         isinstance(nodes, list)
         and bool(nodes)
@@ -92,10 +90,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
 
 
 def load_moatless(path: str | Path) -> list[Trace]:
-    docs = read_json_documents(path)
-    if not detect(docs):
-        raise UnknownTraceFormat(f"{path}: not a moatless-tools trajectory")
-    return parse(docs, path)
+    return load_checked(path, detect, parse, what="a moatless-tools trajectory")
 
 
 def _branch(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

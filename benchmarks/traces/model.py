@@ -8,7 +8,7 @@ unique ids, no dangling tool_use) live in one place instead of in five loaders.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,9 @@ __all__ = [
     "model_calls",
     "object_at",
     "parse_arguments",
+    "load_checked",
     "read_json_documents",
+    "single_object",
     "text_of",
     "unix_time",
     "usage_record",
@@ -188,6 +190,27 @@ def read_json_documents(path: str | Path) -> list[Any]:
             except json.JSONDecodeError:
                 pass
         raise UnknownTraceFormat(f"{p}: not valid JSON or JSONL ({whole_error})") from whole_error
+
+
+def load_checked(
+    path: str | Path,
+    detect: Callable[[list[Any]], bool],
+    parse: Callable[[list[Any], str | Path], list[Trace]],
+    *,
+    what: str,
+) -> list[Trace]:
+    """A loader for one format: the file's documents, refused unless `detect` says they
+    are `what` ("a SWE-agent .traj"), then parsed."""
+    docs = read_json_documents(path)
+    if not detect(docs):
+        raise UnknownTraceFormat(f"{path}: not {what}")
+    return parse(docs, path)
+
+
+def single_object(docs: list[Any]) -> dict[str, Any]:
+    """The file's one JSON object; {} when it holds several documents or something else
+    (a format of one object per file then detects nothing in it)."""
+    return docs[0] if len(docs) == 1 and isinstance(docs[0], dict) else {}
 
 
 def text_of(content: Any) -> str:

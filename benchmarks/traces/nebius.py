@@ -15,7 +15,14 @@ from typing import Any
 
 from agents.messages import ToolResultBlock, ToolUseBlock
 
-from .model import ConversationBuilder, Trace, UnknownTraceFormat, read_json_documents, text_of
+from .model import (
+    ConversationBuilder,
+    Trace,
+    UnknownTraceFormat,
+    load_checked,
+    single_object,
+    text_of,
+)
 
 __all__ = ["SOURCE", "detect", "load_nebius", "parse"]
 
@@ -26,9 +33,7 @@ _ROLES = {"system", "user", "ai"}
 
 
 def detect(docs: list[Any]) -> bool:
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        return False
-    steps = docs[0].get("trajectory")
+    steps = single_object(docs).get("trajectory")
     return (
         isinstance(steps, list)
         and bool(steps)
@@ -83,7 +88,4 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
 
 
 def load_nebius(path: str | Path) -> list[Trace]:
-    docs = read_json_documents(path)
-    if not detect(docs):
-        raise UnknownTraceFormat(f"{path}: not a Nebius SWE-agent trajectory row")
-    return parse(docs, path)
+    return load_checked(path, detect, parse, what="a Nebius SWE-agent trajectory row")

@@ -19,10 +19,9 @@ from agents.messages import ToolResultBlock, ToolUseBlock
 from .model import (
     ConversationBuilder,
     Trace,
-    UnknownTraceFormat,
+    load_checked,
     object_at,
     parse_arguments,
-    read_json_documents,
     text_of,
     unix_time,
     usage_record,
@@ -62,10 +61,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
 
 
 def load_openhands(path: str | Path) -> list[Trace]:
-    docs = read_json_documents(path)
-    if not detect(docs):
-        raise UnknownTraceFormat(f"{path}: not an OpenHands output.jsonl")
-    return parse(docs, path)
+    return load_checked(path, detect, parse, what="an OpenHands output.jsonl")
 
 
 def _parse_run(doc: dict[str, Any], path: str | Path, n: int) -> Trace:

@@ -13,7 +13,7 @@ from typing import Any
 
 from agents.messages import ToolResultBlock, ToolUseBlock
 
-from .model import ConversationBuilder, Trace, UnknownTraceFormat, read_json_documents, text_of
+from .model import ConversationBuilder, Trace, load_checked, single_object, text_of
 
 __all__ = ["SOURCE", "detect", "load_swe_agent", "parse"]
 
@@ -21,13 +21,12 @@ SOURCE = "swe-agent"
 
 
 def detect(docs: list[Any]) -> bool:
-    if len(docs) != 1 or not isinstance(docs[0], dict):
-        return False
-    steps = docs[0].get("trajectory")
+    doc = single_object(docs)
+    steps = doc.get("trajectory")
     return (
         isinstance(steps, list)
         and all(isinstance(s, dict) and "action" in s and "observation" in s for s in steps)
-        and isinstance(docs[0].get("history", []), list)
+        and isinstance(doc.get("history", []), list)
     )
 
 
@@ -78,10 +77,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
 
 
 def load_swe_agent(path: str | Path) -> list[Trace]:
-    docs = read_json_documents(path)
-    if not detect(docs):
-        raise UnknownTraceFormat(f"{path}: not a SWE-agent .traj")
-    return parse(docs, path)
+    return load_checked(path, detect, parse, what="a SWE-agent .traj")
 
 
 def _model(doc: dict[str, Any], path: Path) -> str | None:

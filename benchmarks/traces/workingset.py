@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from agents.messages import MESSAGES_ADAPTER, Message, ToolResultBlock
 from agents.session_state import SessionState
 
-from .model import NO_OBSERVATION, Trace, UnknownTraceFormat, read_json_documents
+from .model import NO_OBSERVATION, Trace, UnknownTraceFormat, read_json_documents, single_object
 
 __all__ = [
     "CALL_FILE",
@@ -48,18 +48,13 @@ _CALL_KEYS = {"session_id", "call", "system", "messages"}
 
 
 def detect_session(docs: list[Any]) -> bool:
-    doc = docs[0] if len(docs) == 1 else None
-    return (
-        isinstance(doc, dict)
-        and isinstance(doc.get("conversation"), list)
-        and "session_id" in doc
-        and "schema_version" in doc
-    )
+    doc = single_object(docs)
+    return isinstance(doc.get("conversation"), list) and "session_id" in doc and "schema_version" in doc
 
 
 def detect_trace_call(docs: list[Any]) -> bool:
-    doc = docs[0] if len(docs) == 1 else None
-    return isinstance(doc, dict) and doc.keys() >= _CALL_KEYS and isinstance(doc["messages"], list)
+    doc = single_object(docs)
+    return doc.keys() >= _CALL_KEYS and isinstance(doc["messages"], list)
 
 
 def _complete(messages: list[Message]) -> list[Message]:

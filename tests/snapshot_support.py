@@ -1,0 +1,28 @@
+"""What the DiskSnapshotStore tests share: the session id they save under, a growing
+conversation, and reading a session's diskcache behind the store's back."""
+
+from pathlib import Path
+
+import diskcache
+
+from agents.messages import Message
+from tests.fakes import tool_interaction
+
+SID = "sess01"
+
+
+def growing_conversation(pairs: int) -> list[Message]:
+    messages = [Message.user("investigate the failing test")]
+    for i in range(pairs):
+        messages += tool_interaction(i)
+    return messages
+
+
+def dump_session(root: Path, session_id: str = SID) -> dict:
+    """Every key and stored value of a session's diskcache (read through a separate handle)."""
+    with diskcache.Cache(str(root / session_id)) as cache:
+        return {key: cache.get(key) for key in cache.iterkeys()}
+
+
+def session_keys(root: Path, prefix: str, session_id: str = SID) -> set[str]:
+    return {k for k in dump_session(root, session_id) if isinstance(k, str) and k.startswith(prefix)}
