@@ -189,6 +189,10 @@ class SessionActor:
     def sessions(self) -> list[str]:
         return list(self.hosted)
 
+    def subagent_actors(self) -> int:
+        """How many SubagentActors this actor's pool holds (booted or booting)."""
+        return self.pool.size
+
     # -- turns, streamed ----------------------------------------------------------------
 
     async def turn(self, session_id: str, text: str):
