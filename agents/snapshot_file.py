@@ -302,14 +302,19 @@ def _empty_store_bytes() -> bytes:
 def _place_empty_store(directory: Path) -> None:
     """Put an empty store file at `directory/cache.db` unless one is there. Linked into
     place, which never replaces a file: another process that created the session's
-    store first keeps it, with whatever it has saved."""
+    store first keeps it, with whatever it has saved. On a filesystem without hard
+    links nothing is placed, and diskcache creates the file as it always could."""
     directory.mkdir(parents=True, exist_ok=True)
     fd, staged = tempfile.mkstemp(prefix=".cache.db-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(_empty_store_bytes())
-        with contextlib.suppress(FileExistsError):
-            os.link(staged, directory / "cache.db")
+        os.link(staged, directory / "cache.db")
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
     finally:
         os.unlink(staged)
 
