@@ -186,12 +186,17 @@ def load_plugins(settings: WorkingsetSettings, workspace: Path) -> LoadedPlugins
     return loaded
 
 
+def offers_agent(bundle: list[str] | None) -> bool:
+    """Whether sessions with this bundle offer the Agent tool (so may fan out)."""
+    return bundle is None or any(fnmatchcase("Agent", pattern) for pattern in bundle)
+
+
 def _bundled(tools: list[Tool], bundle: list[str] | None) -> tuple[list[Tool], bool]:
     """The bundle's selection, plus whether it keeps the Agent tool (added later).
     Recall always stays: clip and clear markers point to it."""
     if bundle is None:
         return tools, True
-    keeps_agent = any(fnmatchcase("Agent", pattern) for pattern in bundle)
+    keeps_agent = offers_agent(bundle)
     chosen = apply_bundle(tools, [p for p in bundle if p != "Agent"])
     if not any(t.name == "Recall" for t in chosen):
         chosen.append(next(t for t in tools if t.name == "Recall"))

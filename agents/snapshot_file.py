@@ -23,6 +23,8 @@ import os
 import pickle
 import shutil
 import sqlite3
+import tempfile
+import threading
 import time
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -273,9 +275,48 @@ class SalvagedRows:
 
 def open_for_write(session_id: str, directory: Path) -> diskcache.Cache:
     try:
+        if not (directory / "cache.db").exists():
+            _place_empty_store(directory)
         return diskcache.Cache(str(directory), timeout=60, **_WRITE_SETTINGS)
     except (OSError, sqlite3.Error) as exc:
         raise store_error(exc, session_id, directory, "write") from exc
+
+
+_empty_store: bytes | None = None
+_empty_store_lock = threading.Lock()
+
+
+def _empty_store_bytes() -> bytes:
+    """A new store file with no entries, made by diskcache once per process: having
+    SQLite create every table, index and trigger again costs about half of a new
+    session's first save. Made here, never read from disk someone else can write."""
+    global _empty_store
+    with _empty_store_lock:
+        if _empty_store is None:
+            with tempfile.TemporaryDirectory(prefix="workingset-store-") as made:
+                diskcache.Cache(made, **_WRITE_SETTINGS).close()  # closing folds its log into the file
+                _empty_store = (Path(made) / "cache.db").read_bytes()
+        return _empty_store
+
+
+def _place_empty_store(directory: Path) -> None:
+    """Put an empty store file at `directory/cache.db` unless one is there. Linked into
+    place, which never replaces a file: another process that created the session's
+    store first keeps it, with whatever it has saved. On a filesystem without hard
+    links nothing is placed, and diskcache creates the file as it always could."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(prefix=".cache.db-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(_empty_store_bytes())
+        os.link(staged, directory / "cache.db")
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+    finally:
+        os.unlink(staged)
 
 
 def _out_of_space(exc: BaseException, directory: Path) -> bool:

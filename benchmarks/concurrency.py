@@ -15,7 +15,9 @@ process, opened by the same lifecycle with the in-process ports. Reported per N:
   (the raylet, the GCS, every worker; `benchmarks.cpu_tree`) from the first open to
   the last answer, over the model calls made — session opens and closes included.
   Split into the driver, Ray workers (the SessionActors and tool workers), Ray's own
-  processes (raylet, GCS, agents) and workers that exited during the run;
+  processes (raylet, GCS, agents) and workers that exited during the run; the
+  workers' share is also shown by process title (SessionActor, SubagentActor, IDLE
+  tool workers, ...);
 - workers started: Ray worker processes that appeared during the run (each one boots
   Python and imports the harness; Ray starts them when none is idle);
 - session start latency: p50 / p95 of opening a session (build + registration);
@@ -120,6 +122,7 @@ async def measure(n: int, turns: int, latency_s: float, dirs: list[Path], one: O
         "throughput_vs_ideal": turns * latency_s / wall,
         "cpu_ms_per_call": cpu.total * 1000 / calls,
         "cpu_split": {k: v * 1000 / calls for k, v in cpu.seconds.items()},
+        "workers_by_title": {k: v * 1000 / calls for k, v in cpu.by_title().items()},
         "workers_started": len(watch.workers_seen - workers_before),
         "open_p50_ms": statistics.median(opens) * 1000,
         "open_p95_ms": sorted(opens)[int(0.95 * (len(opens) - 1))] * 1000,
@@ -166,6 +169,9 @@ def print_row(where: str, r: dict) -> None:
           f"{r['cpu_ms_per_call']:>9.2f}  {split['driver']:>6.2f} {split['workers']:>7.2f} {split['ray_system']:>6.2f} "
           f"{split['exited']:>6.2f} {r['workers_started']:>6} {r['open_p50_ms']:>8.1f} {r['open_p95_ms']:>8.1f} "
           f"{r['peak_mem_mb']:>8.0f}  {r['load']}", flush=True)
+    if r["workers_by_title"]:
+        shown = ", ".join(f"{title.removeprefix('ray::')} {ms:.2f}" for title, ms in r["workers_by_title"].items())
+        print(f"{'':>6} workers' CPU ms/call by process: {shown}", flush=True)
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import ray
 from pydantic import BaseModel
 
-from agents.assembly import RuntimePorts, resolve_workspace
+from agents.assembly import RuntimePorts, offers_agent, resolve_workspace
 from agents.budgets import BudgetRefusal, ScopeLimits, TreeLedger
 from agents.config import WorkingsetSettings
 from agents.errors import WorkingsetError
@@ -189,6 +189,10 @@ class SessionActor:
     def sessions(self) -> list[str]:
         return list(self.hosted)
 
+    def subagent_actors(self) -> int:
+        """How many SubagentActors this actor's pool holds (booted or booting)."""
+        return self.pool.size
+
     # -- turns, streamed ----------------------------------------------------------------
 
     async def turn(self, session_id: str, text: str):
@@ -348,14 +352,18 @@ class SessionActor:
     def ping(self) -> str:
         return self.node_id
 
-    def warm(self, settings: dict) -> None:
+    async def warm(self, settings: dict) -> None:
         """Pay this process's one-time costs of a session before the first one opens:
-        the settings' validation, the model provider's import, the tools' schemas."""
+        the settings' validation, the model provider's import, the tools' schemas, and
+        the first SubagentActor when sessions may fan out (booting one costs about two
+        CPU seconds, which the first open would otherwise start in the middle of a batch)."""
         validated = self._validated(settings)
         with contextlib.suppress(WorkingsetError):  # a bad model spec is reported, clearly, by open
             load_model_client(validated.model, settings=validated.providers)
         for tool in default_workspace_tools():
             input_schema(tool.input_model)
+        if offers_agent(validated.bundle) and self.pool.size == 0:
+            await self.pool.warm(1)
 
     def workspace_path(self, session_id: str) -> str:
         return str(Path(self._get(session_id).session.kit.tool_context.workspace))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import agents.snapshot_file as snapshot_file
 import agents.snapshot_store as snapshot_store_module
 from agents.codec import encode_messages
 from agents.goal import GoalState
@@ -121,6 +122,24 @@ def test_round_trip_survives_a_fresh_store_on_the_same_directory(tmp_path):
     reader = DiskSnapshotStore(tmp_path / "snapshots")
     try:
         assert reader.load(SID).state == original
+    finally:
+        reader.close()
+
+
+def test_a_new_sessions_store_directory_holds_only_its_store_file(store):
+    store.save(_full_state())
+    store.close()
+    assert sorted(p.name for p in (store.root / SID).iterdir()) == ["cache.db"]
+
+
+def test_placing_a_new_store_file_never_replaces_one_another_process_made_first(tmp_path):
+    writer = DiskSnapshotStore(tmp_path / "snapshots")
+    version = writer.save(_full_state())
+    writer.close()
+    snapshot_file._place_empty_store(tmp_path / "snapshots" / SID)  # as a racing first save would
+    reader = DiskSnapshotStore(tmp_path / "snapshots")
+    try:
+        assert reader.load(SID).version == version
     finally:
         reader.close()
 
