@@ -2,13 +2,16 @@
 
 The tool only validates the call, checks the depth limit and hands a
 SubagentRequest to its SubagentSpawner port; how and where the child runs is the
-spawner's business (in-process: `agents.subagents`; on Ray: a SubagentActor).
+spawner's business (in-process: `agents.subagents`; on Ray: a SubagentActor). The
+child's answer comes back with a short list of the evidence it gathered, whose
+bodies this session keeps for its Recall (agents.evidence).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.evidence import render_evidence
 from agents.ports import SubagentRequest, SubagentSpawner
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.registry import ToolRegistry
@@ -67,7 +70,11 @@ class AgentTool:
             model=args.model,
         )
         result = await self.spawner.spawn(request)
-        return ToolOutput(content=result.text, is_error=result.is_error)
+        if ctx.artifacts is not None:
+            for record in result.records:  # so that this session's Recall finds the bodies named below
+                ctx.artifacts.put(record.tool_use_id, record.body)
+        listed = render_evidence(result.evidence)
+        return ToolOutput(content=f"{result.text}\n\n{listed}" if listed else result.text, is_error=result.is_error)
 
 
 
