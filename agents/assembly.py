@@ -262,6 +262,8 @@ def build_session(
         denied_path_globs=denied_path_globs(permissions),
     )
     executor = runtime.executor or LocalToolExecutor()
+    trace = (TraceWriter(output_directory(settings.trace_dir, "trace_dir (--trace-dir)"), session_id)
+             if settings.trace_dir is not None else None)
     blueprint = SessionBlueprint(
         model_for=model_for,
         executor=executor,
@@ -278,6 +280,7 @@ def build_session(
         artifacts=artifacts,
         child_approver=child_approver,
         hooks=hooks,
+        trace=trace,
         keeps_agent=keeps_agent,
     )
     root_model = model_for(None, "root")
@@ -290,7 +293,6 @@ def build_session(
                            max_cost_usd=settings.subagents.tree_max_cost_usd),
         snapshots=runtime.snapshots or snapshot_store(settings),
         judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge", settings=settings.providers),
-        trace=(TraceWriter(output_directory(settings.trace_dir, "trace_dir (--trace-dir)"), session_id)
-               if settings.trace_dir is not None else None),
+        trace=trace,
     )
     return assemble(blueprint, root)
