@@ -249,8 +249,12 @@ def build_session(
         environment_section(workspace), project_instructions_section(instructions), skill_catalog_section(skills), memory
     )
 
+    # Only what it needs, not `settings`: their class is made when they load, and a child's
+    # process would be sent that class by value with every blueprint (~50 kB, ~40 ms a child).
+    default_model, providers = settings.model, settings.providers
+
     def model_for(spec: str | None, role: str) -> ModelClient:
-        return load_model_client(spec or settings.model, role=role, settings=settings.providers)
+        return load_model_client(spec or default_model, role=role, settings=providers)
 
     permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
