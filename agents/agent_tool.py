@@ -70,10 +70,14 @@ class AgentTool:
             model=args.model,
         )
         result = await self.spawner.spawn(request)
-        if ctx.artifacts is not None:
-            for record in result.records:  # so that this session's Recall finds the bodies named below
-                ctx.artifacts.put(record.tool_use_id, record.body)
-        listed = render_evidence(result.evidence)
+        evidence = result.evidence
+        if ctx.artifacts is not None:  # so that this session's Recall finds the bodies named below
+            store = ctx.artifacts
+            kept = {r.tool_use_id for r in result.records
+                    if store.put(r.tool_use_id, r.body) or store.get(r.tool_use_id) == r.body}
+            # An id already holding another body (a scripted model reuses ids) would recall the wrong one.
+            evidence = tuple(ref for ref in evidence if ref.tool_use_id in kept)
+        listed = render_evidence(evidence)
         return ToolOutput(content=f"{result.text}\n\n{listed}" if listed else result.text, is_error=result.is_error)
 
 

@@ -31,6 +31,7 @@ __all__ = ["MAX_RECORD_CHARS", "MAX_REFERENCES", "EvidenceRef", "RecallRecord", 
 MAX_REFERENCES = 16
 MAX_RECORD_CHARS = 400_000  # all bodies of one child together
 _MAX_PATH_CHARS = 300
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NOT_EVIDENCE = frozenset({"Agent", "Recall"})
 _NUMBERED_LINE = re.compile(r"^ *(\d+)\t", re.MULTILINE)  # Read's `cat -n` numbering
 
@@ -88,7 +89,8 @@ def gather_evidence(
 
 def _reference(use: ToolUseBlock, body: str) -> EvidenceRef:
     path = use.input.get("path")
-    path = path[:_MAX_PATH_CHARS] if isinstance(path, str) else None  # the model wrote it: keep the list short
+    # The model wrote it: one short line, so it cannot stretch or forge lines of the list.
+    path = _CONTROL.sub("?", path[:_MAX_PATH_CHARS]) if isinstance(path, str) else None
     if use.name == "Read" and path is not None:
         numbers = _NUMBERED_LINE.findall(body)
         if numbers:

@@ -4,8 +4,8 @@ A child is assembled from its parent's blueprint by the same function as the roo
 (`agents.blueprint.assemble` with a ChildSpec: a NEW conversation holding only the
 prompt, depth + 1, root-only tools removed, the call's tool_filter, a forked
 PermissionRuntime, its own budget, no snapshots). Only its final text returns, as
-one tool result, with references to the evidence it gathered (agents.evidence). The same run happens inside a Ray actor in cluster/, behind the
-same port.
+one tool result, with references to the evidence it gathered (agents.evidence).
+The same run happens inside a Ray actor in cluster/, behind the same port.
 """
 
 from __future__ import annotations
