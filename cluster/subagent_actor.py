@@ -109,7 +109,7 @@ class SubagentActor:
 
     async def run(self, shipped: list, permissions: PermissionRuntime, request: SubagentRequest, parent_id: str,
                   child_id: str, budget: Budget) -> SubagentResult:
-        blueprint = dataclasses.replace(await self._blueprint(shipped[0]), permissions=permissions)
+        blueprint = _for_one_child(await self._blueprint(shipped[0]), permissions)
         try:
             return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, budget=budget)
         finally:
@@ -136,6 +136,18 @@ class SubagentActor:
 
 async def _fetched(ref: ray.ObjectRef) -> SessionBlueprint:
     return await ref
+
+
+def _for_one_child(shared: SessionBlueprint, permissions: PermissionRuntime) -> SessionBlueprint:
+    """A child's own copy of a kept blueprint: the rules of now, and an event sender of its
+    own (a flush then waits for this child's events only, not for its busy siblings')."""
+    if not isinstance(shared.emit, RemoteEmitter):
+        return dataclasses.replace(shared, permissions=permissions)
+    emit = RemoteEmitter(shared.emit.root_actor, shared.emit.root_session_id)
+    approver = shared.child_approver
+    if isinstance(approver, RemoteApprover):
+        approver = RemoteApprover(approver.root_actor, approver.root_session_id, emit)
+    return dataclasses.replace(shared, permissions=permissions, emit=emit, child_approver=approver)
 
 
 class RaySpawner:
