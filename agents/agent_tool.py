@@ -2,13 +2,16 @@
 
 The tool only validates the call, checks the depth limit and hands a
 SubagentRequest to its SubagentSpawner port; how and where the child runs is the
-spawner's business (in-process: `agents.subagents`; on Ray: a SubagentActor).
+spawner's business (in-process: `agents.subagents`; on Ray: a SubagentActor). The
+child's answer comes back with a short list of the evidence it gathered, whose
+bodies this session keeps for its Recall (agents.evidence).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.evidence import render_evidence
 from agents.ports import SubagentRequest, SubagentSpawner
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.registry import ToolRegistry
@@ -67,7 +70,15 @@ class AgentTool:
             model=args.model,
         )
         result = await self.spawner.spawn(request)
-        return ToolOutput(content=result.text, is_error=result.is_error)
+        evidence = result.evidence
+        if ctx.artifacts is not None:  # so that this session's Recall finds the bodies named below
+            store = ctx.artifacts
+            kept = {r.tool_use_id for r in result.records
+                    if store.put(r.tool_use_id, r.body) or store.get(r.tool_use_id) == r.body}
+            # An id already holding another body (a scripted model reuses ids) would recall the wrong one.
+            evidence = tuple(ref for ref in evidence if ref.tool_use_id in kept)
+        listed = render_evidence(evidence)
+        return ToolOutput(content=f"{result.text}\n\n{listed}" if listed else result.text, is_error=result.is_error)
 
 
 

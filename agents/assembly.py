@@ -254,8 +254,12 @@ def build_session(
         environment_section(workspace), project_instructions_section(instructions), skill_catalog_section(skills), memory
     )
 
+    # Only what it needs, not `settings`: their class is made when they load, and a child's
+    # process would be sent that class by value with every blueprint (~50 kB, ~40 ms a child).
+    default_model, providers = settings.model, settings.providers
+
     def model_for(spec: str | None, role: str) -> ModelClient:
-        return load_model_client(spec or settings.model, role=role, settings=settings.providers)
+        return load_model_client(spec or default_model, role=role, settings=providers)
 
     permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
@@ -267,6 +271,8 @@ def build_session(
         denied_path_globs=denied_path_globs(permissions),
     )
     executor = runtime.executor or LocalToolExecutor()
+    trace = (TraceWriter(output_directory(settings.trace_dir, "trace_dir (--trace-dir)"), session_id)
+             if settings.trace_dir is not None else None)
     blueprint = SessionBlueprint(
         model_for=model_for,
         executor=executor,
@@ -283,6 +289,7 @@ def build_session(
         artifacts=artifacts,
         child_approver=child_approver,
         hooks=hooks,
+        trace=trace,
         keeps_agent=keeps_agent,
     )
     root_model = model_for(None, "root")
@@ -295,7 +302,6 @@ def build_session(
                            max_cost_usd=settings.subagents.tree_max_cost_usd),
         snapshots=runtime.snapshots or snapshot_store(settings),
         judge=runtime.judge or load_model_client(settings.judge or settings.model, role="judge", settings=settings.providers),
-        trace=(TraceWriter(output_directory(settings.trace_dir, "trace_dir (--trace-dir)"), session_id)
-               if settings.trace_dir is not None else None),
+        trace=trace,
     )
     return assemble(blueprint, root)

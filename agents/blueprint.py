@@ -66,6 +66,7 @@ class SessionBlueprint:
     artifacts: ArtifactStore | None = None
     child_approver: Approver | None = None  # interactive root: a child's ask reaches the user
     hooks: HookRunner | None = None
+    trace: TraceWriter | None = None  # the root's; each child's goes in a directory under its parent's
     keeps_agent: bool = True  # whether the root offers the Agent tool (a bundle may leave it out)
     _ids: itertools.count = field(default_factory=itertools.count)
 
@@ -127,6 +128,8 @@ def assemble(bp: SessionBlueprint, spec: RootSpec | ChildSpec) -> Session:
             is_child=True,
             approver=bp.child_approver,
             path=request.path,
+            trace=(bp.trace.for_child(spec.child_id, request.description, request.path, request.depth)
+                   if bp.trace is not None else None),
         )
     spawner = bp.spawner(spec.session_id, spec.budget) if bp.keeps_agent else None
     tools = [*bp.tools, AgentTool(spawner, depth=0, max_depth=bp.subagents.max_depth)] if spawner else bp.tools

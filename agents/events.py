@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, TypeAdapter
 
 from agents.compaction.ledger import CompactionEvent
+from agents.evidence import EvidenceRef
 from agents.ports import Usage
 
 __all__ = [
@@ -148,6 +149,7 @@ class SubagentFinished(_EventBase):
     model_calls: int
     unpriced_calls: int = Field(0, description="Calls of the subagent whose price is unknown (not in cost_usd).")
     child_path: list[str] = Field(default_factory=list, description="The child's path (its parent's path + description).")
+    evidence: list[EvidenceRef] = Field(default_factory=list, description="What the child's result refers to.")
 
 
 class SnapshotSaved(_EventBase):

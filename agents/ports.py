@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.evidence import EvidenceRef, RecallRecord
 from agents.messages import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from agents.session_state import SessionState
 from agents.usage import Usage
@@ -143,9 +144,12 @@ class SubagentRequest(BaseModel):
 
 
 class SubagentResult(BaseModel):
-    """All a parent ever sees of a child: its final text (or why it failed) and its cost."""
+    """All a parent ever sees of a child: its final text (or why it failed), references to
+    the evidence it gathered (with their bodies, for the parent's Recall) and its cost."""
 
     text: str
+    evidence: tuple[EvidenceRef, ...] = ()
+    records: tuple[RecallRecord, ...] = Field((), description="Bodies of the evidence, kept by the parent, never shown whole.")
     is_error: bool = False
     reason: str = "end_turn"
     usage: Usage = Field(default_factory=Usage)

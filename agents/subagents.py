@@ -4,8 +4,8 @@ A child is assembled from its parent's blueprint by the same function as the roo
 (`agents.blueprint.assemble` with a ChildSpec: a NEW conversation holding only the
 prompt, depth + 1, root-only tools removed, the call's tool_filter, a forked
 PermissionRuntime, its own budget, no snapshots). Only its final text returns, as
-one tool result. The same run happens inside a Ray actor in cluster/, behind the
-same port.
+one tool result, with references to the evidence it gathered (agents.evidence).
+The same run happens inside a Ray actor in cluster/, behind the same port.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from agents.blueprint import ChildSpec, SessionBlueprint, assemble
 from agents.budgets import Budget, ScopeLimits
 from agents.errors import ModelError
 from agents.events import SubagentFinished, SubagentStarted
+from agents.evidence import gather_evidence
 from agents.hooks import HookEvent
 from agents.loop import Session
 from agents.ports import SubagentRequest, SubagentResult
@@ -86,6 +87,7 @@ async def run_child(
             unpriced_calls=result.unpriced_calls,
             path=parent_path,
             child_path=list(request.path),
+            evidence=list(result.evidence),
         )
     )
     return result
@@ -93,8 +95,12 @@ async def run_child(
 
 async def _run_child(child: Session, request: SubagentRequest) -> SubagentResult:
     def result(text: str, reason: str, is_error: bool) -> SubagentResult:
+        store = child.kit.artifacts
+        evidence, records = gather_evidence(child.conversation, store.get if store is not None else lambda _id: None)
         return SubagentResult(
             text=text,
+            evidence=evidence,
+            records=records,
             is_error=is_error,
             reason=reason,
             usage=child.usage,

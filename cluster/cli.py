@@ -151,18 +151,18 @@ def _opening(settings: WorkingsetSettings, workspace: Path, args: argparse.Names
 
 async def _drive_local(opening: OpenSpec, args: argparse.Namespace, renderer: EventSink, approver: Approver | None) -> int:
     session = await open_or_resume(opening, SessionRuntime(emit=renderer, child_approver=approver))
-    return await _drive(session, args.prompt, approver)
+    return await _drive(session, args.prompt, approver, renderer)
 
 
 async def _drive_on_ray(opening: OpenSpec, args: argparse.Namespace, renderer: EventSink, approver: Approver | None) -> int:
     remote = await open_remote_session(opening, emit=renderer, approver=approver)
-    return await _drive(remote, args.prompt, approver)
+    return await _drive(remote, args.prompt, approver, renderer)
 
 
-async def _drive(session: SessionHandle, prompt: str | None, approver: Approver | None) -> int:
+async def _drive(session: SessionHandle, prompt: str | None, approver: Approver | None, renderer: EventSink) -> int:
     try:
         if prompt is None:
-            return await run_repl(session)
+            return await run_repl(session, renderer.trees if isinstance(renderer, HumanRenderer) else None)
         return await _run_prompt(session, prompt, approver)
     finally:
         await session.aclose()

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cluster.approval import describe_request, shown
-from cluster.tree_view import SubagentTree, path_label
+from cluster.tree_view import TreeWatch, path_label
 
 __all__ = ["HumanRenderer", "JsonRenderer"]
 
@@ -111,18 +111,17 @@ class HumanRenderer:
     """Events as lines; a subagent's lines start with its path in the tree, and when a
     fan-out has finished the tree is drawn with each child's state, tokens and cost."""
 
-    def __init__(self, console: Console | None = None):
+    def __init__(self, console: Console | None = None, trees: TreeWatch | None = None):
         self.console = console or Console(highlight=False)
-        self.tree = SubagentTree()
+        self.trees = trees or TreeWatch()
 
     def __call__(self, event: BaseModel) -> None:
         kind = getattr(event, "type", "")
-        self.tree.observe(event)
+        finished = self.trees(event)
         formatter = _FORMATTERS.get(kind)
         line = formatter(event) if formatter else None
         if line is not None:
             path = getattr(event, "path", None)
             self.console.print(f"[blue]\\[{escape(path_label(path))}][/] {line}" if path else line)
-        if kind == "subagent_finished" and not self.tree.running:
-            self.console.print(f"[blue]{escape(self.tree.render())}[/]", soft_wrap=True)
-            self.tree = SubagentTree()  # the next fan-out is drawn on its own
+        if finished is not None:
+            self.console.print(f"[blue]{escape(finished.render())}[/]", soft_wrap=True)

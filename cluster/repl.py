@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agents.errors import ModelError, WorkingsetError
@@ -17,10 +18,21 @@ from agents.handle import SessionHandle
 from agents.loop import Session, TurnOutcome
 from agents.modes import Mode
 from cluster.console import ask_line, console_approver, settle_parked
+from cluster.tree_view import TreeWatch
 
-__all__ = ["SLASH_COMMANDS", "run_repl"]
+__all__ = ["SLASH_COMMANDS", "Repl", "run_repl"]
 
-SlashHandler = Callable[[SessionHandle, str], Awaitable[bool]]  # returns False to leave the REPL
+
+
+@dataclass
+class Repl:
+    """What a slash command works on: the session, and the subagent trees seen so far."""
+
+    session: SessionHandle
+    trees: TreeWatch | None = None  # None: nothing follows the events (the JSON renderer)
+
+
+SlashHandler = Callable[[Repl, str], Awaitable[bool]]  # returns False to leave the REPL
 
 APPROVED_PLAN = "The user approved the plan above. Implement it now, then verify it."
 CANCELLED = ("turn cancelled; the conversation is kept (a tool call that had started may have taken effect, "
@@ -91,17 +103,18 @@ async def _offer_plan_approval(session: SessionHandle) -> TurnOutcome | None:
     return None
 
 
-async def _help(session: SessionHandle, arg: str) -> bool:
+async def _help(repl: Repl, arg: str) -> bool:
     for name, (_, summary) in sorted(SLASH_COMMANDS.items()):
         print(f"  /{name:<10} {summary}")
     return True
 
 
-async def _exit(session: SessionHandle, arg: str) -> bool:
+async def _exit(repl: Repl, arg: str) -> bool:
     return False
 
 
-async def _compact(session: SessionHandle, arg: str) -> bool:
+async def _compact(repl: Repl, arg: str) -> bool:
+    session = repl.session
     result = await session.compact_now(arg or None)
     if result.failure:
         print(f"compaction failed, history unchanged: {result.failure}")
@@ -111,7 +124,8 @@ async def _compact(session: SessionHandle, arg: str) -> bool:
     return True
 
 
-async def _plan(session: SessionHandle, arg: str) -> bool:
+async def _plan(repl: Repl, arg: str) -> bool:
+    session = repl.session
     session.set_mode(Mode.PLAN)
     print("plan mode: read-only tools; the plan is offered for approval after each reply")
     if arg:
@@ -119,7 +133,8 @@ async def _plan(session: SessionHandle, arg: str) -> bool:
     return True
 
 
-async def _goal(session: SessionHandle, arg: str) -> bool:
+async def _goal(repl: Repl, arg: str) -> bool:
+    session = repl.session
     if not arg:
         goal = session.goal
         print(f"goal ({goal.status}, {goal.auto_turns} auto turns): {goal.condition}" if goal else "no goal set")
@@ -132,14 +147,16 @@ async def _goal(session: SessionHandle, arg: str) -> bool:
     return True
 
 
-async def _clear(session: SessionHandle, arg: str) -> bool:
+async def _clear(repl: Repl, arg: str) -> bool:
+    session = repl.session
     await session.clear()
     how = "/resume returns to it" if isinstance(session, Session) else "`workingset sessions history ID` lists it"
     print(f"conversation cleared (the previous one stays in the session's history; {how})")
     return True
 
 
-async def _resume(session: SessionHandle, arg: str) -> bool:
+async def _resume(repl: Repl, arg: str) -> bool:
+    session = repl.session
     if not isinstance(session, Session) or session.ports.snapshots is None:
         print("/resume works in a --local session; on Ray, start again with --resume ID")
         return True
@@ -163,6 +180,11 @@ async def _resume(session: SessionHandle, arg: str) -> bool:
     return True
 
 
+async def _tree(repl: Repl, arg: str) -> bool:
+    print(repl.trees.render() if repl.trees is not None else "/tree needs the terminal view (not --json)")
+    return True
+
+
 SLASH_COMMANDS: dict[str, tuple[SlashHandler, str]] = {
     "help": (_help, "list the commands"),
     "exit": (_exit, "leave the session"),
@@ -171,19 +193,22 @@ SLASH_COMMANDS: dict[str, tuple[SlashHandler, str]] = {
     "goal": (_goal, "show the goal; /goal COND sets it; /goal clear ends it"),
     "clear": (_clear, "start an empty conversation (saved; the old one stays in history)"),
     "resume": (_resume, "load the latest snapshot of this session, or of session ID [ID]"),
+    "tree": (_tree, "show the subagents of the fan-out under way, or of the last one: state, calls, tokens, cost"),
 }
 
 
-async def _dispatch(session: SessionHandle, line: str) -> bool:
+async def _dispatch(repl: Repl, line: str) -> bool:
     name, _, arg = line[1:].partition(" ")
     entry = SLASH_COMMANDS.get(name)
     if entry is None:
         print(f"unknown command /{name}; /help lists the commands")
         return True
-    return await entry[0](session, arg.strip())
+    return await entry[0](repl, arg.strip())
 
 
-async def run_repl(session: SessionHandle) -> int:
+async def run_repl(session: SessionHandle, trees: TreeWatch | None = None) -> int:
+    """Read lines until /exit or end of input; `trees` (the renderer's) answers /tree."""
+    repl = Repl(session, trees)
     session.announce_start()
     print("Workingset REPL · /help for commands · /exit or Ctrl-D to leave")
     await settle_parked(session, console_approver)  # a call parked before a resume is asked first
@@ -196,7 +221,7 @@ async def run_repl(session: SessionHandle) -> int:
         if not line:
             continue
         if line.startswith("/"):
-            if not await _dispatch(session, line):
+            if not await _dispatch(repl, line):
                 break
             continue
         outcome = await converse(session, line)

@@ -267,9 +267,14 @@ class SessionActor:
     # -- subagent plumbing --------------------------------------------------------------
 
     def push_event(self, session_id: str, event) -> None:
+        self.push_events(session_id, [event])
+
+    def push_events(self, session_id: str, events: list) -> None:
+        """A subagent's events, in the order it emitted them (one call per burst)."""
         hosted = self.hosted.get(session_id)
         if hosted is not None:
-            hosted.events.put_nowait(event)
+            for event in events:
+                hosted.events.put_nowait(event)
 
     def budget_open(self, session_id: str, scope_id: str, parent_id: str | None, limits: ScopeLimits) -> BudgetRefusal | None:
         """A subagent's scope in the tree's ledger (cluster.tree_budget)."""

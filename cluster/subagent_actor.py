@@ -15,6 +15,8 @@ each other's spending as it happens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections import OrderedDict
 
 import ray
 from ray.exceptions import RayError
@@ -22,6 +24,7 @@ from ray.exceptions import RayError
 from agents.blueprint import SessionBlueprint
 from agents.budgets import Budget
 from agents.events import PermissionRequested
+from agents.permissions import PermissionRuntime
 from agents.ports import SubagentRequest, SubagentResult
 from agents.subagents import child_limits, run_child
 from agents.tool_batch import PermissionAnswer
@@ -35,9 +38,10 @@ class RemoteEmitter:
     """EventSink that forwards a child's events to the root session's stream.
 
     Calls to an async actor may run out of order, and a result travels apart from
-    the calls its actor made, so events go one at a time, each awaited, from one
-    sender task; `flush` waits until all have reached the root (before the child's
-    result returns or it asks the user)."""
+    the calls its actor made, so events go from one sender task, each call awaited
+    before the next; a call carries every event queued since the last one (a burst
+    costs one round trip, not one per event). `flush` waits until all have reached
+    the root (before the child's result returns or it asks the user)."""
 
     def __init__(self, root_actor, root_session_id: str):
         self.root_actor = root_actor
@@ -63,9 +67,9 @@ class RemoteEmitter:
 
     async def _send(self) -> None:
         while self._queue:
-            event = self._queue.pop(0)
+            burst, self._queue = self._queue, []
             try:
-                await self.root_actor.push_event.remote(self.root_session_id, event)
+                await self.root_actor.push_events.remote(self.root_session_id, burst)
             except RayError:
                 self._queue.clear()  # the root is gone: nobody to show them to
                 return
@@ -89,19 +93,61 @@ class RemoteApprover:
         return await self.root_actor.ask_user.remote(self.root_session_id, request)
 
 
+_KEPT_BLUEPRINTS = 16
+
+
 @ray.remote(num_cpus=0, max_restarts=0)
 class SubagentActor:
-    async def run(
-        self, blueprint: SessionBlueprint, request: SubagentRequest, parent_id: str, child_id: str, budget: Budget
-    ) -> SubagentResult:
+    """Runs children. A parent's blueprint is put in the object store once and named by
+    its ref in every call (inside a list, so Ray hands over the ref, not the object):
+    the actor fetches and unpickles it once and its later children reuse it. Only the
+    permission rules, which the root's user may change between fan-outs, come with
+    each call."""
+
+    def __init__(self) -> None:
+        self._blueprints: OrderedDict[str, asyncio.Future] = OrderedDict()
+
+    async def run(self, shipped: list, permissions: PermissionRuntime, request: SubagentRequest, parent_id: str,
+                  child_id: str, budget: Budget) -> SubagentResult:
+        blueprint = _for_one_child(await self._blueprint(shipped[0]), permissions)
         try:
             return await run_child(blueprint, request, parent_id=parent_id, child_id=child_id, budget=budget)
         finally:
             if isinstance(blueprint.emit, RemoteEmitter):
                 await blueprint.emit.flush()  # the child's events reach the root before its result
 
+    async def _blueprint(self, ref: ray.ObjectRef) -> SessionBlueprint:
+        key = ref.hex()
+        fetched = self._blueprints.get(key)
+        if fetched is None:
+            fetched = self._blueprints[key] = asyncio.ensure_future(_fetched(ref))
+            while len(self._blueprints) > _KEPT_BLUEPRINTS:
+                self._blueprints.popitem(last=False)
+        self._blueprints.move_to_end(key)
+        try:
+            return await asyncio.shield(fetched)
+        except RayError:
+            self._blueprints.pop(key, None)  # the next child tries again
+            raise
+
     def ready(self) -> bool:
         return True
+
+
+async def _fetched(ref: ray.ObjectRef) -> SessionBlueprint:
+    return await ref
+
+
+def _for_one_child(shared: SessionBlueprint, permissions: PermissionRuntime) -> SessionBlueprint:
+    """A child's own copy of a kept blueprint: the rules of now, and an event sender of its
+    own (a flush then waits for this child's events only, not for its busy siblings')."""
+    if not isinstance(shared.emit, RemoteEmitter):
+        return dataclasses.replace(shared, permissions=permissions)
+    emit = RemoteEmitter(shared.emit.root_actor, shared.emit.root_session_id)
+    approver = shared.child_approver
+    if isinstance(approver, RemoteApprover):
+        approver = RemoteApprover(approver.root_actor, approver.root_session_id, emit)
+    return dataclasses.replace(shared, permissions=permissions, emit=emit, child_approver=approver)
 
 
 class RaySpawner:
@@ -116,6 +162,7 @@ class RaySpawner:
         self.root_actor = root_actor
         self.root_session_id = root_session_id
         self._count = 0
+        self._shipped: ray.ObjectRef | None = None
 
     async def spawn(self, request: SubagentRequest) -> SubagentResult:
         self._count += 1
@@ -126,7 +173,8 @@ class RaySpawner:
         actor = self.pool.acquire()
         healthy = True
         try:
-            result = await actor.run.remote(self._shipped_blueprint(), request, self.parent_id, child_id, budget)
+            result = await actor.run.remote([self._shipped_ref()], self.blueprint.permissions, request, self.parent_id,
+                                            child_id, budget)
         except RayError as exc:
             healthy = False
             result = SubagentResult(
@@ -137,6 +185,13 @@ class RaySpawner:
         finally:
             self.pool.release(actor, healthy=healthy)
         return result
+
+    def _shipped_ref(self) -> ray.ObjectRef:
+        """The shipped blueprint, serialized once for all of this parent's children (it
+        cost each child a pickling here and an unpickling in its actor)."""
+        if self._shipped is None:
+            self._shipped = ray.put(self._shipped_blueprint())
+        return self._shipped
 
     def _shipped_blueprint(self) -> SessionBlueprint:
         """What the child's process gets: events and questions routed to the root actor,

@@ -2,9 +2,10 @@
 
 `SubagentTree` follows the event stream (subagent_started / _finished, model calls,
 permission questions and answers, all carrying the child's session id and path) and
-draws the tree with each child's state, model calls, tokens and cost. The human
-renderer prints it when a fan-out has finished; `--json` consumers get the same
-facts from the events themselves (README, "Event schema").
+draws the tree with each child's state, model calls, tokens and cost. `TreeWatch`
+keeps the fan-out under way and the last one that finished: the human renderer
+prints a tree when its fan-out has finished, the REPL's `/tree` on demand; `--json`
+consumers get the same facts from the events themselves (README, "Event schema").
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from cluster.approval import shown
 
-__all__ = ["SubagentTree", "path_label"]
+__all__ = ["SubagentTree", "TreeWatch", "path_label"]
 
 
 def path_label(path: list[str]) -> str:
@@ -96,3 +97,25 @@ class SubagentTree:
                      f"{node.model_calls} calls · {node.tokens:,} tokens · {cost}")
         for i, child in enumerate(node.children):
             self._draw(child, indent + ("   " if last else "│  "), i == len(node.children) - 1, lines)
+
+
+class TreeWatch:
+    """The current fan-out's tree, and the last one that finished."""
+
+    def __init__(self) -> None:
+        self.current = SubagentTree()
+        self.last: SubagentTree | None = None
+
+    def __call__(self, event: Any) -> SubagentTree | None:
+        """Follow one event; the tree, when this event finished its fan-out."""
+        self.current.observe(event)
+        if getattr(event, "type", "") != "subagent_finished" or self.current.running:
+            return None
+        self.last, self.current = self.current, SubagentTree()  # the next fan-out is drawn on its own
+        return self.last
+
+    def render(self) -> str:
+        """The fan-out under way, else the last one; or a line saying there was none."""
+        if self.current:
+            return self.current.render()
+        return self.last.render() if self.last is not None else "no subagents have run in this session yet"

@@ -257,7 +257,7 @@ async def test_subagent_permission_question_reaches_the_root_callers_approver_on
     assert decided == [("ask", "mode"), ("allow", "user")]
     assert [e.type for e in events if e.type.startswith("subagent_")] == ["subagent_started", "subagent_finished"]
     (agent_result,) = [e for e in _of_type(events, "tool_result") if e.session_id == remote.session_id]
-    assert agent_result.content == "wrote it" and not agent_result.is_error
+    assert agent_result.content.startswith("wrote it\n\nEvidence") and not agent_result.is_error
 
 
 async def test_headless_subagent_permission_question_is_denied_with_a_clear_result_on_ray(ray_cluster, tmp_path):

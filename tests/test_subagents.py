@@ -187,7 +187,9 @@ async def test_parent_conversation_grows_by_one_tool_use_and_one_result(tmp_path
     results = _root_results(root)
     assert [u.name for u in uses] == ["Agent"] and len(results) == 1
     assert results[0].tool_use_id == uses[0].id
-    assert results[0].content == "CHILD FINAL" and not results[0].is_error
+    answer, evidence = results[0].content.split("\n\n")
+    assert answer == "CHILD FINAL" and not results[0].is_error
+    assert evidence.startswith("Evidence") and "- Glob result · id toolu_" in evidence  # named, not shown
     assert "listing" not in json.dumps([m.model_dump() for m in root.conversation])
     assert [e.name for e in _child_results(events, root)] == ["Glob"]  # the child did work the parent never saw
 
@@ -337,7 +339,7 @@ async def test_child_ask_reaches_the_interactive_approver_and_its_answer_applies
     assert (workspace / "made.txt").read_text() == "hi\n"
     decided = _of_type(events, "permission_decided", request.session_id)
     assert [(d.effect, d.source) for d in decided] == [("ask", "mode"), ("allow", "user")]
-    assert _root_results(root)[0].content == "wrote it"
+    assert _root_results(root)[0].content.startswith("wrote it\n\nEvidence")  # then its Bash call, by id
 
 
 async def test_child_ask_denied_by_the_approver_does_not_run(tmp_path):

@@ -15,7 +15,8 @@ from agents.events import PermissionDecided, PermissionRequested, SubagentStarte
 from agents.tool_batch import PermissionAnswer
 from cluster.console import console_approver
 from cluster.render import HumanRenderer
-from cluster.tree_view import SubagentTree
+from cluster.repl import SLASH_COMMANDS, Repl
+from cluster.tree_view import SubagentTree, TreeWatch
 
 
 def _nested_script(tmp_path: Path) -> Path:
@@ -127,3 +128,38 @@ async def test_each_fan_out_is_drawn_on_its_own(tmp_path):
         for event in await _run(tmp_path / run, approver=_allow):
             renderer(event)
     assert out.getvalue().count("subagents: 3 started, 3 done, 0 running") == 2
+
+
+# -- /tree in the REPL -------------------------------------------------------------------
+
+
+async def test_slash_tree_shows_the_child_asking_while_the_fan_out_is_under_way(capsys):
+    watch = TreeWatch()
+    watch(_started("root", "root.1", "scout"))
+    watch(PermissionRequested(session_id="root.1", tool_use_id="t1", name="Bash", input={}, reason="asks", path=["scout"]))
+    await _slash_tree(watch)
+    out = capsys.readouterr().out
+    assert out.startswith("subagents: 1 started, 0 done, 1 running") and "scout [root.1] · asking (Bash)" in out
+
+
+async def test_slash_tree_shows_the_last_fan_out_with_each_childs_calls_tokens_and_cost(tmp_path, capsys):
+    renderer = HumanRenderer(Console(file=io.StringIO(), width=200, color_system=None))
+    events = await _run(tmp_path, approver=_allow)
+    for event in events:
+        renderer(event)
+    await _slash_tree(renderer.trees)
+    out = capsys.readouterr().out
+    count = next(e for e in events if e.type == "subagent_finished" and e.description == "count")
+    tokens = count.usage.input_tokens + count.usage.output_tokens
+    assert out.startswith("subagents: 3 started, 3 done, 0 running")
+    assert f"└─ count [{count.child_session_id}] · done (end_turn) · 2 calls · {tokens:,} tokens · unpriced" in out
+
+
+async def test_slash_tree_before_any_fan_out_says_so(capsys):
+    await _slash_tree(TreeWatch())
+    assert capsys.readouterr().out == "no subagents have run in this session yet\n"
+
+
+async def _slash_tree(watch: TreeWatch) -> None:
+    handler, _ = SLASH_COMMANDS["tree"]
+    assert await handler(Repl(session=None, trees=watch), "")  # type: ignore[arg-type]  # /tree reads no session
