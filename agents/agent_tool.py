@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.evidence import render_evidence
 from agents.ports import SubagentRequest, SubagentSpawner
+from tools.artifacts import ArtifactStore
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.registry import ToolRegistry
 
@@ -71,8 +72,8 @@ class AgentTool:
         )
         result = await self.spawner.spawn(request)
         evidence = result.evidence
-        if ctx.artifacts is not None:  # so that this session's Recall finds the bodies named below
-            store = ctx.artifacts
+        store = ctx.artifacts
+        if isinstance(store, ArtifactStore):  # so that this session's Recall finds the bodies named below
             kept = {r.tool_use_id for r in result.records
                     if store.put(r.tool_use_id, r.body) or store.get(r.tool_use_id) == r.body}
             # An id already holding another body (a scripted model reuses ids) would recall the wrong one.
