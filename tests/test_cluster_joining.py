@@ -18,6 +18,7 @@ from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
 from tests.eval_support import calc_repo, fix_turns, result_rows, script, task, tasks_file
 from tests.fake_messages_server import presented_key
+from tests.ray_head import private_head
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,3 +78,26 @@ async def test_the_models_credentials_reach_actors_on_other_nodes_and_are_never_
     written = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
     assert written == [] and secret not in stream.getvalue()
     assert all(json.loads(line) for line in stream.getvalue().splitlines())
+
+
+def _eval_env(head, **extra: str) -> dict[str, str]:
+    """The environment of a `workingset eval` run on the head's machine: none of the test
+    process's RAY_ variables, the head's token and RAY_TMPDIR, this worktree first."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return {**base, **head.env, "PYTHONPATH": str(ROOT), "WORKINGSET_RUNTIME": "ray", **extra}
+
+
+def test_address_auto_runs_the_batch_on_the_cluster_ray_start_made(tmp_path):
+    repo = calc_repo(tmp_path)
+    tasks = tasks_file(tmp_path / "tasks.jsonl", [task(f"t{i}", repo) for i in range(2)])
+    model = script(tmp_path, "fix", fix_turns())
+    out = tmp_path / "out"
+    with private_head() as head:
+        run = subprocess.run([sys.executable, "-m", "cluster.cli", "eval", str(tasks), "--model", f"scripted:{model}",
+                              "--out", str(out), "--address", "auto", "--json"],
+                             env=_eval_env(head), capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = result_rows(out)
+    assert sorted(r["task_id"] for r in rows) == ["t0", "t1"]
+    assert all(r["status"] == "passed" for r in rows), [(r["status"], r["error"]) for r in rows]
+    assert {r["node"] for r in rows} == {head.node_id}  # not an embedded cluster, not another one
