@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -92,9 +93,13 @@ def _raylet_node_id(temp_dir: Path) -> str | None:
 
 
 def _dashboard_up(url: str) -> bool:
-    with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/api/version", timeout=2) as answer:
-        return answer.status == 200
-    return False
+    try:
+        with urllib.request.urlopen(f"{url}/api/version", timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answers (asking for the token): it is up
+    except OSError:
+        return False
 
 
 def _wait_ready(temp_dir: Path, starter: subprocess.Popen, dashboard_url: str | None) -> dict:
@@ -106,7 +111,8 @@ def _wait_ready(temp_dir: Path, starter: subprocess.Popen, dashboard_url: str | 
             return {"gcs_address": address_file.read_text().strip(), "node_id": node_id,
                     "dashboard_url": dashboard_url, "starter_pid": starter.pid}
         time.sleep(0.5)
-    return {"error": f"ray start did not come up (exit {starter.poll()}); see {temp_dir.parent / 'ray-start.log'}"}
+    log = (temp_dir.parent / "ray-start.log").read_text(errors="replace")[-2000:]
+    return {"error": f"ray start did not come up in {START_TIMEOUT_S:.0f} s (exit {starter.poll()}): {log}"}
 
 
 def _stop(starter_pid: int, temp_dir: Path) -> None:
