@@ -15,8 +15,8 @@ Always torn down: a watchdog process (this file run as a script) owns `ray start
 process group of its own and stops it when its stdin closes — when the test ends, fails,
 or when the test process itself dies (the pipe closes with it). Stopping is SIGTERM to
 `ray start` (which drains and stops its node's processes), then SIGKILL to the group, then
-SIGKILL to any process still naming the temp dir on its command line. Never `ray stop`,
-which would stop every cluster on the machine.
+SIGKILL to any process still naming the temp dir on its command line or running in it
+(a job's driver). Never `ray stop`, which would stop every cluster on the machine.
 
     with private_head(tmp, dashboard=True, env=...) as head:
         head.gcs_address, head.node_id, head.dashboard_url, head.env
@@ -75,10 +75,12 @@ def _head_command(temp_dir: Path, *, dashboard: bool, num_cpus: int) -> tuple[li
 
 
 def _processes_naming(text: str) -> list[psutil.Process]:
+    """Processes whose command line names `text` or that run in it (a job's driver runs in
+    its unpacked working dir there)."""
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
         with contextlib.suppress(psutil.Error, TypeError):
-            if any(text in part for part in proc.info["cmdline"] or ()):
+            if any(text in part for part in proc.info["cmdline"] or ()) or (proc.info["cwd"] or "").startswith(text):
                 found.append(proc)
     return [p for p in found if p.pid != os.getpid()]
 

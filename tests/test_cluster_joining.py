@@ -145,3 +145,5 @@ def test_the_readmes_ray_job_submit_runs_the_batch_on_the_head(tmp_path, message
     rows = result_rows(out)
     assert [(r["task_id"], r["status"], r["node"]) for r in rows] == [("a", "passed", head.node_id)], rows
     assert len(messages_server.requests) == 3
+    written = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert written == [] and secret not in logs.stdout + logs.stderr
