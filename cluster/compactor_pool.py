@@ -21,6 +21,7 @@ from agents.compaction.summary import SummaryFailed
 from agents.config import SummarizerSettings
 from agents.messages import Message
 from cluster.credentials import model_runtime_env
+from cluster.named_actor import NamedActor, start_named
 
 __all__ = ["BUSY", "PooledSummarizer", "SummarizerActor", "start_compactor_pool"]
 
@@ -48,28 +49,33 @@ class SummarizerActor:
 
 
 class PooledSummarizer:
-    """The Summarizer port backed by the pool; picklable, so subagent actors share it."""
+    """The Summarizer port backed by the pool; picklable (as the actors' names, see
+    named_actor.py), so session and subagent actors share it."""
 
-    def __init__(self, actors: list, timeout_s: float):
-        self.actors = list(actors)
+    def __init__(self, members: list[NamedActor], timeout_s: float):
+        self.members = list(members)
         self.timeout_s = timeout_s
-        self.name = f"pool:{len(self.actors)}"
+        self.name = f"pool:{len(self.members)}"
         self._next = itertools.count()
 
+    @property
+    def actors(self) -> list:
+        return [m.handle for m in self.members]
+
     def __getstate__(self) -> dict:
-        return {"actors": self.actors, "timeout_s": self.timeout_s}
+        return {"members": self.members, "timeout_s": self.timeout_s}
 
     def __setstate__(self, state: dict) -> None:
-        PooledSummarizer.__init__(self, state["actors"], state["timeout_s"])
+        PooledSummarizer.__init__(self, state["members"], state["timeout_s"])
 
     async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
         encoded = encode_messages(messages)
         start = next(self._next)
         problems = []
-        for i in range(len(self.actors)):
-            actor = self.actors[(start + i) % len(self.actors)]
+        for i in range(len(self.members)):
+            member = self.members[(start + i) % len(self.members)]
             try:
-                text = await asyncio.wait_for(actor.summarize.remote(encoded, focus), self.timeout_s)
+                text = await asyncio.wait_for(member.handle.summarize.remote(encoded, focus), self.timeout_s)
             except TimeoutError:
                 problems.append(f"timed out after {self.timeout_s:g} s")
                 continue
@@ -85,6 +91,6 @@ class PooledSummarizer:
 
 def start_compactor_pool(settings: SummarizerSettings, *, size: int, max_queue: int) -> PooledSummarizer:
     options = {"runtime_env": model_runtime_env()}  # a model summarizer needs the credentials
-    actors = [SummarizerActor.options(**options).remote(settings.model_dump(mode="json"), max_queue)  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
-              for _ in range(size)]
-    return PooledSummarizer(actors, timeout_s=settings.timeout_s)
+    members = [start_named(SummarizerActor, "summarizer", settings.model_dump(mode="json"), max_queue, **options)
+               for _ in range(size)]
+    return PooledSummarizer(members, timeout_s=settings.timeout_s)

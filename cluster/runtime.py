@@ -13,6 +13,13 @@ and without Ray's twenty seconds of retries). The dashboard stays off unless ask
 for. Any failure to start or reach Ray ends in one ClusterError that names the
 address and the fix.
 
+Ray's own lines stay off the progress display: the C++ core's warnings are held below
+errors (RAY_BACKEND_LOG_LEVEL), the banner that setting prints while Ray starts is dropped
+(what else Ray writes on stderr while it starts is passed on afterwards, through
+sys.stderr, so above a progress display), and Ray's notice that the embedded cluster
+uses token authentication (its default for a cluster it starts) is not repeated on
+every run.
+
 The embedded cluster keeps idle workers for minutes, not Ray's one second: a batch's
 tool calls come in bursts a model call apart, and a worker killed between them costs
 a Python start and the harness's imports (seconds of CPU) at the next burst. On a
@@ -26,6 +33,7 @@ import logging
 import os
 import socket
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +83,45 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     if where is not None:
         with socket.create_connection(where, timeout=timeout_s):
             pass
+
+
+_LEVEL_BANNER = "Set ray log level from environment variable"
+
+
+@contextlib.contextmanager
+def _held_stderr():
+    """Ray's start-up writes on fd 2, held until it is done, then passed on through
+    sys.stderr (which a progress display redirects above itself), less the log-level
+    banner: RAY_BACKEND_LOG_LEVEL itself makes Ray print it, at INFO, before the level applies."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            for line in held.read().decode(errors="replace").splitlines():
+                if line.strip() and _LEVEL_BANNER not in line:
+                    print(line, file=sys.stderr)
+
+
+# Where Ray announces its default for a cluster it starts ("Token authentication is
+# enabled for this Ray cluster ..."); should the module move, the notice merely comes back.
+_TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str):
+    log = logging.getLogger(name)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 @contextlib.contextmanager
@@ -129,17 +176,19 @@ def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: in
             if address:
                 _check_reachable(address)
                 _check_token(address)
-                ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+                with _held_stderr():
+                    ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
             else:
-                ray.init(
-                    address="local",  # always our own cluster, never one another process left running
-                    num_cpus=num_cpus or os.cpu_count() or 1,
-                    include_dashboard=dashboard,
-                    logging_level=logging.WARNING,
-                    log_to_driver=False,
-                    configure_logging=True,
-                    _system_config={"idle_worker_killing_time_threshold_ms": IDLE_WORKER_KEEP_MS},
-                )
+                with _held_stderr(), _quiet_logger(_TOKEN_NOTICE_LOGGER):
+                    ray.init(
+                        address="local",  # always our own cluster, never one another process left running
+                        num_cpus=num_cpus or os.cpu_count() or 1,
+                        include_dashboard=dashboard,
+                        logging_level=logging.WARNING,
+                        log_to_driver=False,
+                        configure_logging=True,
+                        _system_config={"idle_worker_killing_time_threshold_ms": IDLE_WORKER_KEEP_MS},
+                    )
         except (OSError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:  # OSError: refused, timed out, unknown host
             where = f"the Ray cluster at {address}" if address else "an embedded Ray cluster"
             fix = "check the address and that the cluster is up" if address else "check free memory and /tmp space"

@@ -27,6 +27,7 @@ from agents.snapshot_store import (
     StoreScan,
     VersionInfo,
 )
+from cluster.named_actor import NamedActor, start_named
 
 __all__ = ["RaySnapshotStore", "SnapshotStoreActor", "start_snapshot_actor"]
 
@@ -68,8 +69,12 @@ class RaySnapshotStore:
     session awaits its snapshot while the other sessions of its SessionActor go on (no
     blocking `ray.get` in a turn); the plain ones block on `ray.get`, for sync callers."""
 
-    def __init__(self, actor):
-        self.actor = actor
+    def __init__(self, named: NamedActor):
+        self.named = named  # pickled as its name (named_actor.py)
+
+    @property
+    def actor(self):
+        return self.named.handle
 
     async def asave(self, state: SessionState) -> str:
         with _store_errors():
@@ -104,7 +109,6 @@ class RaySnapshotStore:
 
 
 def start_snapshot_actor(root: Path, *, max_history: int, max_age_days: float, node_id: str) -> RaySnapshotStore:
-    actor = SnapshotStoreActor.options(  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-    ).remote(str(root), max_history, max_age_days)
-    return RaySnapshotStore(actor)
+    strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+    return RaySnapshotStore(start_named(SnapshotStoreActor, "snapshots", str(root), max_history, max_age_days,
+                                        scheduling_strategy=strategy))

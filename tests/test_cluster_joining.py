@@ -6,6 +6,8 @@ to the results."""
 import io
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
 from tests.eval_support import calc_repo, fix_turns, result_rows, script, task, tasks_file
 from tests.fake_messages_server import presented_key
+from tests.ray_head import private_head
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,3 +80,70 @@ async def test_the_models_credentials_reach_actors_on_other_nodes_and_are_never_
     written = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
     assert written == [] and secret not in stream.getvalue()
     assert all(json.loads(line) for line in stream.getvalue().splitlines())
+
+
+def _eval_env(head, **extra: str) -> dict[str, str]:
+    """The environment of a `workingset eval` run on the head's machine: none of the test
+    process's RAY_ variables, the head's token and RAY_TMPDIR, this worktree first."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return {**base, **head.env, "PYTHONPATH": str(ROOT), "WORKINGSET_RUNTIME": "ray", **extra}
+
+
+def test_address_auto_runs_the_batch_on_the_cluster_ray_start_made(tmp_path):
+    repo = calc_repo(tmp_path)
+    tasks = tasks_file(tmp_path / "tasks.jsonl", [task(f"t{i}", repo) for i in range(2)])
+    model = script(tmp_path, "fix", fix_turns())
+    out = tmp_path / "out"
+    with private_head() as head:
+        run = subprocess.run([sys.executable, "-m", "cluster.cli", "eval", str(tasks), "--model", f"scripted:{model}",
+                              "--out", str(out), "--address", "auto", "--json"],
+                             env=_eval_env(head), capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = result_rows(out)
+    assert sorted(r["task_id"] for r in rows) == ["t0", "t1"]
+    assert all(r["status"] == "passed" for r in rows), [(r["status"], r["error"]) for r in rows]
+    assert {r["node"] for r in rows} == {head.node_id}  # not an embedded cluster, not another one
+
+
+def _readme_job_commands() -> list[str]:
+    """The README's `ray job submit` block, its continued lines joined."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```bash\n(ray job submit .*?)```", text, re.S)
+    assert block, "the README's ray job submit block is gone"
+    joined = block.group(1).replace("\\\n", " ")
+    return [line.split("  #")[0].strip() for line in joined.splitlines() if line.strip()]
+
+
+def test_the_readmes_ray_job_submit_runs_the_batch_on_the_head(tmp_path, messages_server):
+    secret = "sk-ant-test-" + "j" * 24
+    messages_server.required_key = secret
+    messages_server.push_tool_use("Read", {"path": "calc.py"})
+    messages_server.push_tool_use("Edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
+    messages_server.push_text("Fixed add().")
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    tasks_file(job_dir / "tasks.jsonl", [task("a", calc_repo(tmp_path))])
+    out = tmp_path / "eval-run"
+    # The model's key is in the head's environment when `ray start` runs: the job's driver inherits it.
+    # And no WORKINGSET_RUNTIME=local of the test's: the job's batch runs on Ray, as a user's does.
+    head_env = {**{k: v for k, v in os.environ.items() if not k.startswith("WORKINGSET_")}, "PYTHONPATH": str(ROOT),
+                "ANTHROPIC_API_KEY": secret, "ANTHROPIC_BASE_URL": messages_server.url}
+    submit, follow = _readme_job_commands()
+    with private_head(dashboard=True, env=head_env) as head:
+        env = {**_eval_env(head), "RAY_ADDRESS": ""}  # the submitting shell's only link is --address
+        submit = submit.replace("http://A_HOST:8265", head.dashboard_url).replace("/data/eval-runs/sonnet-run-1", str(out))
+        submitted = subprocess.run(shlex.split(submit), cwd=job_dir, env=env, capture_output=True, text=True, timeout=120)
+        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+        job_id = re.search(r"Job '([^']+)' submitted successfully", submitted.stdout + submitted.stderr).group(1)
+        follow = follow.replace("http://A_HOST:8265", head.dashboard_url).replace("JOB_ID", job_id)
+        logs = subprocess.run(shlex.split(follow), env=env, capture_output=True, text=True, timeout=180)
+        status = subprocess.run(["ray", "job", "status", "--address", head.dashboard_url, job_id], env=env,
+                                capture_output=True, text=True, timeout=60)
+    assert f"Job '{job_id}' succeeded" in status.stdout, logs.stdout[-3000:] + logs.stderr[-2000:]
+    events = [json.loads(line) for line in logs.stdout.splitlines() if line.startswith("{")]
+    assert any(e.get("task_id") == "a" for e in events), logs.stdout[-3000:]
+    rows = result_rows(out)
+    assert [(r["task_id"], r["status"], r["node"]) for r in rows] == [("a", "passed", head.node_id)], rows
+    assert len(messages_server.requests) == 3
+    written = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert written == [] and secret not in logs.stdout + logs.stderr

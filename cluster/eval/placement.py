@@ -8,9 +8,15 @@ nodes that declare it). Tool tasks and grades declare their own CPU, pinned to t
 
 Ray's own choice among nodes with room packs bundles (fills one node, then the next),
 which would leave the CPUs of other nodes idle for the tool calls and grades that
-follow. So `Placer` asks Ray for a soft target: the node with the fewest running
-attempts per CPU among those that could hold the bundle; Ray places the group there
-when it has room and elsewhere when not, and waits while no node has any.
+follow. So `Placer` aims each group at the node with the fewest running attempts per
+CPU among those that could hold the bundle, through Ray's public label selector on the
+node id (`ray.io/node-id`). A selector is a hard constraint — a group aimed at a node
+that something else has filled would wait there while another node has room — so the
+aimed group gets `aim_wait_s` to be placed; if it is not, it is withdrawn and asked for
+again without aim, wherever Ray finds room (and Ray waits while no node has any). The
+cost of a full target is that wait, once per attempt aimed at it. (Ray's soft node hint
+for placement groups, `_soft_target_node_id`, does this in one step but is private;
+NodeAffinitySchedulingStrategy(soft=True) applies to tasks and actors, not to groups.)
 
 `NodeWatch` polls the cluster's node table; an attempt whose node is no longer alive is
 told at once (`lost(node)`), rather than waiting on calls that no node will answer.
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 
 import ray
 from ray.util.placement_group import (
+    NODE_ID_LABEL_KEY,
     PlacementGroup,
     placement_group,
     placement_group_table,
@@ -41,6 +48,7 @@ __all__ = ["SANDBOX_RESOURCE", "Lease", "NodeWatch", "Placer", "cluster_has_sand
 # tasks; a cluster where none does takes tasks on every node.
 SANDBOX_RESOURCE = "workingset_sandbox"
 _SANDBOX_SHARE = 0.001  # one marker unit admits a thousand tasks at once: memory decides
+AIM_WAIT_S = 5.0  # long enough for a busy cluster to place a group on a node with room
 
 
 def task_bundle(*, memory_mb: int, cpus: float, sandbox: bool) -> dict[str, float]:
@@ -76,8 +84,9 @@ class Lease:
 class Placer:
     """Leases room for attempts, spread over the nodes in proportion to their CPUs."""
 
-    def __init__(self, bundle: dict[str, float]):
+    def __init__(self, bundle: dict[str, float], *, aim_wait_s: float = AIM_WAIT_S):
         self.bundle = bundle
+        self.aim_wait_s = aim_wait_s
         self.running: Counter[str] = Counter()
 
     def _target(self, nodes: list[dict]) -> str | None:
@@ -92,15 +101,16 @@ class Placer:
         target = self._target(await asyncio.to_thread(ray.nodes))
         if target is not None:
             self.running[target] += 1  # counted at once: leases asked for together spread
-        group = placement_group([self.bundle], strategy="STRICT_PACK", _soft_target_node_id=target)
+        group: PlacementGroup | None = None
         try:
-            await group.ready()
+            group = await self._placed(target)
             table = await asyncio.to_thread(placement_group_table, group)
             node = table.get("bundles_to_node_id", {}).get(0)
             if not node:
                 raise ClusterError("Ray placed a task's resources on no node")
         except BaseException:
-            remove_placement_group(group)
+            if group is not None:
+                remove_placement_group(group)
             if target is not None:
                 self.running[target] -= 1
             raise
@@ -108,6 +118,27 @@ class Placer:
             self.running[target] -= 1
         self.running[node] += 1
         return Lease(group, node)
+
+    async def _placed(self, target: str | None) -> PlacementGroup:
+        """A placed group: on `target` if it has room within aim_wait_s, else where Ray finds room."""
+        if target is not None:
+            aimed = placement_group([self.bundle], strategy="STRICT_PACK",
+                                    bundle_label_selector=[{NODE_ID_LABEL_KEY: target}])
+            try:
+                await asyncio.wait_for(aimed.ready(), self.aim_wait_s)
+                return aimed
+            except TimeoutError:
+                remove_placement_group(aimed)  # the target is full: anywhere with room will do
+            except BaseException:
+                remove_placement_group(aimed)
+                raise
+        group = placement_group([self.bundle], strategy="STRICT_PACK")
+        try:
+            await group.ready()
+        except BaseException:
+            remove_placement_group(group)
+            raise
+        return group
 
     def release(self, held: Lease) -> None:
         if held.released:

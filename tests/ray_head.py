@@ -1,0 +1,180 @@
+"""A private Ray head made the way a user makes one (`ray start --head --block`), for the
+tests that join a cluster as the README says: `--address auto` and `ray job submit`.
+
+Private, because other sessions share this machine and a stray cluster would be joined
+by their `ray.init()`:
+  - its temp dir is a fresh directory of its own, so `ray_current_cluster` (where
+    `ray.init()` and `--address auto` look first) is written there, never in /tmp/ray;
+    only a process given `RAY_TMPDIR` of that directory finds it that way;
+  - every port is one the OS just handed out (GCS, dashboard, agents, client server,
+    metrics), so it takes no default port another cluster may hold;
+  - it uses token authentication with a random token: a process that stumbles on it by
+    its last resort (Ray's `auto` also greps `ps` for any raylet) is refused, not joined.
+
+Always torn down: a watchdog process (this file run as a script) owns `ray start` in a
+process group of its own and stops it when its stdin closes — when the test ends, fails,
+or when the test process itself dies (the pipe closes with it). Stopping is SIGTERM to
+`ray start` (which drains and stops its node's processes), then SIGKILL to the group, then
+SIGKILL to any process still naming the temp dir on its command line or running in it
+(a job's driver). Never `ray stop`, which would stop every cluster on the machine.
+
+    with private_head(tmp, dashboard=True, env=...) as head:
+        head.gcs_address, head.node_id, head.dashboard_url, head.env
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+START_TIMEOUT_S = 90.0
+STOP_GRACE_S = 40.0  # ray start drains its node for up to 30 s on SIGTERM
+
+
+@dataclass(frozen=True)
+class PrivateHead:
+    gcs_address: str
+    node_id: str
+    temp_root: Path  # RAY_TMPDIR for a process that should find this head by `auto`
+    dashboard_url: str | None
+    env: dict[str, str]  # what a process joining this head needs (token, RAY_TMPDIR)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def _head_command(temp_dir: Path, *, dashboard: bool, num_cpus: int) -> tuple[list[str], int]:
+    dashboard_port = _free_port()
+    ports = {"--port": _free_port(), "--dashboard-port": dashboard_port, "--ray-client-server-port": _free_port(),
+             "--dashboard-agent-listen-port": _free_port(), "--dashboard-agent-grpc-port": _free_port(),
+             "--runtime-env-agent-port": _free_port(), "--metrics-export-port": _free_port()}
+    command = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", f"--temp-dir={temp_dir}",
+               f"--num-cpus={num_cpus}", "--object-store-memory=100000000", "--disable-usage-stats",
+               "--resources", json.dumps({"workingset_sandbox": 1}), "--dashboard-host=127.0.0.1",
+               f"--include-dashboard={'true' if dashboard else 'false'}",
+               *(f"{flag}={port}" for flag, port in ports.items())]
+    return command, dashboard_port
+
+
+def _processes_naming(text: str) -> list[psutil.Process]:
+    """Processes whose command line names `text` or that run in it (a job's driver runs in
+    its unpacked working dir there)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
+        with contextlib.suppress(psutil.Error, TypeError):
+            if any(text in part for part in proc.info["cmdline"] or ()) or (proc.info["cwd"] or "").startswith(text):
+                found.append(proc)
+    return [p for p in found if p.pid != os.getpid()]
+
+
+def _raylet_node_id(temp_dir: Path) -> str | None:
+    for proc in _processes_naming(str(temp_dir)):
+        with contextlib.suppress(psutil.Error):
+            args = proc.cmdline()
+            if args and args[0].endswith("raylet"):
+                return next((a.split("=", 1)[1] for a in args if a.startswith("--node_id=")), None)
+    return None
+
+
+def _dashboard_up(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/version", timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answers (asking for the token): it is up
+    except OSError:
+        return False
+
+
+def _wait_ready(temp_dir: Path, starter: subprocess.Popen, dashboard_url: str | None) -> dict:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    address_file = temp_dir / "ray_current_cluster"
+    while time.monotonic() < deadline and starter.poll() is None:
+        node_id = _raylet_node_id(temp_dir) if address_file.is_file() else None
+        if node_id and (dashboard_url is None or _dashboard_up(dashboard_url)):
+            return {"gcs_address": address_file.read_text().strip(), "node_id": node_id,
+                    "dashboard_url": dashboard_url, "starter_pid": starter.pid}
+        time.sleep(0.5)
+    log = (temp_dir.parent / "ray-start.log").read_text(errors="replace")[-2000:]
+    return {"error": f"ray start did not come up in {START_TIMEOUT_S:.0f} s (exit {starter.poll()}): {log}"}
+
+
+def _stop(starter_pid: int, temp_dir: Path) -> None:
+    """SIGTERM, then SIGKILL to the group, then to whatever still names the temp dir."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(starter_pid, signal.SIGTERM)
+    with contextlib.suppress(psutil.Error):
+        psutil.Process(starter_pid).wait(STOP_GRACE_S)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(starter_pid, signal.SIGKILL)  # the group ray start leads (start_new_session)
+    for proc in _processes_naming(str(temp_dir)):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
+def _watch(root: Path, dashboard: bool, num_cpus: int) -> None:
+    """The watchdog: start the head, print where it is, stop it when stdin closes."""
+    temp_dir = root / "ray"
+    command, dashboard_port = _head_command(temp_dir, dashboard=dashboard, num_cpus=num_cpus)
+    with open(root / "ray-start.log", "wb") as log:
+        starter = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_stop(starter.pid, temp_dir), os._exit(0)))
+    try:
+        url = f"http://127.0.0.1:{dashboard_port}" if dashboard else None
+        print(json.dumps(_wait_ready(temp_dir, starter, url)), flush=True)
+        sys.stdin.read()
+    finally:
+        _stop(starter.pid, temp_dir)
+
+
+@contextlib.contextmanager
+def private_head(*, dashboard: bool = False, num_cpus: int = 2, env: dict[str, str] | None = None
+                 ) -> Iterator[PrivateHead]:
+    """A head of its own for the duration of the block; `env` is the head's environment
+    (its workers and job drivers inherit it) on top of the token and a private RAY_TMPDIR."""
+    # A short path: Ray's Unix socket paths under the temp dir must stay below 108 bytes.
+    root = Path(tempfile.mkdtemp(prefix="wshead-", dir="/tmp"))
+    joining = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16), "RAY_TMPDIR": str(root)}
+    head_env = {**{k: v for k, v in (env or os.environ).items() if not k.startswith("RAY_")}, **joining}
+    watchdog = subprocess.Popen([sys.executable, __file__, str(root), str(int(dashboard)), str(num_cpus)],
+                                env=head_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    info: dict = {}
+    try:
+        info = json.loads(watchdog.stdout.readline() or '{"error": "the watchdog died"}')
+        if "error" in info:
+            raise RuntimeError(info["error"])
+        yield PrivateHead(gcs_address=info["gcs_address"], node_id=info["node_id"], temp_root=root,
+                          dashboard_url=info["dashboard_url"], env=joining)
+    finally:
+        watchdog.stdin.close()
+        try:
+            watchdog.wait(STOP_GRACE_S + 20)
+        except subprocess.TimeoutExpired:
+            watchdog.kill()
+            watchdog.wait()
+        if "starter_pid" in info:
+            _stop(info["starter_pid"], root / "ray")  # a no-op when the watchdog did its job
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+if __name__ == "__main__":
+    _watch(Path(sys.argv[1]), dashboard=sys.argv[2] == "1", num_cpus=int(sys.argv[3]))
