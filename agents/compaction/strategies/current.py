@@ -41,6 +41,7 @@ Parameters (each switchable, for the benchmark's ablation):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -56,26 +57,18 @@ from agents.compaction.folding import (
 )
 from agents.compaction.ledger import unchanged_prefix_tokens
 from agents.compaction.notes import bridge, digest_message, is_digest
-from agents.compaction.protocol import (
-    CompactionEnv,
-    CompactionRequest,
-    CompactionResult,
-    check,
-    check_setting_parameters,
-    with_setting_parameters,
-)
-from agents.compaction.run import CompactionRun, EventKind
+from agents.compaction.protocol import CompactionResult, check, check_setting_parameters
+from agents.compaction.run import BudgetGated, CompactionRun, EventKind
 from agents.compaction.scheduling import Step, small_step_pays
 from agents.messages import Message, ToolResultBlock, completed_tool_interactions
 
 __all__ = ["CurrentWorkingSet"]
 
-_SETTINGS = {"manual_keep": "manual_keep_messages"}
-
 
 @dataclass(frozen=True)
-class CurrentWorkingSet:
+class CurrentWorkingSet(BudgetGated):
     name: ClassVar[str] = "current"
+    SETTINGS: ClassVar[Mapping[str, str]] = {"manual_keep": "manual_keep_messages"}
     target: float = 0.6
     keep: int = 3
     currentness: bool = True
@@ -88,20 +81,15 @@ class CurrentWorkingSet:
     manual_keep: int | None = None
 
     def __post_init__(self) -> None:
-        check_setting_parameters(self, _SETTINGS)
+        check_setting_parameters(self, self.SETTINGS)
         check(0 < self.target <= 1, "target must be > 0 and <= 1 (a share of the budget)")
         check(self.keep >= 0, "keep must be >= 0")
         check(self.residue >= 0, "residue must be >= 0")
         check(0 < self.digest <= 1, "digest must be > 0 and <= 1 (a share of the budget)")
         check(self.first >= 0, "first must be >= 0")
 
-    async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        if request.trigger == "auto" and request.current_tokens(env) <= request.budget_tokens:
-            return CompactionResult(list(request.messages))
-        env = with_setting_parameters(env, self, _SETTINGS)
-        run = CompactionRun(self.name, request, env)
-        if request.trigger == "manual":
-            return await self._summarize_keeping(run, env.settings.manual_keep_messages)
+    async def over_budget(self, run: CompactionRun) -> CompactionResult:
+        request = run.request
         budget = request.budget_tokens
         if request.trigger == "prompt_too_long" and run.tokens() <= budget:
             return run.fail(f"the conversation already fits the budget of {budget} tokens", "prompt_too_long")
@@ -230,7 +218,7 @@ class CurrentWorkingSet:
 
     # -- manual --------------------------------------------------------------------------------
 
-    async def _summarize_keeping(self, run: CompactionRun, keep: int) -> CompactionResult:
+    async def summarize_keeping(self, run: CompactionRun, keep: int) -> CompactionResult:
         messages = run.messages
         clean = clean_boundaries(messages)
         head = head_end(messages, self.first, clean)
