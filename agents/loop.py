@@ -39,19 +39,20 @@ from agents.events import (
     SessionStarted,
     SnapshotSaved,
 )
-from agents.goal import anchor_after_rewrite, goal_section, judge_step
+from agents.goal import anchor_after_rewrite, judge_step
 from agents.hooks import HookEvent, HookResult
 from agents.messages import Message, ToolUseBlock, tool_uses_by_id, with_unique_tool_ids
 from agents.models import cost_usd, model_info
-from agents.modes import Mode, visible_registry
+from agents.modes import Mode
 from agents.persistence import restored_state, snapshot_of
 from agents.ports import ModelResponse, Usage
 from agents.prompt_too_long import RetryCheck, check_retry, exact_tokens, twice_refused
 from agents.session_kit import SessionKit, SessionPorts, notify_hooks
 from agents.session_state import GoalState, PendingState, SessionState
 from agents.snapshot_store import SnapshotError
+from agents.state_reminders import PromptDelivery
 from agents.stop_reasons import NextStep, next_step_for
-from agents.system_prompt import SystemPrompt, tool_catalog_section
+from agents.system_prompt import SystemPrompt
 from agents.tool_batch import TURN_CANCELLED, ToolBatchRunner
 from agents.tool_calls import interrupted_result
 from agents.working_set import CompiledRequest, WorkingSetCompiler
@@ -136,6 +137,7 @@ class Session:
         self.budget_tokens = compact_budget(
             ports.model, self.settings.agent.max_output_tokens, self.settings.compact, self.settings.models
         )
+        self.delivery = PromptDelivery(stable=self.settings.agent.stable_prefix)
         self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens,
                                      checkpoint=lambda: self.save_snapshot("tool_batch"))
         self.set_mode(mode, announce=False)
@@ -189,8 +191,7 @@ class Session:
     def set_mode(self, mode: Mode, *, announce: bool = True) -> None:
         """Enter or leave a mode; the Tool Catalog is rebuilt from what the mode shows."""
         self.state.mode = Mode(mode)
-        visible = visible_registry(self.kit.registry, self.mode)
-        self.prompt = self.prompt.replace(tool_catalog_section(visible), "tools")
+        self.prompt = self.delivery.prompt(self.prompt, self.kit.registry, self.mode, self.goal)
         if announce:
             self.emit(ModeChanged(session_id=self.session_id, mode=self.mode.value))
 
@@ -201,7 +202,7 @@ class Session:
 
     def _show_goal(self) -> None:
         # Only an active goal is in the system prompt; a met one has left it.
-        self.prompt = self.prompt.replace(goal_section(self.goal), "goal")
+        self.prompt = self.delivery.prompt(self.prompt, self.kit.registry, self.mode, self.goal)
 
     async def run_turn(self, user_input: str) -> TurnOutcome:
         """One outer turn: the user speaks, the agent works until it answers or pauses."""
@@ -212,7 +213,7 @@ class Session:
             source, state.start_source = state.start_source, None
             cwd = str(self.kit.tool_context.workspace)
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
-        state.conversation.append(Message.user(user_input))
+        state.conversation.append(self.delivery.user_message(user_input, state.conversation, self.kit.registry, self.mode, self.goal))
         state.turn_calls, state.final_text, state.cut_in_a_row, state.unanswered = 0, "", 0, []
         state.turns, state.in_turn = state.turns + 1, True
         if state.goal is not None:
@@ -516,13 +517,13 @@ class Session:
     # -- compile and compact ----------------------------------------------------------
 
     def _overhead_tokens(self) -> int:
-        tools = self.compiler.tools_for(visible_registry(self.kit.registry, self.mode))
+        tools = self.compiler.tools_for(self.delivery.shown_registry(self.kit.registry, self.mode))
         return self.compiler.prefix_tokens(self.prompt.text, tools)
 
     def _compile_now(self, messages: list[Message] | None = None) -> CompiledRequest:
         return self.compiler.compile(
             system=self.prompt.text,
-            registry=visible_registry(self.kit.registry, self.mode),
+            registry=self.delivery.shown_registry(self.kit.registry, self.mode),
             messages=self.conversation if messages is None else messages,
             max_tokens=self.settings.agent.max_output_tokens,
         )
