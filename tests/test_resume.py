@@ -19,8 +19,8 @@ from agents.config import load_settings
 from agents.errors import ConfigError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.modes import Mode
-from agents.state_reminders import told_state
 from agents.snapshot_store import DiskSnapshotStore, SnapshotError
+from agents.state_reminders import told_state
 from cluster.cli import main
 from tests.fakes import trust_workspace
 from tools import ExecutionDomain, ToolOutput
