@@ -199,7 +199,7 @@ class CompactionRun:
 
 class BudgetGated:
     """The opening of a strategy that acts only over its budget: an auto call under the
-    budget returns the history as it is (the cached prefix stays byte-identical); else
+    budget (`starts_over`) returns the history as it is (the cached prefix stays byte-identical); else
     the spec's setting parameters (`SETTINGS`: parameter → compact setting) apply, and a
     manual call summarizes keeping `compact.manual_keep_messages`. The rest — auto over
     the budget and prompt-too-long — is the strategy's `over_budget`."""
@@ -208,13 +208,17 @@ class BudgetGated:
     SETTINGS: ClassVar[Mapping[str, str]]
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        if request.trigger == "auto" and request.current_tokens(env) <= request.budget_tokens:
+        if request.trigger == "auto" and request.current_tokens(env) <= self.starts_over(request):
             return CompactionResult(list(request.messages))
         env = with_setting_parameters(env, self, self.SETTINGS)
         run = CompactionRun(self.name, request, env)
         if request.trigger == "manual":
             return await self.summarize_keeping(run, env.settings.manual_keep_messages)
         return await self.over_budget(run)
+
+    def starts_over(self, request: CompactionRequest) -> int:
+        """Tokens above which an auto call compacts (the budget, unless the strategy says)."""
+        return request.budget_tokens
 
     async def summarize_keeping(self, run: CompactionRun, keep: int) -> CompactionResult:
         raise NotImplementedError
