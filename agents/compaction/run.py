@@ -198,11 +198,11 @@ class CompactionRun:
 
 
 class BudgetGated:
-    """The opening of a strategy that acts only over its budget: an auto call under the
-    budget (`starts_over`) returns the history as it is (the cached prefix stays byte-identical); else
-    the spec's setting parameters (`SETTINGS`: parameter → compact setting) apply, and a
-    manual call summarizes keeping `compact.manual_keep_messages`. The rest — auto over
-    the budget and prompt-too-long — is the strategy's `over_budget`."""
+    """The opening of a strategy that acts only over its budget: an auto call under it
+    (`starts_over`) returns the history as it is, so the cached prefix stays
+    byte-identical; else the spec's setting parameters (`SETTINGS`: parameter → compact
+    setting) apply, and a manual call summarizes keeping `compact.manual_keep_messages`.
+    The rest — auto over the budget and prompt-too-long — is the strategy's `over_budget`."""
 
     name: ClassVar[str]
     SETTINGS: ClassVar[Mapping[str, str]]

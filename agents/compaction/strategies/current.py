@@ -1,8 +1,8 @@
 """`current`, the default strategy: a current, evidence-preserving, cache-aware working set.
 
   auto    — under `start` × the budget (the budget itself by default): nothing, so the
-            cached prefix stays byte-identical between compactions. Over it, one compaction in a large step, down to `target` × the
-            budget:
+            cached prefix stays byte-identical between compactions. Over it, one
+            compaction in a large step, down to `target` × the budget:
             1. currentness: every result a later call made stale (re-run, file rewritten
                or re-read whole; partial edits too with `edits`) becomes a `superseded`
                note naming the call that superseded it (all but the latest result).
