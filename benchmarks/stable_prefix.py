@@ -36,7 +36,7 @@ from agents.providers.scripted import Script, ScriptedModelClient
 _README = "\n".join(f"line {n}: how to build and test the project, step {n}" for n in range(200))
 
 # (what the user does before the turn, the user's input, the model's replies in that turn)
-_SCRIPT = [
+_SCRIPT: list[tuple[str, str, list[dict[str, Any]]]] = [
     ("start", "Read the README.", [{"tool_calls": [{"name": "Read", "input": {"path": "README.md"}}]}, {"text": "Read it."}]),
     ("memory write", "Remember how to build.", [
         {"tool_calls": [{"name": "MemoryWrite", "input": {
