@@ -121,6 +121,12 @@ class AgentSettings(Section):
     max_truncated_replies: int = Field(
         2, ge=0, description="Replies cut off at max_tokens that are continued in a row; one more ends the turn 'truncated'."
     )
+    stable_prefix: bool = Field(
+        True,
+        description="Mode and goal changes reach the model as a short state block at the head of the next user "
+        "message; the system prompt and tool list stay as built, so the cached prefix survives them (off: plan "
+        "mode hides tools from the request and the goal sits in the system prompt).",
+    )
 
 
 class AnthropicSettings(Section):

@@ -28,20 +28,21 @@ from agents.events import (
     SessionStarted,
     SnapshotSaved,
 )
-from agents.goal import goal_section, judge_step
+from agents.goal import judge_step
 from agents.hooks import HookEvent, HookResult
 from agents.messages import Message, ToolUseBlock
 from agents.model_call import ModelCaller
 from agents.models import model_info
-from agents.modes import Mode, visible_registry
+from agents.modes import Mode
 from agents.persistence import restored_state, snapshot_of
 from agents.ports import ModelResponse, Usage
 from agents.request_builder import RequestBuilder
 from agents.session_kit import SessionKit, SessionPorts, notify_hooks
 from agents.session_state import GoalState, PendingState, SessionState, StateField
 from agents.snapshot_store import SnapshotError
+from agents.state_reminders import PromptDelivery
 from agents.stop_reasons import NextStep, next_step_for
-from agents.system_prompt import SystemPrompt, tool_catalog_section
+from agents.system_prompt import SystemPrompt
 from agents.tool_batch import TURN_CANCELLED, ToolBatchRunner
 from agents.tool_calls import interrupted_result
 from agents.working_set import CompiledRequest, WorkingSetCompiler
@@ -98,8 +99,9 @@ class Session:
         )
         self.closers: list = []  # async callables run by aclose (MCP connections, ...)
         self.saved_version: str | None = None  # the last version this session saved
-        self.requests = RequestBuilder(self.state, ports, kit, self.settings,
-                                       strategy=make_strategy(self.settings.compact.strategy), prompt=lambda: self.prompt)
+        self.delivery = PromptDelivery(stable=self.settings.agent.stable_prefix)
+        self.requests = RequestBuilder(self.state, ports, kit, self.settings, strategy=make_strategy(self.settings.compact.strategy),
+                                       prompt=lambda: self.prompt, delivery=self.delivery)
         self.model_info = model_info(ports.model, self.settings.models)
         self.calls = ModelCaller(self.state, ports, kit, requests=self.requests, info=self.model_info)
         self.tools = ToolBatchRunner(self.state, ports, kit, result_max_tokens=self.settings.result_max_tokens,
@@ -163,8 +165,7 @@ class Session:
     def set_mode(self, mode: Mode, *, announce: bool = True) -> None:
         """Enter or leave a mode; the Tool Catalog is rebuilt from what the mode shows."""
         self.state.mode = Mode(mode)
-        visible = visible_registry(self.kit.registry, self.mode)
-        self.prompt = self.prompt.replace(tool_catalog_section(visible), "tools")
+        self.prompt = self.delivery.prompt(self.prompt, self.kit.registry, self.mode, self.goal)
         if announce:
             self.emit(ModeChanged(session_id=self.session_id, mode=self.mode.value))
 
@@ -175,7 +176,7 @@ class Session:
 
     def _show_goal(self) -> None:
         # Only an active goal is in the system prompt; a met one has left it.
-        self.prompt = self.prompt.replace(goal_section(self.goal), "goal")
+        self.prompt = self.delivery.prompt(self.prompt, self.kit.registry, self.mode, self.goal)
 
     async def run_turn(self, user_input: str) -> TurnOutcome:
         """One outer turn: the user speaks, the agent works until it answers or pauses."""
@@ -186,7 +187,7 @@ class Session:
             source, state.start_source = state.start_source, None
             cwd = str(self.kit.tool_context.workspace)
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
-        state.conversation.append(Message.user(user_input))
+        state.conversation.append(self.delivery.user_message(user_input, state.conversation, self.kit.registry, self.mode, self.goal))
         state.turn_calls, state.final_text, state.cut_in_a_row, state.unanswered = 0, "", 0, []
         state.turns, state.in_turn = state.turns + 1, True
         if state.goal is not None:

@@ -6,7 +6,8 @@ Compaction steps build new messages; they never mutate old ones.
 
 Compaction markers. What compaction writes into a conversation is typed, not
 recognised by its text: a text block may carry a `TextMarker` (a summary boundary,
-a dropped span, a bridge, a digest of folded turns) and a tool result a
+a dropped span, a bridge, a digest of folded turns; or, not from compaction, the
+session-state reminder) and a tool result a
 `ResultMarker` (a cleared, superseded, elided or clipped body). The block's text is still exactly what the model is shown — each
 marker renders it (`render`) — and the provider sends only that text; the marker is
 ours, kept in snapshots and traces. A block without a marker is never a marker,
@@ -33,6 +34,7 @@ __all__ = [
     "ImageBlock",
     "ImageSource",
     "ResultMarker",
+    "StateReminder",
     "SummaryBoundary",
     "SupersededBody",
     "TextMarker",
@@ -132,7 +134,39 @@ class FoldedTurns(BaseModel):
         )
 
 
-TextMarker = Annotated[SummaryBoundary | DroppedSpan | Bridge | FoldedTurns, Field(discriminator="kind")]
+class StateReminder(BaseModel):
+    """The session's mode and goal as the model is told them mid-session, at the head
+    of a user message, instead of by an edit of the system prompt (which would rewrite
+    the whole cached prefix): `agents.state_reminders`."""
+
+    model_config = _FROZEN
+    kind: Literal["state"] = "state"
+    mode: Literal["default", "plan"] = "default"
+    plan_tools: tuple[str, ...] = Field((), description="In plan mode, the tools that run.")
+    goal: str | None = Field(None, description="The active goal's condition (None: no goal).")
+
+    def render(self) -> str:
+        if self.mode == "plan":
+            mode = (
+                "Plan mode is on: explore and propose a plan. Only these tools run now: "
+                f"{', '.join(self.plan_tools) or 'none'}; a call to any other tool is refused. "
+                "The user leaves plan mode by approving the plan."
+            )
+        else:
+            mode = "Default mode: every tool in the catalog may run."
+        if self.goal is None:
+            goal = "No goal is active."
+        else:
+            goal = (
+                f"Goal: {self.goal}\nWork until this condition holds and show it with tool results (e.g. the "
+                "exact test command and its output). An independent judge checks the evidence when you stop."
+            )
+        return f"[Session state] {mode}\n{goal}"
+
+
+TextMarker = Annotated[
+    SummaryBoundary | DroppedSpan | Bridge | FoldedTurns | StateReminder, Field(discriminator="kind")
+]
 
 
 # -- compaction markers on tool results ----------------------------------------------------
@@ -216,7 +250,7 @@ class TextBlock(BaseModel):
     model_config = _FROZEN
     type: Literal["text"] = "text"
     text: str
-    marker: TextMarker | None = Field(None, exclude_if=_absent, description="Set when compaction wrote this text.")
+    marker: TextMarker | None = Field(None, exclude_if=_absent, description="Set when the harness wrote this text (compaction, a state reminder).")
 
 
 class ToolUseBlock(BaseModel):

@@ -26,11 +26,11 @@ from agents.errors import PromptTooLong
 from agents.goal import anchor_after_rewrite
 from agents.hooks import HookEvent
 from agents.messages import Message
-from agents.modes import visible_registry
 from agents.ports import ModelResponse
 from agents.prompt_too_long import RetryCheck, check_retry, exact_tokens, twice_refused
 from agents.session_kit import SessionKit, SessionPorts, notify_hooks
 from agents.session_state import SessionState
+from agents.state_reminders import PromptDelivery
 from agents.system_prompt import SystemPrompt
 from agents.working_set import CompiledRequest, WorkingSetCompiler
 
@@ -41,13 +41,14 @@ class RequestBuilder:
     """Compiles the session's working set and runs its compaction strategy."""
 
     def __init__(self, state: SessionState, ports: SessionPorts, kit: SessionKit, settings: SessionSettings, *,
-                 strategy: CompactionStrategy, prompt: Callable[[], SystemPrompt]):
+                 strategy: CompactionStrategy, prompt: Callable[[], SystemPrompt], delivery: PromptDelivery):
         self.state = state
         self.ports = ports
         self.kit = kit
         self.settings = settings
         self.strategy = strategy
         self.prompt = prompt
+        self.delivery = delivery  # which tools a request shows
         self.compiler = WorkingSetCompiler(kit.counter)
         self.budget_tokens = compact_budget(
             ports.model, settings.agent.max_output_tokens, settings.compact, settings.models
@@ -66,13 +67,13 @@ class RequestBuilder:
         check_budget_fits(self.budget_tokens, self.overhead_tokens())
 
     def overhead_tokens(self) -> int:
-        tools = self.compiler.tools_for(visible_registry(self.kit.registry, self.state.mode))
+        tools = self.compiler.tools_for(self.delivery.shown_registry(self.kit.registry, self.state.mode))
         return self.compiler.prefix_tokens(self.prompt().text, tools)
 
     def compile_now(self, messages: list[Message] | None = None) -> CompiledRequest:
         return self.compiler.compile(
             system=self.prompt().text,
-            registry=visible_registry(self.kit.registry, self.state.mode),
+            registry=self.delivery.shown_registry(self.kit.registry, self.state.mode),
             messages=self.state.conversation if messages is None else messages,
             max_tokens=self.settings.agent.max_output_tokens,
         )

@@ -15,8 +15,10 @@ def _verdict(verdict: str, reason: str) -> list[TextBlock]:
     return [TextBlock(text=f'{{"verdict": "{verdict}", "reason": "{reason}"}}')]
 
 
-def _session(tmp_path, model, judge, *, max_goal_auto_turns=10, mode=Mode.DEFAULT) -> tuple[Session, list]:
-    settings = SessionSettings(agent=AgentSettings(max_goal_auto_turns=max_goal_auto_turns))
+def _session(
+    tmp_path, model, judge, *, max_goal_auto_turns=10, mode=Mode.DEFAULT, stable_prefix=True
+) -> tuple[Session, list]:
+    settings = SessionSettings(agent=AgentSettings(max_goal_auto_turns=max_goal_auto_turns, stable_prefix=stable_prefix))
     return local_session(tmp_path, model, settings=settings, mode=mode, judge=judge)
 
 
@@ -80,9 +82,9 @@ async def test_not_met_continues_with_the_reason_then_met_ends_the_turn(tmp_path
     assert session.goal.status == "met" and session.goal.auto_turns == 1
 
 
-async def test_met_goal_leaves_the_system_prompt(tmp_path):
+async def test_met_goal_leaves_the_system_prompt_without_a_stable_prefix(tmp_path):
     model = RecordingModel([[TextBlock(text="done")]])
-    session, _ = _session(tmp_path, model, RecordingModel([_verdict("met", "ok")]))
+    session, _ = _session(tmp_path, model, RecordingModel([_verdict("met", "ok")]), stable_prefix=False)
     session.set_goal("CONDITION-XYZ")
     await session.run_turn("go")
     assert "CONDITION-XYZ" in model.requests[0].system
@@ -153,8 +155,8 @@ async def test_zero_auto_turns_stops_at_the_first_not_met(tmp_path):
     assert outcome.reason == "goal_limit" and len(model.requests) == 1
 
 
-async def test_goal_condition_is_in_the_system_prompt_until_cleared(tmp_path):
-    session, _ = _session(tmp_path, RecordingModel([]), RecordingModel([]))
+async def test_goal_condition_is_in_the_system_prompt_until_cleared_without_a_stable_prefix(tmp_path):
+    session, _ = _session(tmp_path, RecordingModel([]), RecordingModel([]), stable_prefix=False)
     without = (await session.compile_working_set()).request.system
     session.set_goal("all tests in tests/ pass")
     with_goal = (await session.compile_working_set()).request.system
@@ -187,7 +189,7 @@ async def test_goal_evidence_anchor_follows_its_message_through_compaction(tmp_p
     result = await session.compact_now()
     assert result.changed and result.failure is None
     assert len(session.conversation) < 10  # the default keeps the task, a summary, the last two
-    assert session.conversation[session.goal.since_index].text == "goal input"
+    assert session.conversation[session.goal.since_index].content[-1].text == "goal input"
     assert session.goal.since_index > 0
 
 

@@ -5,7 +5,7 @@ import json
 from pydantic import BaseModel
 
 from agents.assembly import build_session
-from agents.config import WorkingsetSettings
+from agents.config import AgentSettings, SessionSettings, WorkingsetSettings
 from agents.loop import Session
 from agents.messages import TextBlock, ToolUseBlock
 from agents.modes import Mode
@@ -40,8 +40,10 @@ class _MetaTool:
         return ToolOutput(content=f"{self.name} ran")
 
 
-def _session(tmp_path, model, *extra_tools, mode=Mode.DEFAULT) -> tuple[Session, list]:
-    return local_session(tmp_path, model, registry=ToolRegistry([*default_workspace_tools(), *extra_tools]), mode=mode)
+def _session(tmp_path, model, *extra_tools, mode=Mode.DEFAULT, stable_prefix=True) -> tuple[Session, list]:
+    registry = ToolRegistry([*default_workspace_tools(), *extra_tools])
+    settings = SessionSettings(agent=AgentSettings(stable_prefix=stable_prefix))
+    return local_session(tmp_path, model, registry=registry, mode=mode, settings=settings)
 
 
 def _use(i, name, **inp):
@@ -104,20 +106,20 @@ async def test_read_only_custom_tool_runs_in_plan_mode(tmp_path):
     assert _only_result(session).content == "Probe ran" and probe.calls == 1
 
 
-async def test_mutating_custom_tool_appears_in_default_and_is_absent_in_plan(tmp_path):
+async def test_mutating_custom_tool_is_absent_from_plan_requests_without_a_stable_prefix(tmp_path):
     stamp = _MetaTool("Stamp", read_only=False)
     model = RecordingModel([[TextBlock(text="a")], [TextBlock(text="b")]])
-    session, _ = _session(tmp_path, model, stamp)
+    session, _ = _session(tmp_path, model, stamp, stable_prefix=False)
     await session.run_turn("default")
     session.set_mode(Mode.PLAN)
     await session.run_turn("plan")
     assert "Stamp" in _tool_names(model.requests[0]) and "Stamp" not in _tool_names(model.requests[1])
 
 
-async def test_delegated_runtime_tool_is_hidden_in_plan_even_when_read_only(tmp_path):
+async def test_delegated_runtime_tool_is_hidden_in_plan_even_when_read_only_without_a_stable_prefix(tmp_path):
     delegate = _MetaTool("Delegate", read_only=True, domain=ExecutionDomain.DELEGATED_RUNTIME)
     model = RecordingModel([[TextBlock(text="a")], [_use("d1", "Delegate")], [TextBlock(text="b")]])
-    session, _ = _session(tmp_path, model, delegate)
+    session, _ = _session(tmp_path, model, delegate, stable_prefix=False)
     await session.run_turn("default")
     session.set_mode(Mode.PLAN)
     await session.run_turn("plan")
@@ -127,12 +129,14 @@ async def test_delegated_runtime_tool_is_hidden_in_plan_even_when_read_only(tmp_
     assert delegate.calls == 0
 
 
-async def test_plan_mode_shows_plan_tools_only_in_an_assembled_session(tmp_path):
+async def test_plan_mode_shows_plan_tools_only_in_an_assembled_session_without_a_stable_prefix(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"turns": []}))
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    settings = WorkingsetSettings(model=f"scripted:{script}", home=tmp_path / "home")
+    settings = WorkingsetSettings(
+        model=f"scripted:{script}", home=tmp_path / "home", agent=AgentSettings(stable_prefix=False)
+    )
     session = build_session(settings, workspace, mode=Mode.PLAN)
     plan = _tool_names((await session.compile_working_set()).request)
     session.set_mode(Mode.DEFAULT)
@@ -141,10 +145,10 @@ async def test_plan_mode_shows_plan_tools_only_in_an_assembled_session(tmp_path)
     assert default == plan | {"Write", "Edit", "Bash", "Agent", "MemoryWrite", "MemoryDelete"}
 
 
-async def test_tool_catalog_in_the_system_prompt_follows_the_mode(tmp_path):
+async def test_tool_catalog_in_the_system_prompt_follows_the_mode_without_a_stable_prefix(tmp_path):
     stamp = _MetaTool("Stamp", read_only=False)
     model = RecordingModel([[TextBlock(text="a")], [TextBlock(text="b")], [TextBlock(text="c")]])
-    session, _ = _session(tmp_path, model, stamp)
+    session, _ = _session(tmp_path, model, stamp, stable_prefix=False)
     await session.run_turn("one")
     session.set_mode(Mode.PLAN)
     await session.run_turn("two")

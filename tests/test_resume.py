@@ -18,6 +18,7 @@ from agents.errors import ConfigError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.modes import Mode
 from agents.snapshot_store import SnapshotError
+from agents.state_reminders import told_state
 from tests.resume_support import (
     built_session,
     corrupt_current,
@@ -235,8 +236,9 @@ async def test_plan_mode_goal_and_a_parked_call_survive_resume_and_the_call_runs
     assert second.mode is Mode.PLAN and second.goal == goal
     assert second.pending.asks == ["toolu_r"]
     request = (await second.compile_working_set()).request
-    assert "the plan covers setup" in request.system
-    assert {t.name for t in request.tools}.isdisjoint({"Write", "Edit", "Bash", "Agent"})
+    told = told_state(request.messages)  # the state block the model was shown, saved with the conversation
+    assert told.mode == "plan" and told.goal == "the plan covers setup"
+    assert {"Read", "Grep"} <= set(told.plan_tools) and set(told.plan_tools).isdisjoint({"Write", "Edit", "Bash", "Agent"})
 
     outcome = await second.answer_permission(True)
     assert (outcome.reason, outcome.final_text) == ("end_turn", "Plan: document `make`.")

@@ -9,24 +9,30 @@ plus `CompactionResult.failure`; auto keeps what earlier steps made, manual and
 prompt-too-long return the original history unchanged.
 
 Also the steps several strategies share — drop a span behind a trim note, summarize
-a span — and the two prompt-too-long fallbacks: drop-to-fit and summarize-to-fit.
+a span — and the two prompt-too-long fallbacks: drop-to-fit and summarize-to-fit; and
+`BudgetGated`, the opening that the budget-triggered strategies share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import ClassVar, Literal
 
 from agents.compaction.boundaries import clean_boundaries, head_end, split_largest_fitting_suffix
 from agents.compaction.clearing import is_placeholder, restore_placeholders
 from agents.compaction.ledger import CompactionEvent, priced_event, unchanged_prefix_tokens
 from agents.compaction.notes import bridge, is_synthetic, trim_note
-from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult
+from agents.compaction.protocol import (
+    CompactionEnv,
+    CompactionRequest,
+    CompactionResult,
+    with_setting_parameters,
+)
 from agents.compaction.summary import SummaryFailed, summarize_older, with_summary
 from agents.compaction.trimming import drop_span
 from agents.messages import ElidedBody, Message, ToolResultBlock
 
-__all__ = ["CompactionRun", "EventKind"]
+__all__ = ["BudgetGated", "CompactionRun", "EventKind"]
 
 EventKind = Literal["clear", "summary", "prompt_too_long"]
 
@@ -189,3 +195,33 @@ class CompactionRun:
             return self.fail("no recent part of the conversation fits in the budget", "prompt_too_long")
         failure = await self.summarize(*split, kind="prompt_too_long", unmasked=unmasked)
         return self.fail(failure, "prompt_too_long") if failure else self.done()
+
+
+class BudgetGated:
+    """The opening of a strategy that acts only over its budget: an auto call under it
+    (`starts_over`) returns the history as it is, so the cached prefix stays
+    byte-identical; else the spec's setting parameters (`SETTINGS`: parameter → compact
+    setting) apply, and a manual call summarizes keeping `compact.manual_keep_messages`.
+    The rest — auto over the budget and prompt-too-long — is the strategy's `over_budget`."""
+
+    name: ClassVar[str]
+    SETTINGS: ClassVar[Mapping[str, str]]
+
+    async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
+        if request.trigger == "auto" and request.current_tokens(env) <= self.starts_over(request):
+            return CompactionResult(list(request.messages))
+        env = with_setting_parameters(env, self, self.SETTINGS)
+        run = CompactionRun(self.name, request, env)
+        if request.trigger == "manual":
+            return await self.summarize_keeping(run, env.settings.manual_keep_messages)
+        return await self.over_budget(run)
+
+    def starts_over(self, request: CompactionRequest) -> int:
+        """Tokens above which an auto call compacts (the budget, unless the strategy says)."""
+        return request.budget_tokens
+
+    async def summarize_keeping(self, run: CompactionRun, keep: int) -> CompactionResult:
+        raise NotImplementedError
+
+    async def over_budget(self, run: CompactionRun) -> CompactionResult:
+        raise NotImplementedError

@@ -1,8 +1,8 @@
 """`current`, the default strategy: a current, evidence-preserving, cache-aware working set.
 
-  auto    — under the budget: nothing, so the cached prefix stays byte-identical between
-            compactions. Over it, one compaction in a large step, down to `target` × the
-            budget:
+  auto    — under `start` × the budget (the budget itself by default): nothing, so the
+            cached prefix stays byte-identical between compactions. Over it, one
+            compaction in a large step, down to `target` × the budget:
             1. currentness: every result a later call made stale (re-run, file rewritten
                or re-read whole; partial edits too with `edits`) becomes a `superseded`
                note naming the call that superseded it (all but the latest result).
@@ -26,6 +26,8 @@
 
 Parameters (each switchable, for the benchmark's ablation):
   target: float = 0.6        a compaction brings the request to target × budget (0 < t ≤ 1)
+  start: float = 1.0         an auto compaction starts once the request passes start × budget
+                             (target ≤ start ≤ 1; below 1 it sends fewer tokens, compacting more often)
   keep: int = 3              most recent tool calls never folded (>= 0)
   currentness: bool = True   clear superseded results first
   edits: bool = False        a partial edit also supersedes earlier reads of its file
@@ -41,6 +43,7 @@ Parameters (each switchable, for the benchmark's ablation):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -57,26 +60,24 @@ from agents.compaction.folding import (
 from agents.compaction.ledger import unchanged_prefix_tokens
 from agents.compaction.notes import bridge, digest_message, is_digest
 from agents.compaction.protocol import (
-    CompactionEnv,
     CompactionRequest,
     CompactionResult,
     check,
     check_setting_parameters,
-    with_setting_parameters,
 )
-from agents.compaction.run import CompactionRun, EventKind
+from agents.compaction.run import BudgetGated, CompactionRun, EventKind
 from agents.compaction.scheduling import Step, small_step_pays
 from agents.messages import Message, ToolResultBlock, completed_tool_interactions
 
 __all__ = ["CurrentWorkingSet"]
 
-_SETTINGS = {"manual_keep": "manual_keep_messages"}
-
 
 @dataclass(frozen=True)
-class CurrentWorkingSet:
+class CurrentWorkingSet(BudgetGated):
     name: ClassVar[str] = "current"
+    SETTINGS: ClassVar[Mapping[str, str]] = {"manual_keep": "manual_keep_messages"}
     target: float = 0.6
+    start: float = 1.0
     keep: int = 3
     currentness: bool = True
     edits: bool = False
@@ -88,20 +89,19 @@ class CurrentWorkingSet:
     manual_keep: int | None = None
 
     def __post_init__(self) -> None:
-        check_setting_parameters(self, _SETTINGS)
+        check_setting_parameters(self, self.SETTINGS)
         check(0 < self.target <= 1, "target must be > 0 and <= 1 (a share of the budget)")
+        check(self.target <= self.start <= 1, "start must be >= target and <= 1 (a share of the budget)")
         check(self.keep >= 0, "keep must be >= 0")
         check(self.residue >= 0, "residue must be >= 0")
         check(0 < self.digest <= 1, "digest must be > 0 and <= 1 (a share of the budget)")
         check(self.first >= 0, "first must be >= 0")
 
-    async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        if request.trigger == "auto" and request.current_tokens(env) <= request.budget_tokens:
-            return CompactionResult(list(request.messages))
-        env = with_setting_parameters(env, self, _SETTINGS)
-        run = CompactionRun(self.name, request, env)
-        if request.trigger == "manual":
-            return await self._summarize_keeping(run, env.settings.manual_keep_messages)
+    def starts_over(self, request: CompactionRequest) -> int:
+        return int(request.budget_tokens * self.start)
+
+    async def over_budget(self, run: CompactionRun) -> CompactionResult:
+        request = run.request
         budget = request.budget_tokens
         if request.trigger == "prompt_too_long" and run.tokens() <= budget:
             return run.fail(f"the conversation already fits the budget of {budget} tokens", "prompt_too_long")
@@ -141,7 +141,7 @@ class CurrentWorkingSet:
         end = compacted_end(run.messages, head_end(run.messages, self.first))
         settled = request.overhead_tokens + sum(counter.count_message(m) for m in run.messages[:end])
         large = Step(after=goal, rewritten=max(goal - settled, 0))
-        return small_step_pays(small, large, request.budget_tokens, _growth(run.messages[end:], counter))
+        return small_step_pays(small, large, self.starts_over(request), _growth(run.messages[end:], counter))
 
     # -- 2. fold -------------------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ class CurrentWorkingSet:
 
     # -- manual --------------------------------------------------------------------------------
 
-    async def _summarize_keeping(self, run: CompactionRun, keep: int) -> CompactionResult:
+    async def summarize_keeping(self, run: CompactionRun, keep: int) -> CompactionResult:
         messages = run.messages
         clean = clean_boundaries(messages)
         head = head_end(messages, self.first, clean)

@@ -20,36 +20,29 @@ e.g. `clear-then-summarize:last=3,keep=1`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
 from agents.compaction.boundaries import split_keeping_recent, split_largest_fitting_suffix
 from agents.compaction.clearing import clear_old_tool_results
-from agents.compaction.protocol import (
-    CompactionEnv,
-    CompactionRequest,
-    CompactionResult,
-    check_setting_parameters,
-    with_setting_parameters,
-)
-from agents.compaction.run import CompactionRun
+from agents.compaction.protocol import CompactionResult, check_setting_parameters
+from agents.compaction.run import BudgetGated, CompactionRun
 from agents.compaction.summary import SummaryFailed, summarize_older, summarized_conversation
 
 __all__ = ["ClearThenSummarize"]
 
 
-_SETTINGS = {
-    "last": "preserve_recent_messages",
-    "keep": "preserve_recent_tool_uses",
-    "manual_keep": "manual_keep_messages",
-    "min_gain": "min_gain_tokens",
-    "summary_reserve": "summary_reserve_tokens",
-}
-
-
 @dataclass(frozen=True)
-class ClearThenSummarize:
+class ClearThenSummarize(BudgetGated):
     name: ClassVar[str] = "clear-then-summarize"
+    SETTINGS: ClassVar[Mapping[str, str]] = {
+        "last": "preserve_recent_messages",
+        "keep": "preserve_recent_tool_uses",
+        "manual_keep": "manual_keep_messages",
+        "min_gain": "min_gain_tokens",
+        "summary_reserve": "summary_reserve_tokens",
+    }
     last: int | None = None
     keep: int | None = None
     manual_keep: int | None = None
@@ -57,21 +50,15 @@ class ClearThenSummarize:
     summary_reserve: int | None = None
 
     def __post_init__(self) -> None:
-        check_setting_parameters(self, _SETTINGS)
+        check_setting_parameters(self, self.SETTINGS)
 
-    async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        if request.trigger == "auto" and request.current_tokens(env) <= request.budget_tokens:
-            return CompactionResult(list(request.messages))
-        env = with_setting_parameters(env, self, _SETTINGS)
-        run = CompactionRun(self.name, request, env)
-        if request.trigger == "manual":
-            return await self._summarize_keeping(run, env.settings.manual_keep_messages)
-        if request.trigger == "prompt_too_long":
+    async def over_budget(self, run: CompactionRun) -> CompactionResult:
+        if run.request.trigger == "prompt_too_long":
             return await self._summarize_to_fit(run)
         self._clear(run)
-        if run.total(run.messages) <= request.budget_tokens:
+        if run.total(run.messages) <= run.request.budget_tokens:
             return run.done()
-        return await self._summarize_keeping(run, env.settings.preserve_recent_messages)
+        return await self.summarize_keeping(run, run.env.settings.preserve_recent_messages)
 
     def _clear(self, run: CompactionRun) -> None:
         settings = run.env.settings
@@ -85,7 +72,7 @@ class ClearThenSummarize:
         run.store(item.block for item in outcome.cleared)
         run.apply("clear", outcome.messages, results_cleared=len(outcome.cleared))
 
-    async def _summarize_keeping(self, run: CompactionRun, keep: int) -> CompactionResult:
+    async def summarize_keeping(self, run: CompactionRun, keep: int) -> CompactionResult:
         """Summarize older history keeping `keep` recent messages; if the result is still
         over budget, keep fewer (auto only), down to the smallest clean suffix."""
         request, env, messages = run.request, run.env, run.messages

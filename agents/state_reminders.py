@@ -1,0 +1,77 @@
+"""Stable sections: how the mode and the goal reach the model without rewriting the prefix.
+
+A provider caches the request from its front: tools, then the system prompt, then the
+messages. An edit of the tool list or of the system prompt therefore invalidates the
+whole conversation behind it. The mode and the goal change mid-session, so with a stable
+prefix (`agent.stable_prefix`, the default) they never edit either: the request shows the
+full registry and a catalog of it in every mode (a call to a tool the mode hides is still
+refused at execution, `agents.modes`), and the state reaches the model as a typed
+`StateReminder` block at the head of the next user message — only when it differs from
+what the conversation last told. What the model was told is read back from the
+conversation itself, so a snapshot, a `/clear` or a compaction that folded the reminder
+away needs no bookkeeping: the state is told again. Without a stable prefix, the mode
+shapes the tool list and catalog and the goal is a system-prompt section, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agents.goal import GoalState, goal_section
+from agents.messages import Message, StateReminder, TextBlock
+from agents.modes import Mode, visible_registry
+from agents.system_prompt import SystemPrompt, tool_catalog_section
+from tools.registry import ToolRegistry
+
+__all__ = ["PromptDelivery", "state_now", "told_state"]
+
+_UNTOLD = StateReminder()  # what a conversation without a reminder implies: default mode, no goal
+
+
+def state_now(registry: ToolRegistry, mode: Mode, goal: GoalState | None) -> StateReminder:
+    plan_tools = tuple(t.name for t in visible_registry(registry, mode)) if mode is Mode.PLAN else ()
+    condition = goal.condition if goal is not None and goal.status == "active" else None
+    return StateReminder(mode=mode.value, plan_tools=plan_tools, goal=condition)
+
+
+def told_state(conversation: Sequence[Message]) -> StateReminder:
+    """The state the latest reminder in the conversation told (none: default, no goal)."""
+    for message in reversed(conversation):
+        if message.role != "user":
+            continue
+        for block in message.content:
+            if isinstance(block, TextBlock) and isinstance(block.marker, StateReminder):
+                return block.marker
+    return _UNTOLD
+
+
+@dataclass(frozen=True)
+class PromptDelivery:
+    """Where the mode and the goal go: a reminder in the messages (`stable`) or the
+    tool list and the system prompt."""
+
+    stable: bool = True
+
+    def shown_registry(self, registry: ToolRegistry, mode: Mode) -> ToolRegistry:
+        """The tools the request shows."""
+        return registry if self.stable else visible_registry(registry, mode)
+
+    def prompt(self, prompt: SystemPrompt, registry: ToolRegistry, mode: Mode, goal: GoalState | None) -> SystemPrompt:
+        """`prompt` with its Tool Catalog and Goal sections for this state."""
+        catalog = tool_catalog_section(self.shown_registry(registry, mode))
+        shown_goal = None if self.stable else goal_section(goal)
+        return prompt.replace(catalog, "tools").replace(shown_goal, "goal")
+
+    def user_message(
+        self, text: str, conversation: Sequence[Message], registry: ToolRegistry, mode: Mode, goal: GoalState | None
+    ) -> Message:
+        """The next user message: the user's text, behind a reminder when the state
+        changed since the conversation last told it."""
+        message = Message.user(text)
+        if not self.stable:
+            return message
+        now = state_now(registry, mode, goal)
+        if now == told_state(conversation):
+            return message
+        return Message(role="user", content=(TextBlock(text=now.render(), marker=now), *message.content))

@@ -1,0 +1,37 @@
+"""`current:start=…`: an auto compaction that starts before the budget is reached."""
+
+import pytest
+
+from agents.compaction import CompactionEnv, CompactionRequest, make_strategy
+from agents.config import CompactSettings, SummarizerSettings
+from agents.errors import ConfigError
+from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.tokens import CharRatioEstimator, estimate_messages_tokens
+
+COUNTER = CharRatioEstimator()
+ENV = CompactionEnv(counter=COUNTER, summarizer=None, artifacts=None, settings=CompactSettings(),
+                    summarizer_settings=SummarizerSettings(), model_name="claude-sonnet-4-5")
+
+
+def _conversation() -> list[Message]:
+    messages = [Message.user("Make the parser accept empty input.")]
+    for k in range(12):
+        use = ToolUseBlock(id=f"toolu_{k:02d}", name="bash", input={"command": f"cat src/part{k}.py"})
+        body = f"def part{k}():\n" + "x" * 1_500
+        messages += [Message.assistant(TextBlock(text=f"Step {k}."), use),
+                     Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)])]
+    return messages
+
+
+async def test_a_request_past_start_times_the_budget_is_compacted_to_the_target_though_under_the_budget():
+    messages = _conversation()
+    tokens = estimate_messages_tokens(COUNTER, messages)
+    request = CompactionRequest(messages=messages, overhead_tokens=0, budget_tokens=int(tokens / 0.7), trigger="auto")
+    assert not (await make_strategy("current").compact(request, ENV)).changed
+    result = await make_strategy("current:start=0.6,target=0.3").compact(request, ENV)
+    assert result.changed and estimate_messages_tokens(COUNTER, result.messages) <= 0.3 * request.budget_tokens
+
+
+def test_a_start_below_the_target_is_refused_naming_both():
+    with pytest.raises(ConfigError, match="start must be >= target"):
+        make_strategy("current:start=0.5")
