@@ -35,6 +35,7 @@ __all__ = ["RemoteSession"]
 
 _LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
 _RESTART_POLL_S = 0.5
+LOSSES_WITHOUT_PROGRESS = 3  # actor losses in a row, with nothing new saved between them, that end a turn
 
 
 TURN_RESTARTS = ("the interrupted turn runs again from its start: it had saved nothing, so none of its calls "
@@ -113,13 +114,20 @@ class RemoteSession:
     async def run_turn(self, user_input: str) -> TurnOutcome:
         begun = self._control.get("turns", 0) + 1  # the session's count of turns begun, in this one
         continuing = False
-        for _ in range(3):
+        stalled = 0  # actor losses in a row after which the reopened session had saved nothing new
+        saved: tuple | None = None
+        while stalled < LOSSES_WITHOUT_PROGRESS:
             try:
                 if continuing:
                     return await self._consume(self.actor.settle_resumed.remote(self.session_id))
                 return await self._consume(self.actor.turn.remote(self.session_id, user_input))
             except _ActorLost:
                 await self._reopen()
+                # A long turn on a busy cluster may lose its actor many times; it is given up
+                # on only when the losses stop it from getting anywhere.
+                now = (self._control.get("messages"), self._control.get("total_model_calls"))
+                stalled = stalled + 1 if now == saved else 1
+                saved = now
                 if self._control.get("turns", 0) < begun:
                     # Nothing of this turn was saved, so no call of it that changes anything
                     # had started (one is saved before it runs): running it again repeats none.
@@ -129,7 +137,8 @@ class RemoteSession:
                     return TurnOutcome("end_turn", "", 0, detail="the turn had completed before the actor failed")
                 else:  # saved mid-turn: the reopened session goes on from its last saved tool batch
                     continuing = True
-        raise ClusterError(f"session {self.session_id} lost its actor three times in one turn; giving up")
+        raise ClusterError(f"session {self.session_id} lost its actor {LOSSES_WITHOUT_PROGRESS} times in a row "
+                           "without saving anything new; giving up on the turn")
 
     async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
         try:
