@@ -16,7 +16,7 @@ fresh --out with one more raylet (added with the batch, removed mid-run):
 - bursts: one kill of each kind at once, every `--burst-every` seconds;
 - late: once 60% of the rows are written, one kill every `--every` seconds until the batch ends;
 
-killing, with SIGKILL by pid, a SessionActor or a SummarizerActor (pids from the GCS actor
+killing (only once the last actor of the kind killed is back, unless --stack-kills), with SIGKILL by pid, a SessionActor or a SummarizerActor (pids from the GCS actor
 table, which Ray's state API reads) or a worker process running a tool task (a descendant of
 this process whose title Ray set to `ray::run_tool_task`). The raylet goes once a quarter of
 the rows are written (steady), with the second burst, or with the late kills.
@@ -169,6 +169,14 @@ def _actor_pids(kind: str) -> list[int]:
     return [r["Pid"] for r in rows if r["ActorClassName"] == _ACTOR_CLASSES[kind] and r["State"] == "ALIVE" and r["Pid"]]
 
 
+def restarting(kind: str) -> int:
+    """Actors of `kind` that are restarting now (killed, not back yet)."""
+    if kind not in _ACTOR_CLASSES:
+        return 0
+    rows = gcs_state.actors().values()
+    return sum(1 for r in rows if r["ActorClassName"] == _ACTOR_CLASSES[kind] and r["State"] == "RESTARTING")
+
+
 def _tool_worker_pids() -> list[int]:
     pids = []
     for pid in _ours():
@@ -202,6 +210,11 @@ class Chaos:
     landed: Counter = field(default_factory=Counter)
     missed: Counter = field(default_factory=Counter)  # no live process of that kind at the moment
     raylet_removed_at: float | None = None  # fraction of rows written then
+    # Kill an actor only once the last one of its kind killed is back: kills never outpace
+    # the cluster's restarts (on a loaded machine a restart can take longer than the
+    # interval, and stacked kills then keep every actor down: a different experiment).
+    wait_for_restart: bool = True
+    waited_s: float = 0.0  # time kills were held back for a restart
     _stopped: bool = False
     _turn: int = 0
 
@@ -246,6 +259,12 @@ class Chaos:
             await asyncio.sleep(0.1)
 
     async def kill(self, kind: str) -> None:
+        held = time.monotonic()
+        while self.wait_for_restart and not self._stopped and await asyncio.to_thread(restarting, kind):
+            await asyncio.sleep(0.5)
+        self.waited_s += time.monotonic() - held
+        if self._stopped:
+            return
         pids = await asyncio.to_thread(victims, kind)
         start = self._turn % len(pids) if pids else 0
         for pid in pids[start:] + pids[:start]:  # not always the same actor
@@ -279,7 +298,7 @@ def _start_cluster():
 
 
 async def measure(count: int, timings: list[str], concurrency: int, work: Path, *, every_s: float,
-                  burst_every_s: float) -> list[dict]:
+                  burst_every_s: float, wait_for_restart: bool = True) -> list[dict]:
     cluster = _start_cluster()
     try:
         tasks = make_batch(work / "batch", count)
@@ -292,11 +311,12 @@ async def measure(count: int, timings: list[str], concurrency: int, work: Path, 
             node = cluster.add_node(num_cpus=1, resources={"workingset_sandbox": 1}, object_store_memory=80 * 1024**2)
             cluster.wait_for_nodes()
             chaos = Chaos(timing, remove_raylet=lambda node=node: cluster.remove_node(node), every_s=every_s,
-                          burst_every_s=burst_every_s)
+                          burst_every_s=burst_every_s, wait_for_restart=wait_for_restart)
             out = work / timing
             perturbed = await run_batch(tasks, out, concurrency=concurrency, chaos=chaos)
             figures = {"timing": timing, **compare(tasks, base_out, base, out, perturbed),
                        "kills_landed": dict(chaos.landed), "kills_missed": dict(chaos.missed),
+                       "kills_held_for_restarts_s": round(chaos.waited_s, 1),
                        "raylet_removed_at": chaos.raylet_removed_at, "load": os.getloadavg()}
             results.append(figures)
             print(json.dumps(figures), flush=True)
@@ -313,10 +333,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--every", type=float, default=3.0, help="seconds between kills (steady, late)")
     parser.add_argument("--burst-every", type=float, default=15.0, help="seconds between bursts")
+    parser.add_argument("--stack-kills", action="store_true",
+                        help="kill actors of a kind even while the last one killed is still restarting")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="chaos-batch-") as work:
         results = asyncio.run(measure(args.tasks, args.timings, args.concurrency, Path(work),
-                                      every_s=args.every, burst_every_s=args.burst_every))
+                                      every_s=args.every, burst_every_s=args.burst_every,
+                                      wait_for_restart=not args.stack_kills))
     for r in results:
         print(f"{r['timing']}: {r['right']}/{r['tasks']} right grade and same patch, rows lost {r['rows_lost']}, "
               f"duplicated {r['rows_duplicated']}, kills landed {r['kills_landed']}")
