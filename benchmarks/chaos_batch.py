@@ -190,7 +190,7 @@ def _tool_worker_pids() -> list[int]:
 
 
 def victims(kind: str) -> list[int]:
-    """Live processes of `kind` in this process's cluster, busiest-looking first."""
+    """Live processes of `kind` in this process's cluster."""
     if kind == "tool":
         return _tool_worker_pids()
     ours = _ours()
@@ -214,6 +214,7 @@ class Chaos:
     # the cluster's restarts (on a loaded machine a restart can take longer than the
     # interval, and stacked kills then keep every actor down: a different experiment).
     wait_for_restart: bool = True
+    max_hold_s: float = 60.0  # an actor that never comes back (its node went) holds no kill longer
     waited_s: float = 0.0  # time kills were held back for a restart
     _stopped: bool = False
     _turn: int = 0
@@ -260,7 +261,8 @@ class Chaos:
 
     async def kill(self, kind: str) -> None:
         held = time.monotonic()
-        while self.wait_for_restart and not self._stopped and await asyncio.to_thread(restarting, kind):
+        while (self.wait_for_restart and not self._stopped and time.monotonic() - held < self.max_hold_s
+               and await asyncio.to_thread(restarting, kind)):
             await asyncio.sleep(0.5)
         self.waited_s += time.monotonic() - held
         if self._stopped:
