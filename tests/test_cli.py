@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from agents.snapshot_store import DiskSnapshotStore
@@ -183,8 +184,6 @@ def test_an_output_directory_that_is_a_file_is_one_clear_line_before_any_work(tm
 def test_ctrl_c_at_the_repl_prompt_leaves_at_once_without_a_traceback(tmp_path, runtime):
     """On Ray too (the embedded cluster the CLI starts): it leaves, and takes the cluster's
     processes with it."""
-    import psutil
-
     script = tmp_path / "s.json"
     script.write_text('{"turns": []}')
     proc = subprocess.Popen(
