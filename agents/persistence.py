@@ -155,9 +155,9 @@ def _settle_running(
         seen = _effect_on_disk(kit, use) if use is not None else None
         name = use.name if use is not None else use_id
         if seen is False:
+            # Left unsettled, it is run as a parked call: decided again if the rules changed.
             notices.append(f"the call {name} was running when the session was lost; its change is not in the "
                            "file, so it runs now")
-            again.add(use_id)
         elif seen:
             notices.append(f"the call {name} was running when the session was lost; its change is in the file, "
                            "so it is not run again")
