@@ -233,7 +233,7 @@ class ClusterSettings(Section):
         8, ge=1, description="Subagents one subagent actor runs at once (they wait on models, as sessions do)."
     )
     actor_restart_timeout_s: float = Field(
-        60.0, gt=0, description="How long opening or resuming a session waits for its restarting session actor."
+        120.0, gt=0, description="How long opening or resuming a session waits for its restarting session actor."
     )
     snapshot_actor: Literal["auto", "always", "never"] = Field(
         "auto", description="Route snapshots through one store actor: auto = when the cluster has several nodes."

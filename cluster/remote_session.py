@@ -59,7 +59,7 @@ SessionActorHandle = Any
 
 class RemoteSession:
     def __init__(self, actor: SessionActorHandle, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
-                 model_name: str = "", restart_timeout_s: float = 60.0, services: ClusterServices | None = None):
+                 model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None):
         self.actor = actor
         # The shared service actors (snapshot store, compactor pool) live only while someone
         # holds their handles; a killed SessionActor drops its copies, so the caller keeps them
