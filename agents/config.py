@@ -238,6 +238,9 @@ class ClusterSettings(Section):
     subagents_per_actor: int = Field(
         8, ge=1, description="Subagents one subagent actor runs at once (they wait on models, as sessions do)."
     )
+    actor_restart_timeout_s: float = Field(
+        120.0, gt=0, description="How long opening or resuming a session waits for its restarting session actor."
+    )
     snapshot_actor: Literal["auto", "always", "never"] = Field(
         "auto", description="Route snapshots through one store actor: auto = when the cluster has several nodes."
     )

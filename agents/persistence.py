@@ -7,7 +7,9 @@ into the environment the session was just built for: permission grants come back
 only when the rules they were given under are unchanged; a parked call is prepared
 again and, under changed rules, decided again; a call that could change something and
 was running when the version was saved mid-batch is never run again: its result says
-it may or may not have taken effect (a read runs again). Notices say what changed.
+it may or may not have taken effect (a read runs again, and so does an Edit whose file
+shows it was not made; one whose file shows it was made is settled as done). Notices
+say what changed.
 """
 
 from __future__ import annotations
@@ -150,8 +152,35 @@ def _settle_running(
         if use is not None and use.name in kit.registry and kit.registry.get(use.name).is_read_only:
             again.add(use_id)
             continue
+        seen = _effect_on_disk(kit, use) if use is not None else None
         name = use.name if use is not None else use_id
-        notices.append(f"the call {name} was running when the session was lost; it is not run again, and its "
-                       "result tells the model its outcome is unknown")
-        pending.settle(interrupted_result(use_id, by=SESSION_LOST, started=True))
+        if seen is False:
+            # Left unsettled, it is run as a parked call: decided again if the rules changed.
+            notices.append(f"the call {name} was running when the session was lost; its change is not in the "
+                           "file, so it runs now")
+        elif seen:
+            notices.append(f"the call {name} was running when the session was lost; its change is in the file, "
+                           "so it is not run again")
+            pending.settle(ToolResultBlock(tool_use_id=use_id, content="This call had taken effect when the session "
+                                           "was lost (its change is in the file); it was not run again."))
+        else:
+            notices.append(f"the call {name} was running when the session was lost; it is not run again, and its "
+                           "result tells the model its outcome is unknown")
+            pending.settle(interrupted_result(use_id, by=SESSION_LOST, started=True))
     return again
+
+
+def _effect_on_disk(kit: SessionKit, use) -> bool | None:
+    """Whether an interrupted call's change is on disk, for a tool that can tell (Edit:
+    its file is replaced atomically); None for every other."""
+    if use.name not in kit.registry:
+        return None
+    tool = kit.registry.get(use.name)
+    check = getattr(tool, "effect_on_disk", None)
+    if check is None:
+        return None
+    try:
+        args = tool.input_model.model_validate(use.input)
+    except ValueError:
+        return None
+    return check(args, kit.tool_context)

@@ -52,6 +52,7 @@ async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: A
         runtime_env=model_runtime_env(),  # the provider credentials (credentials.py)
     ).remote(services)
     spec = SessionSpec.of(opening, interactive=approver is not None)
-    remote = RemoteSession(actor, spec, emit=emit, approver=approver, model_name=settings.model, services=services)
+    remote = RemoteSession(actor, spec, emit=emit, approver=approver, model_name=settings.model, services=services,
+                           restart_timeout_s=settings.cluster.actor_restart_timeout_s)
     await remote.open()
     return remote

@@ -3,7 +3,9 @@
 It offers the methods the CLI and REPL use on an in-process Session (run_turn,
 answer_permission, compact_now, set_mode, set_goal, clear, ...), streams the
 session's events to the caller's sink as they happen, answers subagents'
-permission questions, and survives the actor's death: it waits for the restart,
+permission questions, and survives the actor's death: an open that finds the actor
+restarting waits for it (up to `cluster.actor_restart_timeout_s`); a turn that loses it
+waits for the restart,
 reopens the session from its last snapshot and, if the interrupted turn had not
 completed, goes on with it from its last saved tool batch (or runs it again from
 its start when nothing of it was saved), so no call that changes anything runs twice.
@@ -32,6 +34,8 @@ from cluster.session_actor import ChildQuestion, ClusterServices, SessionSpec, T
 __all__ = ["RemoteSession"]
 
 _LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
+_RESTART_POLL_S = 0.5
+LOSSES_WITHOUT_PROGRESS = 3  # actor losses in a row, with nothing new saved between them, that end a turn
 
 
 TURN_RESTARTS = ("the interrupted turn runs again from its start: it had saved nothing, so none of its calls "
@@ -78,7 +82,7 @@ class RemoteSession:
         """Open the session on the actor (agents.lifecycle runs there); returns the notices
         opening it gave. An error of ours raised there is raised here as itself."""
         try:
-            opened = await self.actor.open.remote(self.spec)
+            opened = await self._open_on_actor(self.spec)
         except RayTaskError as exc:
             if isinstance(exc.cause, WorkingsetError):
                 raise exc.cause from None  # one clear message, not the actor's traceback
@@ -110,13 +114,20 @@ class RemoteSession:
     async def run_turn(self, user_input: str) -> TurnOutcome:
         begun = self._control.get("turns", 0) + 1  # the session's count of turns begun, in this one
         continuing = False
-        for _ in range(3):
+        stalled = 0  # actor losses in a row after which the reopened session had saved nothing new
+        saved: tuple | None = None
+        while stalled < LOSSES_WITHOUT_PROGRESS:
             try:
                 if continuing:
                     return await self._consume(self.actor.settle_resumed.remote(self.session_id))
                 return await self._consume(self.actor.turn.remote(self.session_id, user_input))
             except _ActorLost:
                 await self._reopen()
+                # A long turn on a busy cluster may lose its actor many times; it is given up
+                # on only when the losses stop it from getting anywhere.
+                now = (self._control.get("messages"), self._control.get("total_model_calls"))
+                stalled = stalled + 1 if now == saved else 1
+                saved = now
                 if self._control.get("turns", 0) < begun:
                     # Nothing of this turn was saved, so no call of it that changes anything
                     # had started (one is saved before it runs): running it again repeats none.
@@ -126,7 +137,8 @@ class RemoteSession:
                     return TurnOutcome("end_turn", "", 0, detail="the turn had completed before the actor failed")
                 else:  # saved mid-turn: the reopened session goes on from its last saved tool batch
                     continuing = True
-        raise ClusterError(f"session {self.session_id} lost its actor three times in one turn; giving up")
+        raise ClusterError(f"session {self.session_id} lost its actor {LOSSES_WITHOUT_PROGRESS} times in a row "
+                           "without saving anything new; giving up on the turn")
 
     async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
         try:
@@ -168,22 +180,38 @@ class RemoteSession:
         answer = await self.approver(question.request) if self.approver else PermissionAnswer(allow=False)
         await self.actor.answer_child.remote(self.session_id, question.request.tool_use_id, answer.allow, answer.always)
 
-    async def _reopen(self) -> None:
+    async def _open_on_actor(self, spec: SessionSpec) -> dict:
+        """`open` on the actor, waiting while the actor restarts (a call to a restarting
+        actor fails at once). Opening again is safe: an open changes nothing a second open
+        would repeat (a new session saves nothing until its first turn; a resume only reads)."""
         deadline = time.monotonic() + self.restart_timeout_s
-        spec = self.spec.model_copy(update={"resume": True, "seek_model": True})
         while True:
             try:
-                opened = await self.actor.open.remote(spec)
-                break
+                return await self.actor.open.remote(spec)
             except _LOST as exc:
                 if isinstance(exc, RayTaskError):
-                    # The actor is up but opening failed inside it (e.g. a store it needs is
-                    # gone): waiting longer will not help.
-                    raise ClusterError(f"session {self.session_id} could not be reopened: {exc.cause!r}") from exc
+                    raise  # the actor is up and opening failed inside it: waiting will not help
                 if time.monotonic() > deadline:
-                    raise ClusterError(f"the actor of session {self.session_id} did not come back within "
-                                       f"{self.restart_timeout_s:g} s") from None
-                await asyncio.sleep(0.5)
+                    raise ClusterError(self._not_back(exc)) from None
+                await asyncio.sleep(_RESTART_POLL_S)
+
+    def _not_back(self, exc: Exception) -> str:
+        actor = self.actor._actor_id.hex()[:16]
+        which = f"session {self.session_id}" if self.session_id else "a new session"
+        return (f"session actor {actor} (for {which}) did not come back within {self.restart_timeout_s:g} s "
+                f"({type(exc).__name__}); see `ray status` for a node short of memory or CPU, or raise "
+                "cluster.actor_restart_timeout_s")
+
+    async def _reopen(self) -> None:
+        spec = self.spec.model_copy(update={"resume": True, "seek_model": True})
+        try:
+            opened = await self._open_on_actor(spec)
+        except RayTaskError as exc:
+            if not isinstance(exc, _LOST):
+                raise
+            # The actor is up but opening failed inside it on an actor it needs (e.g. the
+            # snapshot store's): waiting longer will not help.
+            raise ClusterError(f"session {self.session_id} could not be reopened: {exc.cause!r}") from exc
         self._apply(opened)
         self._emit_all(opened["events"])
 

@@ -78,7 +78,8 @@ class SessionPool:
             goal=goal,
             interactive=approver is not None,
         )
-        remote = RemoteSession(self.actors[index], spec, emit=emit, approver=approver, model_name=settings.model)
+        remote = RemoteSession(self.actors[index], spec, emit=emit, approver=approver, model_name=settings.model,
+                               restart_timeout_s=settings.cluster.actor_restart_timeout_s)
         remote.pool_index = index
         await remote.open()
         return remote

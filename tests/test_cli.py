@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from agents.snapshot_store import DiskSnapshotStore
@@ -179,23 +180,33 @@ def test_an_output_directory_that_is_a_file_is_one_clear_line_before_any_work(tm
     assert taken.read_text() == "a file\n"
 
 
-def test_ctrl_c_at_the_repl_prompt_leaves_at_once_without_a_traceback(tmp_path):
+@pytest.mark.parametrize("runtime", ["local", "ray"])
+def test_ctrl_c_at_the_repl_prompt_leaves_at_once_without_a_traceback(tmp_path, runtime):
+    """On Ray too (the embedded cluster the CLI starts): it leaves, and takes the cluster's
+    processes with it."""
     script = tmp_path / "s.json"
     script.write_text('{"turns": []}')
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cluster.cli", "run", "--cwd", str(tmp_path), "--model", f"scripted:{script}", "--local"],
+        [sys.executable, "-m", "cluster.cli", "run", "--cwd", str(tmp_path), "--model", f"scripted:{script}"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "WORKINGSET_RUNTIME": runtime},
     )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
+    children: list[psutil.Process] = []
     try:
-        _wait_for(lambda: any("REPL" in line for line in lines), proc)
+        _wait_for(lambda: any("REPL" in line for line in lines), proc, timeout_s=180)
         time.sleep(0.5)  # waiting at the prompt, stdin open
+        children = psutil.Process(proc.pid).children(recursive=True)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 130
+        assert proc.wait(60) == 130
     finally:
         proc.kill()
     err = proc.stderr.read()
     assert "workingset: interrupted" in err and "Traceback" not in err and "Fatal" not in err
+    assert (runtime == "ray") == bool(children)  # on Ray, the session ran in a cluster of its own
+    _, alive = psutil.wait_procs(children, timeout=30)
+    for left in alive:
+        left.kill()
+    assert not alive, f"left running after Ctrl-C: {[p.pid for p in alive]}"

@@ -160,3 +160,42 @@ async def test_a_read_running_when_the_session_was_lost_runs_again_and_a_write_d
     assert not (ws / "out.txt").exists()
     await session.aclose()
     await resumed.aclose()
+
+
+async def _resume_with_an_edit_running(tmp_path: Path, calc: str) -> tuple[dict[str, str], list, Path]:
+    """A version saved while an Edit of calc.py ran, resumed with calc.py holding `calc`."""
+    ws = _workspace(tmp_path)
+    (ws / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    _script(tmp_path, [])
+    settings = load_settings(ws, {})
+    events: list = []
+    session = await open_or_resume(OpenSpec(settings, ws), SessionRuntime(emit=events.append))
+    edit = ToolUseBlock(id="toolu_edit", name="Edit",
+                        input={"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
+    session.state.conversation = [Message.user("go"), Message.assistant(TextBlock(text="Fixing."), edit)]
+    session.state.pending = PendingState(order=[edit.id], allowed=[edit.id], running=[edit.id])
+    session.state.in_turn = True
+    await session.save_snapshot("tool_batch")
+    (ws / "calc.py").write_text(calc)  # what the lost session left on disk
+    resumed = await open_or_resume(OpenSpec(settings, ws, session_id=session.session_id, resume=True),
+                                   SessionRuntime(emit=events.append))
+    await resumed.settle_resumed()
+    results = _results(resumed.conversation)
+    await session.aclose()
+    await resumed.aclose()
+    return results, [getattr(e, "text", "") for e in events if e.type == "notice"], ws
+
+
+async def test_an_edit_running_when_the_session_was_lost_whose_change_is_not_in_the_file_runs_once(tmp_path):
+    results, notices, ws = await _resume_with_an_edit_running(tmp_path, "def add(a, b):\n    return a - b\n")
+    assert any("the call Edit was running when the session was lost; its change is not in the file, so it runs now"
+               in t for t in notices)
+    assert (ws / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert results["toolu_edit"] == "Edited calc.py: 1 replacement."
+
+
+async def test_an_edit_running_when_the_session_was_lost_whose_change_is_in_the_file_is_not_run_again(tmp_path):
+    results, notices, ws = await _resume_with_an_edit_running(tmp_path, "def add(a, b):\n    return a + b\n")
+    assert any("its change is in the file, so it is not run again" in t for t in notices)
+    assert (ws / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert "had taken effect when the session was lost" in results["toolu_edit"]

@@ -79,6 +79,25 @@ class EditTool:
         noun = "replacement" if count == 1 else "replacements"
         return ToolOutput(content=f"Edited {target.named}: {count} {noun}.")
 
+    def effect_on_disk(self, args: BaseModel, ctx: ToolContext) -> bool | None:
+        """For a call cut short by a lost session: is its change in the file? The file is
+        replaced atomically, so it holds the old text or the new. False: not made (running
+        it now changes the file once); True: made; None: the file cannot tell."""
+        assert isinstance(args, EditInput)
+        if args.old_string in args.new_string or args.new_string in args.old_string:
+            return None  # either text would be seen in both outcomes
+        try:
+            with open_workspace(ctx.workspace) as root:
+                text = _load_text(root, call_target(root, ctx, args), ctx.limits.read_max_bytes)
+        except (ToolError, OSError):
+            return None
+        old, new = text.count(args.old_string), args.new_string in text
+        if new and not old:
+            return True
+        if old and not new and (old == 1 or args.replace_all):
+            return False
+        return None
+
 
 def _replace(text: str, args: EditInput, shown: str) -> tuple[str, int]:
     count = text.count(args.old_string)
