@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import io
 import json
 import logging
@@ -93,15 +94,17 @@ def make_batch(root: Path, count: int) -> Path:
 
 
 def batch_settings(home: Path) -> WorkingsetSettings:
-    return WorkingsetSettings(home=home, compact=_COMPACTION, agent={"max_output_tokens": 1_000},
-                              permissions={"mode": "accept-edits", "allow": ["Bash"], "headless": "deny-asks"})
+    return WorkingsetSettings.model_validate({
+        "home": home, "compact": _COMPACTION, "agent": {"max_output_tokens": 1_000},
+        "permissions": {"mode": "accept-edits", "allow": ["Bash"], "headless": "deny-asks"}})
 
 
 class CountingReporter(JsonReporter):
     """Keeps the event stream, and counts the rows written so far."""
 
     def __init__(self) -> None:
-        super().__init__(io.StringIO())
+        self.buffer = io.StringIO()
+        super().__init__(self.buffer)
         self.started = 0
         self.finished = 0
         self.total = 0
@@ -124,12 +127,12 @@ async def run_batch(tasks: Path, out: Path, *, concurrency: int, chaos: Chaos | 
     try:
         summary = await runner.run()
     finally:
-        if killing is not None:
+        if chaos is not None and killing is not None:
             chaos.stop()
             await killing
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
     return {"summary": summary, "rows": rows, "wall_s": round(time.monotonic() - started, 1),
-            "events": reporter.stream.getvalue()}
+            "events": reporter.buffer.getvalue()}
 
 
 def patch_of(out: Path, row: dict) -> bytes | None:
@@ -262,7 +265,7 @@ class Chaos:
     async def kill(self, kind: str) -> None:
         held = time.monotonic()
         while (self.wait_for_restart and not self._stopped and time.monotonic() - held < self.max_hold_s
-               and await asyncio.to_thread(restarting, kind)):
+               and await asyncio.to_thread(restarting, kind) > 0):
             await asyncio.sleep(0.5)
         self.waited_s += time.monotonic() - held
         if self._stopped:
@@ -312,7 +315,7 @@ async def measure(count: int, timings: list[str], concurrency: int, work: Path, 
         for timing in timings:
             node = cluster.add_node(num_cpus=1, resources={"workingset_sandbox": 1}, object_store_memory=80 * 1024**2)
             cluster.wait_for_nodes()
-            chaos = Chaos(timing, remove_raylet=lambda node=node: cluster.remove_node(node), every_s=every_s,
+            chaos = Chaos(timing, remove_raylet=functools.partial(cluster.remove_node, node), every_s=every_s,
                           burst_every_s=burst_every_s, wait_for_restart=wait_for_restart)
             out = work / timing
             perturbed = await run_batch(tasks, out, concurrency=concurrency, chaos=chaos)
