@@ -99,7 +99,8 @@ async def test_a_refusal_is_its_own_outcome_the_reply_is_dropped_and_nothing_is_
     session.set_goal("done")
     outcome = await session.run_turn("do the bad thing")
     assert outcome.reason == "refusal" and "cyber: could enable harm" in outcome.detail
-    assert session.conversation == [Message.user("do the bad thing")]
+    [kept] = session.conversation  # the user's message (behind the goal's state block); the reply is not kept
+    assert kept.role == "user" and kept.content[-1] == TextBlock(text="do the bad thing")
     assert judge.requests == []
     assert [e.text for e in events if e.type == "assistant_text"] == ["I will not"]  # the record keeps it
 
