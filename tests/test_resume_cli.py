@@ -122,12 +122,13 @@ def test_cli_resume_from_another_workspace_is_refused_naming_both(tmp_path, caps
     assert [v.version for v in snapshot_store(tmp_path).history(sid)] == before
 
 
-def _two_turn_session_with_a_corrupted_current(tmp_path, capsys):
-    """A CLI session of two turns ("first" → "one", "second" → current) whose current
-    version is then damaged; returns (workspace, session id, current version, its bytes)."""
+def _two_turn_session_with_a_corrupted_current(tmp_path, capsys, replies=({"text": "one"}, {"text": "two"})):
+    """A CLI session of two turns ("first" → "one", "second" → current; `replies` are the
+    model's) whose current version is then damaged; returns (workspace, session id,
+    current version, its bytes)."""
     ws = make_workspace(tmp_path)
     _cli_config(ws, tmp_path)
-    write_script(tmp_path, [{"text": "one"}, {"text": "two"}])
+    write_script(tmp_path, list(replies))
     sid = _cli_session(tmp_path, ws, capsys, "first")
     main(["run", "second", "--cwd", str(ws), "--resume", sid, "--json"])
     capsys.readouterr()
@@ -151,13 +152,7 @@ def test_cli_resume_of_a_corrupted_current_says_so_and_uses_the_newest_intact_ve
 
 
 def test_cli_human_output_shows_the_fallback_notice(tmp_path, capsys):
-    ws = make_workspace(tmp_path)
-    _cli_config(ws, tmp_path)
-    write_script(tmp_path, [])
-    sid = _cli_session(tmp_path, ws, capsys, "first")
-    main(["run", "second", "--cwd", str(ws), "--resume", sid, "--json"])
-    capsys.readouterr()
-    current, _ = corrupt_current(tmp_path, sid)
+    ws, sid, current, _ = _two_turn_session_with_a_corrupted_current(tmp_path, capsys, replies=[])
 
     assert main(["run", "third", "--cwd", str(ws), "--resume", sid]) == 0
     out = " ".join(capsys.readouterr().out.split())  # undo the console's line wrapping
@@ -278,13 +273,7 @@ def test_sessions_list_show_export_and_history(tmp_path, capsys):
 
 
 def test_sessions_show_of_a_corrupted_current_warns_and_shows_the_intact_version(tmp_path, capsys):
-    ws = make_workspace(tmp_path)
-    _cli_config(ws, tmp_path)
-    write_script(tmp_path, [])
-    sid = _cli_session(tmp_path, ws, capsys, "first")
-    main(["run", "second", "--cwd", str(ws), "--resume", sid, "--json"])
-    capsys.readouterr()
-    current, _ = corrupt_current(tmp_path, sid)
+    ws, sid, current, _ = _two_turn_session_with_a_corrupted_current(tmp_path, capsys, replies=[])
 
     assert main(["sessions", "--cwd", str(ws), "show", sid]) == 0
     out = capsys.readouterr().out
