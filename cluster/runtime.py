@@ -31,9 +31,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,6 +165,19 @@ def _token_given() -> bool:
                 or (Path.home() / ".ray" / "auth_token").is_file())
 
 
+@contextlib.contextmanager
+def _sigterm_handler_kept() -> Iterator[None]:
+    """ray.init in a driver replaces SIGTERM's handler with one that raises SystemExit
+    wherever the main thread is; a command that handles SIGTERM itself (eval's clean stop
+    on `ray job stop`) keeps its own."""
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if previous not in (signal.SIG_DFL, None) and signal.getsignal(signal.SIGTERM) is not previous:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: int | None = None) -> RuntimeInfo:
     """Start or join Ray once per process; later calls return the same runtime."""
     address = address or os.environ.get("RAY_ADDRESS") or None
@@ -173,22 +188,23 @@ def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: in
         raise ClusterError(_CLIENT_REFUSED)
     if not ray.is_initialized():
         try:
-            if address:
-                _check_reachable(address)
-                _check_token(address)
-                with _held_stderr():
-                    ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
-            else:
-                with _held_stderr(), _quiet_logger(_TOKEN_NOTICE_LOGGER):
-                    ray.init(
-                        address="local",  # always our own cluster, never one another process left running
-                        num_cpus=num_cpus or os.cpu_count() or 1,
-                        include_dashboard=dashboard,
-                        logging_level=logging.WARNING,
-                        log_to_driver=False,
-                        configure_logging=True,
-                        _system_config={"idle_worker_killing_time_threshold_ms": IDLE_WORKER_KEEP_MS},
-                    )
+            with _sigterm_handler_kept():
+                if address:
+                    _check_reachable(address)
+                    _check_token(address)
+                    with _held_stderr():
+                        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+                else:
+                    with _held_stderr(), _quiet_logger(_TOKEN_NOTICE_LOGGER):
+                        ray.init(
+                            address="local",  # always our own cluster, never one another process left running
+                            num_cpus=num_cpus or os.cpu_count() or 1,
+                            include_dashboard=dashboard,
+                            logging_level=logging.WARNING,
+                            log_to_driver=False,
+                            configure_logging=True,
+                            _system_config={"idle_worker_killing_time_threshold_ms": IDLE_WORKER_KEEP_MS},
+                        )
         except (OSError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:  # OSError: refused, timed out, unknown host
             where = f"the Ray cluster at {address}" if address else "an embedded Ray cluster"
             fix = "check the address and that the cluster is up" if address else "check free memory and /tmp space"

@@ -50,7 +50,8 @@ async def _stoppable(batch):
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     assert main is not None  # called from inside the batch's event loop
-    loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    # Once: a stop signal sent again (to the job's process and its group) must not cancel the cleanup.
+    loop.add_signal_handler(signal.SIGTERM, lambda: main.cancelling() or main.cancel())
     try:
         return await batch
     finally:

@@ -29,6 +29,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from agents.errors import WorkingsetError
 from cluster.eval.base_repo import Shipped
+from cluster.eval.cleanup import outlive
 from cluster.eval.errors import TaskEnded, WorkspaceError
 from cluster.eval.layout import OutDir
 from cluster.eval.lost import NodeLost, Retry
@@ -166,3 +167,4 @@ class RaySite:
             lost.cancel()
             if not running.done():
                 running.cancel()
+                await outlive([running])  # its clean-up runs on this node's actors: let it end first

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.config import WorkingsetSettings
+from cluster.eval.cleanup import outlive
 from cluster.eval.durable import write_atomic
 from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.hosts import SessionHost
@@ -216,8 +217,7 @@ class EvalRunner:
             pending = [w for w in workers if not w.done()]
             for w in pending:
                 w.cancel()
-            if pending:
-                await asyncio.wait(pending)
+            await outlive(pending)
 
     def finish(self, *, interrupted: bool = False) -> dict:
         """summary.json, report.md and predictions.jsonl from the latest rows of every
