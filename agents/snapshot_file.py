@@ -303,8 +303,8 @@ class _PlacedStore(diskcache.Cache):
         self._local = threading.local()
         self._txn_id = None
         self._disk = diskcache.Disk(directory)
-        self._settings = dict(self._sql("SELECT key, value FROM Settings").fetchall())
-        for key, value in self._settings.items():
+        self._placed_settings = dict(self._sql("SELECT key, value FROM Settings").fetchall())
+        for key, value in self._placed_settings.items():
             if key.startswith("disk_"):
                 setattr(self._disk, key[5:], value)
             setattr(self, key, value)
@@ -312,8 +312,8 @@ class _PlacedStore(diskcache.Cache):
 
     def holds_write_settings(self) -> bool:
         expected = {**diskcache.DEFAULT_SETTINGS, **_WRITE_SETTINGS}
-        return all(self._settings.get(k) == v for k, v in expected.items()) and all(
-            k in self._settings for k in diskcache.core.METADATA
+        return all(self._placed_settings.get(k) == v for k, v in expected.items()) and all(
+            k in self._placed_settings for k in diskcache.core.METADATA
         )
 
 

@@ -150,7 +150,7 @@ def test_a_new_store_file_opened_without_diskcaches_constructor_holds_what_the_c
     try:
         assert isinstance(placed, snapshot_file._PlacedStore)
         placed.set("k", b"v")
-        fast = {name: getattr(placed, name) for name in placed._settings if name not in ("count", "size")}
+        fast = {name: getattr(placed, name) for name in placed._placed_settings if name not in ("count", "size")}
     finally:
         placed.close()
     full = snapshot_file.diskcache.Cache(str(directory), **snapshot_file._WRITE_SETTINGS)
