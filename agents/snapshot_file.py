@@ -275,11 +275,46 @@ class SalvagedRows:
 
 def open_for_write(session_id: str, directory: Path) -> diskcache.Cache:
     try:
-        if not (directory / "cache.db").exists():
-            _place_empty_store(directory)
+        if not (directory / "cache.db").exists() and _place_empty_store(directory):
+            placed = _PlacedStore(str(directory), timeout=60)
+            if placed.holds_write_settings():
+                return placed
+            placed.close()
         return diskcache.Cache(str(directory), timeout=60, **_WRITE_SETTINGS)
     except (OSError, sqlite3.Error) as exc:
         raise store_error(exc, session_id, directory, "write") from exc
+
+
+class _PlacedStore(diskcache.Cache):
+    """diskcache's Cache over a store file `_place_empty_store` just put in place.
+
+    diskcache's own constructor writes every setting, table, index and trigger again on
+    each open — some eighty statements, thirty of them commits of their own, most of a
+    new session's first save. The placed file already holds exactly what they would
+    write (it is `_empty_store_bytes`, made by that constructor with `_WRITE_SETTINGS`
+    in this process), so this one only reads the settings back into the attributes
+    the constructor would have set; the connection's pragmas are set by diskcache
+    itself when it connects (`Cache._con` reads them from the file). Should the file
+    not hold our settings after all, `open_for_write` uses diskcache's constructor."""
+
+    def __init__(self, directory: str, timeout: float):  # diskcache's __init__ is what this skips
+        self._directory = directory
+        self._timeout = timeout
+        self._local = threading.local()
+        self._txn_id = None
+        self._disk = diskcache.Disk(directory)
+        self._placed_settings = dict(self._sql("SELECT key, value FROM Settings").fetchall())
+        for key, value in self._placed_settings.items():
+            if key.startswith("disk_"):
+                setattr(self._disk, key[5:], value)
+            setattr(self, key, value)
+        ((self._page_size,),) = self._sql("PRAGMA page_size").fetchall()
+
+    def holds_write_settings(self) -> bool:
+        expected = {**diskcache.DEFAULT_SETTINGS, **_WRITE_SETTINGS}
+        return all(self._placed_settings.get(k) == v for k, v in expected.items()) and all(
+            k in self._placed_settings for k in diskcache.core.METADATA
+        )
 
 
 _empty_store: bytes | None = None
@@ -299,22 +334,25 @@ def _empty_store_bytes() -> bytes:
         return _empty_store
 
 
-def _place_empty_store(directory: Path) -> None:
-    """Put an empty store file at `directory/cache.db` unless one is there. Linked into
-    place, which never replaces a file: another process that created the session's
-    store first keeps it, with whatever it has saved. On a filesystem without hard
-    links nothing is placed, and diskcache creates the file as it always could."""
+def _place_empty_store(directory: Path) -> bool:
+    """Put an empty store file at `directory/cache.db` unless one is there; True when
+    this call placed it. Linked into place, which never replaces a file: another process
+    that created the session's store first keeps it, with whatever it has saved. On a
+    filesystem without hard links nothing is placed, and diskcache creates the file as
+    it always could."""
     directory.mkdir(parents=True, exist_ok=True)
     fd, staged = tempfile.mkstemp(prefix=".cache.db-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(_empty_store_bytes())
         os.link(staged, directory / "cache.db")
+        return True
     except FileExistsError:
-        pass
+        return False
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
             raise
+        return False
     finally:
         os.unlink(staged)
 

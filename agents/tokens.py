@@ -203,12 +203,32 @@ class IncrementalEstimate:
         return running
 
 
+# id(schema) -> (the schema, its tokens per counter key). An entry holds its schema, so
+# the id cannot be reused while it is here; only frozen models are kept (their content
+# cannot change), and a counter whose scale changes has a new key.
+_SCHEMA_TOKENS: dict[int, tuple[Any, dict[str, int]]] = {}
+_SCHEMA_TOKENS_MAX = 4096
+
+
+def _schema_tokens(counter: TokenCounter, tool: Any) -> int:
+    if not hasattr(tool, "model_dump"):
+        return counter.count_json(tool)
+    if not tool.model_config.get("frozen"):
+        return counter.count_json(tool.model_dump())
+    entry = _SCHEMA_TOKENS.get(id(tool))
+    if entry is None or entry[0] is not tool:
+        if len(_SCHEMA_TOKENS) >= _SCHEMA_TOKENS_MAX:
+            _SCHEMA_TOKENS.clear()
+        entry = _SCHEMA_TOKENS[id(tool)] = (tool, {})
+    tokens = entry[1].get(counter.key)
+    if tokens is None:
+        tokens = entry[1][counter.key] = counter.count_json(tool.model_dump())
+    return tokens
+
+
 def estimate_prefix_tokens(counter: TokenCounter, *, system: str, tools: Sequence[Any]) -> int:
     """The part of a request before the messages: system prompt and tool schemas."""
-    tool_tokens = sum(
-        TOOL_SCHEMA_OVERHEAD_TOKENS + counter.count_json(t.model_dump() if hasattr(t, "model_dump") else t)
-        for t in tools
-    )
+    tool_tokens = sum(TOOL_SCHEMA_OVERHEAD_TOKENS + _schema_tokens(counter, t) for t in tools)
     return counter.count_text(system) + tool_tokens
 
 

@@ -7,6 +7,7 @@ costs what turn N added, not the whole conversation again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from agents.messages import Message
 from agents.ports import ModelRequest, ToolSchema
 from agents.tokens import IncrementalEstimate, TokenCounter, estimate_prefix_tokens
-from tools.registry import ToolRegistry
+from tools.registry import ToolRegistry, input_schema
 
 __all__ = ["CompiledRequest", "WorkingSetCompiler", "tool_schemas"]
 
@@ -26,7 +27,17 @@ class CompiledRequest(BaseModel):
 
 
 def tool_schemas(registry: ToolRegistry) -> tuple[ToolSchema, ...]:
-    return tuple(ToolSchema(**s) for s in registry.schemas())
+    """What `registry.schemas()` describes, as the frozen schemas a request carries."""
+    return tuple(_tool_schema(t.name, t.description, t.input_model) for t in registry)
+
+
+@functools.lru_cache(maxsize=1024)
+def _tool_schema(name: str, description: str, model: type[BaseModel]) -> ToolSchema:
+    # Made once per (name, description, input model) and shared by every session: making
+    # one validates the whole JSON schema, and a shared frozen object keeps its token
+    # count too (agents.tokens). The key is everything the schema is made of; the input
+    # schema is `input_schema`'s, built once per model and read-only.
+    return ToolSchema(name=name, description=description, input_schema=input_schema(model))
 
 
 class WorkingSetCompiler:

@@ -1,6 +1,7 @@
 """Permissions: rule syntax, modes, headless policies, the audit log, and parking at the root."""
 
 import json
+import shutil
 
 import pytest
 
@@ -398,6 +399,15 @@ def test_fork_keeps_rules_but_drops_grants(tmp_path):
     assert child.grants == [] and runtime.grants
     assert child.decide(BASH, args, tmp_path).effect == "ask"
     assert _bash(child, tmp_path, "rm -rf x") == "deny"
+
+
+def test_an_audit_log_whose_directory_was_removed_is_written_in_a_new_one(tmp_path):
+    audit = AuditLog(tmp_path / "state" / "audit.jsonl")
+    audit.record({"tool": "Read", "effect": "allow"})
+    shutil.rmtree(tmp_path / "state")
+    audit.record({"tool": "Write", "effect": "ask"})
+    lines = [json.loads(line) for line in (tmp_path / "state" / "audit.jsonl").read_text().splitlines()]
+    assert [(e["tool"], e["effect"]) for e in lines] == [("Write", "ask")]
 
 
 def test_fork_shares_the_audit_log_with_the_scope_recorded(tmp_path):

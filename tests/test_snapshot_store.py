@@ -144,6 +144,36 @@ def test_placing_a_new_store_file_never_replaces_one_another_process_made_first(
         reader.close()
 
 
+def test_a_new_store_file_opened_without_diskcaches_constructor_holds_what_the_constructor_writes(tmp_path):
+    directory = tmp_path / "snapshots" / SID
+    placed = snapshot_file.open_for_write(SID, directory)
+    try:
+        assert isinstance(placed, snapshot_file._PlacedStore)
+        placed.set("k", b"v")
+        fast = {name: getattr(placed, name) for name in placed._placed_settings if name not in ("count", "size")}
+    finally:
+        placed.close()
+    full = snapshot_file.diskcache.Cache(str(directory), **snapshot_file._WRITE_SETTINGS)
+    try:
+        assert full.get("k") == b"v"
+        assert {name: getattr(full, name) for name in fast} == fast
+        assert full.disk.min_file_size == snapshot_file._WRITE_SETTINGS["disk_min_file_size"]
+    finally:
+        full.close()
+
+
+def test_a_new_store_file_without_the_write_settings_is_opened_by_diskcaches_constructor(tmp_path, monkeypatch):
+    made = tmp_path / "made"
+    snapshot_file.diskcache.Cache(str(made)).close()  # diskcache's defaults: values over 32 KiB in files
+    monkeypatch.setattr(snapshot_file, "_empty_store", (made / "cache.db").read_bytes())
+    cache = snapshot_file.open_for_write(SID, tmp_path / "snapshots" / SID)
+    try:
+        assert not isinstance(cache, snapshot_file._PlacedStore)
+        assert cache.disk.min_file_size == snapshot_file._WRITE_SETTINGS["disk_min_file_size"]
+    finally:
+        cache.close()
+
+
 def test_an_empty_conversation_round_trips(store):
     store.save(session_state([], reason="clear"))
     loaded = store.load(SID).state

@@ -39,6 +39,32 @@ def test_request_estimate_includes_system_prompt_and_tool_schemas():
     assert full >= bare + 1000 + counter.count_json(schema.model_dump())
 
 
+def test_a_tool_schemas_cached_count_follows_the_counter_and_its_calibration():
+    from agents.tokens import CalibratedCounter, estimate_prefix_tokens
+
+    schema = ToolSchema(name="Read", description="Read a file " * 20, input_schema={"type": "object"})
+    counter = CalibratedCounter()
+    first = estimate_prefix_tokens(counter, system="", tools=[schema])
+    assert estimate_prefix_tokens(counter, system="", tools=[schema]) == first
+    counter.observe(first, first * 2)
+    assert estimate_prefix_tokens(counter, system="", tools=[schema]) == 8 + counter.count_json(schema.model_dump())
+    assert estimate_prefix_tokens(CharRatioEstimator(4.0, 1.6), system="", tools=[schema]) > first
+
+
+def test_sessions_share_one_schema_per_tool_and_a_changed_description_makes_a_new_one():
+    from agents.working_set import tool_schemas
+    from tools import ToolRegistry
+    from tools.read import ReadTool
+
+    class Described(ReadTool):
+        description = "another description"
+
+    (a,), (b,) = tool_schemas(ToolRegistry([ReadTool()])), tool_schemas(ToolRegistry([ReadTool()]))
+    (other,) = tool_schemas(ToolRegistry([Described()]))
+    assert a is b
+    assert other.description == "another description" and other.input_schema == a.input_schema
+
+
 def test_incremental_estimate_matches_a_full_recount_after_growth_and_rewrite():
     from agents.tokens import IncrementalEstimate, estimate_messages_tokens
 

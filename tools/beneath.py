@@ -17,6 +17,7 @@ path (a deny rule, a protected directory) is true of the file it opens.
 
 Only regular files are read or written where a file is meant: a FIFO or a device is
 opened non-blocking and refused after `fstat`, so it can never hang the harness.
+Walking the files of a directory tree beneath the root is `tools.tree_walk`.
 """
 
 from __future__ import annotations
@@ -28,22 +29,20 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tools.base import ToolError
 from tools.component_walk import DIR_FLAGS, lstat_at, open_walking, path_parts
 from tools.component_walk import real_path as walked_real_path
 
-__all__ = ["MAX_PATH_BYTES", "MAX_WALK_DEPTH", "Beneath", "BeneathError", "WalkedFile", "relative_path"]
+__all__ = ["MAX_PATH_BYTES", "READ_FLAGS", "Beneath", "BeneathError", "relative_path", "require_regular"]
 
 _SYS_OPENAT2 = 437  # the same number on every architecture (asm-generic, Linux 5.6)
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK  # non-blocking: a FIFO opens at once, then is refused
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK  # non-blocking: a FIFO opens at once, then is refused
 MAX_PATH_BYTES = 4096  # PATH_MAX: no longer path can be opened in one call anyway
-MAX_WALK_DEPTH = 128  # directories below this depth are not walked (one fd is held per level)
 
 
 class _OpenHow(ctypes.Structure):
@@ -111,23 +110,12 @@ def _describe_type(mode: int) -> str:
     return "not a regular file"
 
 
-def _require_regular(fd: int, rel: str) -> int:
+def require_regular(fd: int, rel: str) -> int:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise BeneathError(f"{rel} is {_describe_type(mode)}, not a regular file")
     return fd
-
-
-@dataclass(frozen=True)
-class WalkedFile:
-    """A regular file found by `Beneath.walk_files`. `path` is where the walk found it,
-    `real` where it is (they differ for a symlink). Open it with `Beneath.open_walked`
-    before the walk moves on: `dir_fd` is the walk's handle on its directory."""
-
-    path: str
-    real: str
-    dir_fd: int | None  # None for a symlink: it is opened by its real path instead
 
 
 class Beneath:
@@ -253,10 +241,10 @@ class Beneath:
     def open_regular(self, rel: str, *, follow_links: bool = True) -> int:
         """A read-only fd on the regular file `rel`; anything else is a BeneathError."""
         try:
-            fd = self.open(rel, _READ_FLAGS, follow_links=follow_links)
+            fd = self.open(rel, READ_FLAGS, follow_links=follow_links)
         except OSError as exc:
             raise self.error(rel, exc) from exc
-        return _require_regular(fd, rel)
+        return require_regular(fd, rel)
 
     def read_regular(self, rel: str, max_bytes: int | None = None, *, follow_links: bool = True) -> bytes:
         """The bytes of a regular file (at most `max_bytes`). Anything else is a BeneathError."""
@@ -316,89 +304,6 @@ class Beneath:
             raise self.error(rel, exc) from exc
         finally:
             os.close(pfd)
-
-    # -- walking -------------------------------------------------------------------------
-
-    def walk_files(self, top: str = ".", *, skip_dirs: frozenset[str] = frozenset(),
-                   max_depth: int | None = None, follow_links: bool = True) -> Iterator[WalkedFile]:
-        """The regular files under `top`, sorted per directory, a directory's files before
-        its subdirectories. Directory symlinks are never entered and every directory is
-        opened with O_NOFOLLOW from its parent's handle; a file symlink is listed only if
-        it leads, inside the root and outside `skip_dirs`, to a regular file. `max_depth`
-        counts directories below `top` (0: only its files); MAX_WALK_DEPTH caps it."""
-        try:
-            top_fd = self.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK, follow_links=follow_links)
-        except OSError as exc:
-            raise self.error(top, exc) from exc
-        limit = MAX_WALK_DEPTH if max_depth is None else min(max_depth, MAX_WALK_DEPTH)
-        prefix = "/".join(path_parts(top))
-        frames: list[tuple[int, str, int, Iterator[str]]] = [(top_fd, prefix, 0, iter(()))]
-        try:
-            files, dirs = self._listing(top_fd, prefix, skip_dirs)
-            frames[0] = (top_fd, prefix, 0, iter(dirs if limit > 0 else ()))
-            yield from files
-            while frames:
-                fd, prefix, depth, subdirs = frames[-1]
-                name = next(subdirs, None)
-                if name is None:
-                    os.close(frames.pop()[0])
-                    continue
-                child_path = f"{prefix}/{name}" if prefix else name
-                try:
-                    child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-                except OSError:
-                    continue  # replaced by a link, or removed, since it was listed
-                frames.append((child, child_path, depth + 1, iter(())))
-                try:
-                    files, dirs = self._listing(child, child_path, skip_dirs)
-                except OSError:
-                    continue
-                frames[-1] = (child, child_path, depth + 1, iter(dirs if depth + 1 < limit else ()))
-                yield from files
-        finally:
-            for fd, *_ in frames:
-                os.close(fd)
-
-    def _listing(self, dir_fd: int, prefix: str, skip_dirs: frozenset[str]) -> tuple[list[WalkedFile], list[str]]:
-        """The regular files (and links to them) and the subdirectories of one directory."""
-        files: list[WalkedFile] = []
-        dirs: list[str] = []
-        with os.scandir(dir_fd) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for entry in entries:
-            path = f"{prefix}/{entry.name}" if prefix else entry.name
-            with contextlib.suppress(OSError):  # an entry that vanished mid-listing is not there
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in skip_dirs:
-                        dirs.append(entry.name)
-                elif entry.is_file(follow_symlinks=False):
-                    files.append(WalkedFile(path, path, dir_fd))
-                elif entry.is_symlink() and (real := self._link_to_file(path, skip_dirs)) is not None:
-                    files.append(WalkedFile(path, real, None))
-        return files, dirs
-
-    def _link_to_file(self, path: str, skip_dirs: frozenset[str]) -> str | None:
-        """Where the symlink `path` leads, if that is a regular file inside and not skipped."""
-        try:
-            real = self.real_path(path)
-            st = self.stat(real, follow_links=False)
-        except (OSError, BeneathError):
-            return None
-        if st is None or not stat.S_ISREG(st.st_mode) or skip_dirs.intersection(real.split("/")[:-1]):
-            return None
-        return real
-
-    def open_walked(self, entry: WalkedFile) -> int:
-        """A read-only fd on a file the walk found (still a regular file, or an error)."""
-        try:
-            if entry.dir_fd is not None:
-                name = entry.path.rsplit("/", 1)[-1]
-                fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=entry.dir_fd)
-            else:
-                fd = self.open(entry.real, _READ_FLAGS, follow_links=False)
-        except OSError as exc:
-            raise self.error(entry.path, exc) from exc
-        return _require_regular(fd, entry.path)
 
     # -- errors --------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Glob: list workspace files whose path matches a glob pattern.
 
-Matching is our own segment matcher over `Beneath.walk_files` rather than
+Matching is our own segment matcher over `tools.tree_walk.walk_files` rather than
 `Path.glob`, so it shares Grep's rules (skip .git, never follow a symlink out
 of the workspace, leave out files a per-file deny rule covers) and behaves the
 same on every Python version.
@@ -15,6 +15,7 @@ from fnmatch import fnmatchcase
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
+from tools.tree_walk import walk_files
 from tools.workspace import (
     SKIP_DIRS,
     PathInput,
@@ -100,7 +101,7 @@ def _find(ctx: ToolContext, args: GlobInput, segments: list[str]) -> tuple[str, 
         below = 0 if top.real == "." else top.real.count("/") + 1
         found = [
             entry.path
-            for entry in root.walk_files(top.real, skip_dirs=SKIP_DIRS, max_depth=max_depth, follow_links=False)
+            for entry in walk_files(root, top.real, skip_dirs=SKIP_DIRS, max_depth=max_depth, follow_links=False)
             if glob_match(entry.path.split("/")[below:], segments) and not is_hidden(ctx, entry.path, entry.real)
         ]
     return top.named, sorted(found)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
 from tools.beneath import BeneathError
+from tools.tree_walk import open_walked, walk_files
 from tools.workspace import (
     BINARY_SNIFF_BYTES,
     SKIP_DIRS,
@@ -115,11 +116,11 @@ def _search(ctx: ToolContext, args: GrepInput, regex: re.Pattern[str], cap: int)
             # An explicitly named file is searched even if the glob would not match it.
             _search_file(result, root.open_regular(target.real, follow_links=False), target.named, regex, cap, max_bytes)
             return target.named, result
-        for entry in root.walk_files(target.real, skip_dirs=SKIP_DIRS, follow_links=False):
+        for entry in walk_files(root, target.real, skip_dirs=SKIP_DIRS, follow_links=False):
             if is_hidden(ctx, entry.path, entry.real) or (args.glob and not _glob_matches(entry.path, args.glob)):
                 continue
             try:
-                fd = root.open_walked(entry)
+                fd = open_walked(root, entry)
             except BeneathError:
                 continue  # replaced or removed mid-walk: not worth failing the whole search
             _search_file(result, fd, entry.path, regex, cap, max_bytes)

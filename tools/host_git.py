@@ -151,10 +151,15 @@ class GitHead:
 
 def find_repository(cwd: Path) -> Path | None:
     """The nearest directory from `cwd` upwards holding `.git` (a directory or a file)."""
-    for directory in (cwd, *cwd.parents):
-        if os.path.lexists(directory / ".git"):
-            return directory
-    return None
+    # On strings, not Paths: every snapshot asks (the same walk as `cwd.parents`).
+    directory = os.fspath(cwd)
+    while True:
+        if os.path.lexists(os.path.join(directory, ".git")):
+            return Path(directory) if directory else Path(".")
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
 
 
 def read_head(top: Path) -> GitHead | None:

@@ -17,6 +17,7 @@ rule whose pattern names the directory literally (`Edit(.git/info/exclude)`,
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ def permission_subject(tool: Tool, args: BaseModel, workspace: Path) -> str | No
     return subject(args, workspace) if callable(subject) else None
 
 
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+
+
 class AuditLog:
     """Append-only JSONL of permission decisions (and an in-memory copy for callers)."""
 
@@ -75,9 +79,24 @@ class AuditLog:
         entry = {"ts": time.time(), **entry}
         self.entries.append(entry)
         if self.path is not None:
+            self._append((json.dumps(entry, default=str) + "\n").encode())
+
+    def _append(self, line: bytes) -> None:
+        # The whole line in one O_APPEND write, as the buffered file object wrote it; the
+        # directory is made when the file cannot be opened for want of it, not made again
+        # before every line (this runs for every tool call).
+        assert self.path is not None
+        try:
+            fd = os.open(self.path, _APPEND, 0o666)
+        except FileNotFoundError:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(entry, default=str) + "\n")
+            fd = os.open(self.path, _APPEND, 0o666)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import ConfigError, Overloaded, PromptTooLong
 from agents.messages import TextBlock, ThinkingBlock, ToolUseBlock
-from agents.ports import ModelRequest, ModelResponse, ReplyBlock, StopReason, Usage
+from agents.ports import ModelRequest, ModelResponse, ReplyBlock, StopReason, ToolSchema, Usage
 from agents.providers.base import ProviderContext
 from agents.tokens import CharRatioEstimator, IncrementalEstimate, estimate_prefix_tokens
 
@@ -120,6 +120,7 @@ class ScriptedModelClient:
         self.name = f"scripted:{source}"
         self._counter = CharRatioEstimator()
         self._estimate = IncrementalEstimate(self._counter)
+        self._prefix: tuple[str, tuple[ToolSchema, ...], int] | None = None  # system, tools, their tokens
         self._cursor = 0
         self._id_prefix = hashlib.sha1(role.encode()).hexdigest()[:6]
         if role in ("root", "judge", "summarizer"):
@@ -153,11 +154,19 @@ class ScriptedModelClient:
         if stop is None:
             stop = "tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn"
         usage = Usage(
-            input_tokens=estimate_prefix_tokens(self._counter, system=request.system, tools=request.tools)
-            + self._estimate.total(request.messages),
+            input_tokens=self._prefix_tokens(request) + self._estimate.total(request.messages),
             output_tokens=sum(self._counter.count_text(b.model_dump_json()) for b in blocks),
         )
         return ModelResponse(content=tuple(blocks), stop_reason=stop, usage=usage, model=self.name)
+
+    def _prefix_tokens(self, request: ModelRequest) -> int:
+        # Counted again only when the system text or the tools tuple changes. The tuple is
+        # compared by identity and held here (so its id cannot be reused); a compiler hands
+        # out the same tuple of frozen schemas until the registry changes.
+        if self._prefix is None or self._prefix[0] != request.system or self._prefix[1] is not request.tools:
+            tokens = estimate_prefix_tokens(self._counter, system=request.system, tools=request.tools)
+            self._prefix = (request.system, request.tools, tokens)
+        return self._prefix[2]
 
     def _judge_reply(self) -> list[TextBlock]:
         verdicts = self.script.judge

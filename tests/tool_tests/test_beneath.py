@@ -8,8 +8,9 @@ import threading
 
 import pytest
 
-from tools import beneath
+from tools import tree_walk
 from tools.beneath import Beneath, BeneathError, relative_path
+from tools.tree_walk import walk_files
 
 
 def test_reads_a_file_inside(tmp_path, beneath_mode):
@@ -102,7 +103,7 @@ def test_walk_lists_regular_files_and_skips_links_out(tmp_path, beneath_mode):
     (tmp_path / "b.py").write_text("y")
     os.mkfifo(ws / "pipe")
     with Beneath(ws) as root:
-        found = [f.path for f in root.walk_files()]
+        found = [f.path for f in walk_files(root)]
     assert "src/a.py" in found and "pipe" not in found and not any(f.startswith("out") for f in found)
     assert "src/in" in found
 
@@ -146,12 +147,12 @@ def test_write_atomic_keeps_the_permission_bits_of_the_file_it_replaces(tmp_path
 
 
 def test_walk_does_not_enter_directories_deeper_than_its_cap(tmp_path, beneath_mode, monkeypatch):
-    monkeypatch.setattr(beneath, "MAX_WALK_DEPTH", 2)
+    monkeypatch.setattr(tree_walk, "MAX_WALK_DEPTH", 2)
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     for rel in ("top.txt", "a/1.txt", "a/b/2.txt", "a/b/c/3.txt"):
         (tmp_path / rel).write_text("x")
     with Beneath(tmp_path) as root:
-        assert [f.path for f in root.walk_files()] == ["top.txt", "a/1.txt", "a/b/2.txt"]
+        assert [f.path for f in walk_files(root)] == ["top.txt", "a/1.txt", "a/b/2.txt"]
 
 
 def test_an_absolute_link_to_a_place_under_the_root_is_followed(tmp_path, beneath_mode):
