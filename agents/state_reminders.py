@@ -11,8 +11,8 @@ what the conversation last told. What the model was told is read back from the
 conversation itself, so a snapshot, a `/clear` or a compaction that folded the reminder
 away needs no bookkeeping: the state is told again — at the next user message, or, when a
 compaction inside a long turn folded it away, at once, at the end of the latest user
-message (the tool results: behind them, so the cached prefix before it stays). Without a stable prefix, the mode
-shapes the tool list and catalog and the goal is a system-prompt section, as before.
+message (behind its tool results, so the cached prefix before it stays). Without a stable
+prefix, the mode shapes the tool list and catalog and the goal is a system-prompt section.
 """
 
 from __future__ import annotations
