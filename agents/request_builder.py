@@ -9,6 +9,7 @@ what a compaction rewrites: the conversation and the goal's evidence anchor.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Literal
 
 from agents.compaction import (
@@ -48,7 +49,7 @@ class RequestBuilder:
         self.settings = settings
         self.strategy = strategy
         self.prompt = prompt
-        self.delivery = delivery  # which tools a request shows
+        self.delivery = delivery  # which tools a request shows; the state told after a compaction
         self.compiler = WorkingSetCompiler(kit.counter)
         self.budget_tokens = compact_budget(
             ports.model, settings.agent.max_output_tokens, settings.compact, settings.models
@@ -118,13 +119,21 @@ class RequestBuilder:
         if hooked:
             payload["tokens_before"] = request.current_tokens(self.env)
             await notify_hooks(self.kit, session_id, HookEvent.PRE_COMPACT, payload)
-        result = await self.strategy.compact(request, self.env)
+        result = self.retell_state(await self.strategy.compact(request, self.env))
         if hooked:
             after = result.events[-1].tokens_after if result.events else payload["tokens_before"]
             await notify_hooks(self.kit, session_id, HookEvent.POST_COMPACT, {**payload, "tokens_after": after})
         if apply:
             self.apply(result)
         return result
+
+    def retell_state(self, result: CompactionResult) -> CompactionResult:
+        """A compaction that folded away the latest state reminder mid-turn: the next
+        request tells the state again rather than leaving it until the next user message."""
+        if not result.changed:
+            return result
+        retold = self.delivery.retold(result.messages, self.kit.registry, self.state.mode, self.state.goal)
+        return result if retold is None else replace(result, messages=retold)
 
     def apply(self, result: CompactionResult) -> None:
         state = self.state

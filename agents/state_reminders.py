@@ -9,8 +9,10 @@ refused at execution, `agents.modes`), and the state reaches the model as a type
 `StateReminder` block at the head of the next user message — only when it differs from
 what the conversation last told. What the model was told is read back from the
 conversation itself, so a snapshot, a `/clear` or a compaction that folded the reminder
-away needs no bookkeeping: the state is told again. Without a stable prefix, the mode
-shapes the tool list and catalog and the goal is a system-prompt section, as before.
+away needs no bookkeeping: the state is told again — at the next user message, or, when a
+compaction inside a long turn folded it away, at once, at the end of the latest user
+message (behind its tool results, so the cached prefix before it stays). Without a stable
+prefix, the mode shapes the tool list and catalog and the goal is a system-prompt section.
 """
 
 from __future__ import annotations
@@ -75,3 +77,21 @@ class PromptDelivery:
         if now == told_state(conversation):
             return message
         return Message(role="user", content=(TextBlock(text=now.render(), marker=now), *message.content))
+
+    def retold(
+        self, conversation: Sequence[Message], registry: ToolRegistry, mode: Mode, goal: GoalState | None
+    ) -> list[Message] | None:
+        """After a compaction: `conversation` with the state told again at the end of its
+        latest user message when the rewrite left the conversation telling another state
+        (None when nothing needs telling)."""
+        if not self.stable:
+            return None
+        now = state_now(registry, mode, goal)
+        if now == told_state(conversation):
+            return None
+        last = next((i for i in range(len(conversation) - 1, -1, -1) if conversation[i].role == "user"), None)
+        if last is None:
+            return None
+        message = conversation[last]
+        told = Message(role="user", content=(*message.content, TextBlock(text=now.render(), marker=now)))
+        return [*conversation[:last], told, *conversation[last + 1:]]

@@ -1,4 +1,5 @@
-"""`current:start=…`: an auto compaction that starts before the budget is reached."""
+"""`current:start=…`: an auto compaction that starts before the budget is reached, or after
+it but never past the window minus the output reserve."""
 
 import pytest
 
@@ -35,3 +36,19 @@ async def test_a_request_past_start_times_the_budget_is_compacted_to_the_target_
 def test_a_start_below_the_target_is_refused_naming_both():
     with pytest.raises(ConfigError, match="start must be >= target"):
         make_strategy("current:start=0.5")
+
+
+async def test_a_start_over_one_leaves_a_request_past_the_budget_that_still_fits_the_window():
+    messages = _conversation()
+    tokens = estimate_messages_tokens(COUNTER, messages)
+    request = CompactionRequest(messages=messages, overhead_tokens=0, budget_tokens=int(tokens / 1.1), trigger="auto")
+    assert (await make_strategy("current").compact(request, ENV)).changed
+    assert not (await make_strategy("current:start=1.25").compact(request, ENV)).changed  # ratio 0.8: the limit is 1.25×
+
+
+async def test_a_start_over_one_never_waits_past_the_window_minus_the_output_reserve():
+    messages = _conversation()
+    tokens = estimate_messages_tokens(COUNTER, messages)
+    request = CompactionRequest(messages=messages, overhead_tokens=0, budget_tokens=int(tokens / 1.3), trigger="auto")
+    result = await make_strategy("current:start=3").compact(request, ENV)
+    assert result.changed and estimate_messages_tokens(COUNTER, result.messages) <= request.budget_tokens

@@ -1,8 +1,8 @@
 """Stable sections: a mode or goal change reaches the model after the cached prefix, not as
 an edit of the tool list or the system prompt (`agents.state_reminders`)."""
 
-from agents.config import AgentSettings, SessionSettings
-from agents.messages import Message, StateReminder, TextBlock, ToolUseBlock
+from agents.config import AgentSettings, CompactSettings, SessionSettings
+from agents.messages import Message, StateReminder, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.modes import Mode
 from agents.state_reminders import PromptDelivery, told_state
 from tests.fakes import RecordingModel, local_session
@@ -117,3 +117,39 @@ def test_the_state_is_told_again_once_the_message_that_told_it_is_gone():
     compacted = [Message.user("a digest standing for the turn that told plan mode")]
     again = delivery.user_message("go on", compacted, registry, Mode.PLAN, None)
     assert _state_block(again) is not None and _state_block(again).mode == "plan"
+
+
+# On every call this window keeps the first message and the last two, so a state told at
+# a later user message is folded away inside a long turn.
+_WINDOW = SessionSettings(compact=CompactSettings(strategy="window:first=1,last=2"))
+
+
+def _a_reply_then_reads(tmp_path, reads: int) -> RecordingModel:
+    (tmp_path / "a.txt").write_text("a\n")
+    return RecordingModel(
+        [[TextBlock(text="reply 0")]]
+        + [[ToolUseBlock(id=f"r{i}", name="Read", input={"path": "a.txt"})] for i in range(reads)]
+        + [[TextBlock(text="done")]]
+    )
+
+
+async def test_a_state_a_compaction_folded_away_mid_turn_is_told_after_the_latest_tool_results(tmp_path):
+    model = _a_reply_then_reads(tmp_path, reads=3)
+    session, _ = local_session(tmp_path, model, settings=_WINDOW)
+    await session.run_turn("one")
+    session.set_mode(Mode.PLAN)
+    await session.run_turn("read it a few times")
+    last = model.requests[-1].messages[-1]
+    assert last.tool_results_in and isinstance(last.content[0], ToolResultBlock)
+    told = last.content[-1]
+    assert isinstance(told, TextBlock) and isinstance(told.marker, StateReminder) and told.marker.mode == "plan"
+
+
+async def test_no_state_is_retold_after_a_compaction_that_kept_the_message_telling_it(tmp_path):
+    model = _a_reply_then_reads(tmp_path, reads=3)
+    session, _ = local_session(tmp_path, model, settings=_WINDOW, mode=Mode.PLAN)  # told in the first message, kept
+    await session.run_turn("one")
+    await session.run_turn("read it a few times")
+    reminders = [b for m in model.requests[-1].messages for b in m.content
+                 if isinstance(b, TextBlock) and isinstance(b.marker, StateReminder)]
+    assert len(reminders) == 1 and model.requests[-1].messages[0].content[0] is reminders[0]

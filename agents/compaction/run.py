@@ -208,7 +208,7 @@ class BudgetGated:
     SETTINGS: ClassVar[Mapping[str, str]]
 
     async def compact(self, request: CompactionRequest, env: CompactionEnv) -> CompactionResult:
-        if request.trigger == "auto" and request.current_tokens(env) <= self.starts_over(request):
+        if request.trigger == "auto" and request.current_tokens(env) <= self.starts_over(request, env):
             return CompactionResult(list(request.messages))
         env = with_setting_parameters(env, self, self.SETTINGS)
         run = CompactionRun(self.name, request, env)
@@ -216,7 +216,7 @@ class BudgetGated:
             return await self.summarize_keeping(run, env.settings.manual_keep_messages)
         return await self.over_budget(run)
 
-    def starts_over(self, request: CompactionRequest) -> int:
+    def starts_over(self, request: CompactionRequest, env: CompactionEnv) -> int:
         """Tokens above which an auto call compacts (the budget, unless the strategy says)."""
         return request.budget_tokens
 

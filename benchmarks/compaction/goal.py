@@ -12,7 +12,9 @@ the bench, `benchmarks.compaction.stats`; `--baseline current` on the bench give
 reciprocal as its "cost ÷ base" column). Then the goal check per family (trace source):
 is `current` feasible, within 1 point of the best feasible recall, the cheapest (pooled)
 of the feasible strategies within 2 points of the best, and by how much cheaper than the
-cheapest feasible peer preset.
+cheapest feasible peer preset. `--default SPEC` checks a variant of `current` run in the
+same bench (e.g. `current:keep=1`) as if it were the default; the other variants of
+`current` then leave the table, since they are candidates, not peers.
 """
 
 from __future__ import annotations
@@ -50,10 +52,10 @@ def _by_strategy(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, An
     return table
 
 
-def goal_rows(runs: list[dict[str, Any]], strategies: Sequence[str]) -> list[dict[str, Any]]:
+def goal_rows(runs: list[dict[str, Any]], strategies: Sequence[str], default_name: str = DEFAULT) -> list[dict[str, Any]]:
     """One row per strategy over `runs` (all from one bench document)."""
     table = _by_strategy(runs)
-    raw, default = table.get("raw", {}), table.get(DEFAULT, {})
+    raw, default = table.get("raw", {}), table.get(default_name, {})
     rows = []
     for name in strategies:
         own = table.get(name, {})
@@ -63,7 +65,7 @@ def goal_rows(runs: list[dict[str, Any]], strategies: Sequence[str]) -> list[dic
         ratios = [own[t]["cost_usd"] / raw[t]["cost_usd"] for t in traces if t in raw and raw[t]["cost_usd"] > 0]
         pooled = sum(own[t]["cost_usd"] for t in traces if t in raw) / max(sum(raw[t]["cost_usd"] for t in traces if t in raw), 1e-12)
         pairs = [(default[t]["cost_usd"], own[t]["cost_usd"]) for t in traces if t in default and own[t]["cost_usd"] > 0]
-        vs = bootstrap_interval([a / b for a, b in pairs], label=f"goal/{name}") if name != DEFAULT else None
+        vs = bootstrap_interval([a / b for a, b in pairs], label=f"goal/{name}") if name != default_name else None
         rows.append({
             "strategy": name,
             "traces": len(traces),
@@ -74,9 +76,17 @@ def goal_rows(runs: list[dict[str, Any]], strategies: Sequence[str]) -> list[dic
             "infeasible_traces": sum(1 for t in traces if own[t]["infeasible_calls"]),
             "oracle": _median([own[t]["oracle_ratio"] for t in traces if own[t]["oracle_ratio"] is not None]),
             "vs_default": vs,
-            "p": paired_test("cost_usd", pairs).p_value if name != DEFAULT else None,
+            "p": paired_test("cost_usd", pairs).p_value if name != default_name else None,
         })
     return rows
+
+
+def _compared(doc: dict[str, Any], default_name: str) -> list[str]:
+    """The strategies of the bench, less the variants of `current` other than the one checked."""
+    names = [s["strategy"] for s in doc["summary"]]
+    if default_name not in names:
+        raise SystemExit(f"--default {default_name}: not in this bench run (it ran: {', '.join(names)})")
+    return [n for n in names if n == default_name or not (n == DEFAULT or n.startswith(DEFAULT + ":"))]
 
 
 def _median(values: list[float]) -> float | None:
@@ -87,23 +97,23 @@ def _median(values: list[float]) -> float | None:
     return (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
 
 
-def _check(rows: list[dict[str, Any]], presets: set[str]) -> str:
+def _check(rows: list[dict[str, Any]], presets: set[str], default_name: str = DEFAULT) -> str:
     """The goal, as far as these rows decide it, for the default strategy."""
     feasible = [r for r in rows if r["infeasible"] == 0]
-    default = next((r for r in rows if r["strategy"] == DEFAULT), None)
+    default = next((r for r in rows if r["strategy"] == default_name), None)
     if default is None or not feasible:
-        return "no feasible strategy" if default else f"{DEFAULT} not run"
+        return "no feasible strategy" if default else f"{default_name} not run"
     best = max(r["recall"] for r in feasible)
     near = [r for r in feasible if r["recall"] >= best - 0.02]
     cheapest = min(near, key=lambda r: r["cost_pooled"])
-    if default in near and default["cost_pooled"] <= cheapest["cost_pooled"] * (1 + _TIE):
-        cheapest = default
+    ok = default in near and default["cost_pooled"] <= cheapest["cost_pooled"] * (1 + _TIE)
+    cheapest = default if ok else cheapest
     peers = [r for r in feasible if r["strategy"] in presets]
     parts = [
         "feasible" if default["infeasible"] == 0 else f"INFEASIBLE ({default['infeasible']} calls)",
         f"recall {default['recall']:.1%} vs best feasible {best:.1%} ({'ok' if default['recall'] >= best - 0.01 else 'MISS'})",
         f"cheapest near the best: {cheapest['strategy']} {cheapest['cost_pooled']:.3f}"
-        + (" (ok)" if cheapest["strategy"] == DEFAULT else f" vs {default['cost_pooled']:.3f} (MISS)"),
+        + (" (ok)" if ok else f" vs {default['cost_pooled']:.3f} (MISS)"),
     ]
     if peers:
         peer = min(peers, key=lambda r: r["cost_pooled"])
@@ -129,20 +139,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--include", action="append", default=[], help="only traces whose path starts so (repeatable)")
     parser.add_argument("--exclude", action="append", default=[], help="leave out traces whose path starts so (repeatable)")
     parser.add_argument("--no-families", action="store_true", help="the overall table only")
+    parser.add_argument("--default", default=DEFAULT, help=f"the strategy checked as the default (default {DEFAULT}); "
+                        "the other variants of current leave the table")
     args = parser.parse_args(argv)
     doc = json.loads(args.results.read_text())
     runs = _runs(doc, args.include, args.exclude)
-    strategies = [s["strategy"] for s in doc["summary"]]
+    strategies = _compared(doc, args.default)
     presets = set(doc.get("presets") or [])
     window = doc["settings"]["context_window"]
     print(f"## {window:,} tokens, {len({r['trace'] for r in runs})} traces\n")
     print("| strategy | traces | tool-evidence recall | cost ÷ raw median (pooled) | infeasible calls (traces) "
           "| tokens ÷ oracle | current's cost ÷ its, paired |")
     print("|---|---|---|---|---|---|---|")
-    rows = goal_rows(runs, strategies)
+    rows = goal_rows(runs, strategies, args.default)
     for row in rows:
         print(_fmt(row))
-    print(f"\ngoal, all traces: {_check(rows, presets)}")
+    print(f"\ngoal, all traces ({args.default}): {_check(rows, presets, args.default)}")
     if args.no_families:
         return
     sources = {t["label"]: t["source"] for t in doc["traces"]}
@@ -150,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for run in runs:
         families[sources.get(run["trace"], "?")].append(run)
     for family, members in sorted(families.items()):
-        print(f"goal, {family} ({len({r['trace'] for r in members})} traces): {_check(goal_rows(members, strategies), presets)}")
+        print(f"goal, {family} ({len({r['trace'] for r in members})} traces): {_check(goal_rows(members, strategies, args.default), presets, args.default)}")
 
 
 if __name__ == "__main__":
