@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from agents.loop import TurnOutcome
 from agents.modes import Mode
 from agents.ports import Usage
 from agents.session_kit import Approver, PermissionAnswer
+from cluster.event_pump import ActorEvents
 from cluster.runtime import ClusterError
 from cluster.session_actor import ChildQuestion, ClusterServices, SessionSpec, TurnEnd
 
@@ -46,6 +48,12 @@ class _ActorLost(Exception):
     pass
 
 
+async def _own_stream(stream) -> AsyncIterator[list]:
+    """The batches of a turn streamed on its own (a Ray streaming generator)."""
+    async for ref in stream:
+        yield await ref
+
+
 @dataclass
 class _CompactResult:
     failure: str | None
@@ -59,8 +67,11 @@ SessionActorHandle = Any
 
 class RemoteSession:
     def __init__(self, actor: SessionActorHandle, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
-                 model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None):
+                 model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None,
+                 events: ActorEvents | None = None):
         self.actor = actor
+        # The actor's shared event pump (cluster.event_pump), or None: each turn streams on its own.
+        self.events = events
         # The shared service actors (snapshot store, compactor pool) live only while someone
         # holds their handles; a killed SessionActor drops its copies, so the caller keeps them
         # for the restarted actor to use.
@@ -119,8 +130,8 @@ class RemoteSession:
         while stalled < LOSSES_WITHOUT_PROGRESS:
             try:
                 if continuing:
-                    return await self._consume(self.actor.settle_resumed.remote(self.session_id))
-                return await self._consume(self.actor.turn.remote(self.session_id, user_input))
+                    return await self._consume(self._turn_batches("settle_resumed"))
+                return await self._consume(self._turn_batches("turn", user_input))
             except _ActorLost:
                 await self._reopen()
                 # A long turn on a busy cluster may lose its actor many times; it is given up
@@ -142,19 +153,27 @@ class RemoteSession:
 
     async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
         try:
-            return await self._consume(self.actor.answer.remote(self.session_id, allow, always))
+            return await self._consume(self._turn_batches("answer", allow, always))
         except _ActorLost:
             await self._reopen()
             return await self.settle_resumed() or TurnOutcome("end_turn", "", 0)
 
     async def settle_resumed(self) -> TurnOutcome | None:
-        outcome = await self._consume(self.actor.settle_resumed.remote(self.session_id))
+        outcome = await self._consume(self._turn_batches("settle_resumed"))
         return None if outcome.model_calls == 0 and outcome.reason == "end_turn" and not outcome.final_text else outcome
 
-    async def _consume(self, stream) -> TurnOutcome:
+    def _turn_batches(self, method: str, *args) -> AsyncIterator[list]:
+        """The event batches of one turn (`method` of the actor: turn, answer,
+        settle_resumed), through the actor's pump when there is one."""
+        if self.events is None:
+            return _own_stream(getattr(self.actor, method).remote(self.session_id, *args))
+        return self.events.stream(
+            self.session_id, lambda token: self.actor.begin.remote(token, method, self.session_id, *args))
+
+    async def _consume(self, batches: AsyncIterator[list]) -> TurnOutcome:
         try:
-            async for ref in stream:
-                for item in await ref:
+            async for batch in batches:
+                for item in batch:
                     if isinstance(item, TurnEnd):
                         self._apply(item.model_dump())
                         return item.outcome()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
 from agents.providers import load_model_client
 from agents.tool_batch import PermissionAnswer
+from cluster.event_pump import Outbox
 from cluster.root_tools import answer_root_tool
 from cluster.subagent_actor import ray_spawner_factory
 from cluster.subagent_pool import SubagentPool
@@ -46,6 +48,11 @@ __all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "T
 
 _DONE = object()
 _BATCH_WINDOW_S = 0.05
+_TURN_STARTS: dict[str, Callable[..., Awaitable[TurnOutcome | None]]] = {
+    "turn": lambda session, text: session.run_turn(text),
+    "answer": lambda session, allow, always: session.answer_permission(allow, always=always),
+    "settle_resumed": lambda session: session.settle_resumed(),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +134,7 @@ class SessionActor:
         self.me = ray.get_runtime_context().current_actor
         self.ledgers = LedgerHost(self._ledger_of)
         self._settings: tuple[dict, WorkingsetSettings] | None = None
+        self.outbox = Outbox(_BATCH_WINDOW_S)
 
     def _validated(self, raw: dict) -> WorkingsetSettings:
         """The settings of `raw`, validated once per distinct value: a batch opens every
@@ -196,30 +204,45 @@ class SessionActor:
     # -- turns, streamed ----------------------------------------------------------------
 
     async def turn(self, session_id: str, text: str):
-        async for item in self._stream(session_id, lambda s: s.run_turn(text)):
+        async for item in self._stream(*self._start(session_id, "turn", (text,)), _BATCH_WINDOW_S):
             yield item
 
     async def answer(self, session_id: str, allow: bool, always: bool):
-        async for item in self._stream(session_id, lambda s: s.answer_permission(allow, always=always)):
+        async for item in self._stream(*self._start(session_id, "answer", (allow, always)), _BATCH_WINDOW_S):
             yield item
 
     async def settle_resumed(self, session_id: str):
-        async for item in self._stream(session_id, lambda s: s.settle_resumed()):
+        async for item in self._stream(*self._start(session_id, "settle_resumed", ()), _BATCH_WINDOW_S):
             yield item
 
-    async def _stream(self, session_id: str, start):
+    def begin(self, token: int, method: str, session_id: str, *args) -> None:
+        """Start a turn (`method` of turn, answer, settle_resumed) whose batches go out
+        through this actor's pump, each tagged with `token` (cluster.event_pump)."""
+        started = self._start(session_id, method, args)
+        # No window of its own: the pump's gathers this session's burst with the others'.
+        self.outbox.forward(session_id, token, self._stream(*started, 0.0), f"SessionActor.{method}")
+
+    async def pump(self):
+        """The batches of every turn started by `begin`, all sessions together."""
+        async for items in self.outbox.pump():
+            yield items
+
+    def _start(self, session_id: str, method: str, args: tuple) -> tuple[_Hosted, asyncio.Future]:
         hosted = self._get(session_id)
-        task = asyncio.ensure_future(start(hosted.session))
+        task = asyncio.ensure_future(_TURN_STARTS[method](hosted.session, *args))
         hosted.turn = task
         task.add_done_callback(lambda _: hosted.events.put_nowait(_DONE))
+        return hosted, task
+
+    async def _stream(self, hosted: _Hosted, task: asyncio.Future, window_s: float):
         done = False
         while not done:
             # Events go out in batches: one object per burst, not one per event. A short
             # wait gathers a burst (a turn's events come in quick runs), which matters
             # when one actor streams for hundreds of sessions.
             batch = [await hosted.events.get()]
-            if batch[0] is not _DONE:
-                await asyncio.sleep(_BATCH_WINDOW_S)
+            if batch[0] is not _DONE and window_s:
+                await asyncio.sleep(window_s)
             while not hosted.events.empty():
                 batch.append(hosted.events.get_nowait())
             if any(item is _DONE for item in batch):

@@ -10,6 +10,8 @@ by their `ray.init()`:
     metrics), so it takes no default port another cluster may hold;
   - it uses token authentication with a random token: a process that stumbles on it by
     its last resort (Ray's `auto` also greps `ps` for any raylet) is refused, not joined.
+    The token is given to `ray start` in RAY_AUTH_MODE/RAY_AUTH_TOKEN, or (`token_file`)
+    only as a file in the head's own `~/.ray/auth_token`, as a user's machine may have it.
 
 Always torn down: a watchdog process (this file run as a script) owns `ray start` in a
 process group of its own and stops it when its stdin closes — when the test ends, fails,
@@ -20,6 +22,11 @@ SIGKILL to any process still naming the temp dir on its command line or running 
 
     with private_head(tmp, dashboard=True, env=...) as head:
         head.gcs_address, head.node_id, head.dashboard_url, head.env
+
+A second node joins as machine B would (`ray start --address`), on fresh ports of its
+own and under the head's temp dir, so the head's teardown stops it too:
+
+    with joining_node(head, env) as node:   # node.poll(), node.log()
 """
 
 from __future__ import annotations
@@ -53,6 +60,10 @@ class PrivateHead:
     temp_root: Path  # RAY_TMPDIR for a process that should find this head by `auto`
     dashboard_url: str | None
     env: dict[str, str]  # what a process joining this head needs (token, RAY_TMPDIR)
+
+    def start_log(self) -> str:
+        """What `ray start --head` printed."""
+        return (self.temp_root / "ray-start.log").read_text(errors="replace")
 
 
 def _free_port() -> int:
@@ -147,14 +158,20 @@ def _watch(root: Path, dashboard: bool, num_cpus: int) -> None:
 
 
 @contextlib.contextmanager
-def private_head(*, dashboard: bool = False, num_cpus: int = 2, env: dict[str, str] | None = None
-                 ) -> Iterator[PrivateHead]:
+def private_head(*, dashboard: bool = False, num_cpus: int = 2, env: dict[str, str] | None = None,
+                 token_file: bool = False) -> Iterator[PrivateHead]:
     """A head of its own for the duration of the block; `env` is the head's environment
-    (its workers and job drivers inherit it) on top of the token and a private RAY_TMPDIR."""
+    (its workers and job drivers inherit it) on top of the token and a private RAY_TMPDIR.
+    `token_file`: the head's only token is `$HOME/.ray/auth_token` of a HOME of its own."""
     # A short path: Ray's Unix socket paths under the temp dir must stay below 108 bytes.
     root = Path(tempfile.mkdtemp(prefix="wshead-", dir="/tmp"))
     joining = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16), "RAY_TMPDIR": str(root)}
     head_env = {**{k: v for k, v in (env or os.environ).items() if not k.startswith("RAY_")}, **joining}
+    if token_file:
+        home = root / "home"
+        (home / ".ray").mkdir(parents=True)
+        (home / ".ray" / "auth_token").write_text(joining["RAY_AUTH_TOKEN"])
+        head_env = {**{k: v for k, v in head_env.items() if not k.startswith("RAY_AUTH_")}, "HOME": str(home)}
     watchdog = subprocess.Popen([sys.executable, __file__, str(root), str(int(dashboard)), str(num_cpus)],
                                 env=head_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     info: dict = {}
@@ -178,3 +195,52 @@ def private_head(*, dashboard: bool = False, num_cpus: int = 2, env: dict[str, s
 
 if __name__ == "__main__":
     _watch(Path(sys.argv[1]), dashboard=sys.argv[2] == "1", num_cpus=int(sys.argv[3]))
+
+
+@dataclass
+class JoiningNode:
+    """`ray start --address … --block` of a second node, running or ended."""
+
+    process: subprocess.Popen
+    log_path: Path
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def timed_out_starting(self) -> bool:
+        """Ray gives a new node's raylet a fixed 30 s to register; a machine this loaded
+        can miss it, which says nothing of the cluster it joins."""
+        return self.poll() not in (None, 0) and "timed out during startup" in self.log()
+
+
+def _node_command(head: PrivateHead, num_cpus: int) -> list[str]:
+    ports = {"--node-manager-port": _free_port(), "--object-manager-port": _free_port(),
+             "--dashboard-agent-listen-port": _free_port(), "--dashboard-agent-grpc-port": _free_port(),
+             "--runtime-env-agent-port": _free_port(), "--metrics-export-port": _free_port()}
+    return [str(Path(sys.executable).with_name("ray")), "start", f"--address={head.gcs_address}", "--block",
+            f"--temp-dir={head.temp_root / 'ray'}", f"--num-cpus={num_cpus}", "--object-store-memory=100000000",
+            "--disable-usage-stats", "--include-log-monitor=false", "--resources", json.dumps({"workingset_sandbox": 1}),
+            *(f"{flag}={port}" for flag, port in ports.items())]
+
+
+@contextlib.contextmanager
+def joining_node(head: PrivateHead, env: dict[str, str], *, num_cpus: int = 1) -> Iterator[JoiningNode]:
+    """A second node's `ray start --address` in `env` (nothing of the test process's RAY_
+    variables: what it knows of the token is what `env` says), stopped when the block ends."""
+    log_path = head.temp_root / f"join-{secrets.token_hex(4)}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(_node_command(head, num_cpus), env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield JoiningNode(process, log_path)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(STOP_GRACE_S)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

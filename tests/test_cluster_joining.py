@@ -1,8 +1,10 @@
 """Joining a Ray cluster: a ray:// address refused in one line, token authentication
-named (not blamed on the address), and the model's credentials reaching session actors
-on a node that is not the driver's (through their runtime environment), never written
-to the results."""
+named (not blamed on the address), a second node joining a head whose token file turned
+token authentication on (with that token, and refused without it), and the model's
+credentials reaching session actors on a node that is not the driver's (through their
+runtime environment), never written to the results."""
 
+import contextlib
 import io
 import json
 import os
@@ -10,7 +12,10 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from agents.config import WorkingsetSettings
 from cluster.cli import main
@@ -20,7 +25,7 @@ from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
 from tests.eval_support import calc_repo, fix_turns, result_rows, script, task, tasks_file
 from tests.fake_messages_server import presented_key
-from tests.ray_head import private_head
+from tests.ray_head import joining_node, private_head
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -147,3 +152,78 @@ def test_the_readmes_ray_job_submit_runs_the_batch_on_the_head(tmp_path, message
     assert len(messages_server.requests) == 3
     written = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
     assert written == [] and secret not in logs.stdout + logs.stderr
+
+
+@pytest.fixture(scope="module")
+def token_file_head():
+    """One head for the joining tests, its token only in its own ~/.ray/auth_token."""
+    with private_head(token_file=True) as head:
+        yield head
+
+
+def _machine_b_env(tmp_path, *, token: str | None, mode: bool) -> dict[str, str]:
+    """Machine B's environment: a HOME of its own, holding `token` as ~/.ray/auth_token."""
+    home = tmp_path / "home-b"
+    (home / ".ray").mkdir(parents=True)
+    if token is not None:
+        (home / ".ray" / "auth_token").write_text(token)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return {**env, "HOME": str(home), **({"RAY_AUTH_MODE": "token"} if mode else {})}
+
+
+_TASK_ON_NEW_NODE = """
+import json, sys, time, ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+ray.init(address=sys.argv[1], logging_level="ERROR")
+deadline = time.monotonic() + 150
+while time.monotonic() < deadline:
+    others = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["NodeID"] != sys.argv[2]]
+    if others:
+        break
+    time.sleep(1)
+else:
+    sys.exit("no second node in the head's node list")
+ran_on = ray.get(ray.remote(lambda: ray.get_runtime_context().get_node_id()).options(
+    scheduling_strategy=NodeAffinitySchedulingStrategy(others[0], soft=False)).remote())
+print(json.dumps({"joined": others, "ran_on": ran_on}))
+"""
+
+
+def test_a_second_node_with_the_heads_token_joins_and_runs_tasks(token_file_head, tmp_path):
+    head = token_file_head
+    # The head found the token file and said it turned token authentication on.
+    assert "Token authentication is enabled for this Ray cluster" in head.start_log()
+    # `ray get-auth-token` on A prints it; B keeps it in its ~/.ray/auth_token, with token mode on.
+    env_a = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, "HOME": str(head.temp_root / "home")}
+    printed = subprocess.run(["ray", "get-auth-token"], env=env_a, capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0 and printed.stdout == head.env["RAY_AUTH_TOKEN"], printed.stderr
+    env_b = _machine_b_env(tmp_path, token=printed.stdout, mode=True)
+    for _attempt in range(2):
+        with joining_node(head, env_b) as node:
+            check = subprocess.run([sys.executable, "-c", _TASK_ON_NEW_NODE, head.gcs_address, head.node_id],
+                                   env={**os.environ, **head.env}, capture_output=True, text=True, timeout=240)
+            up_to_the_end, log = node.poll() is None, node.log()  # it joined, it was not refused
+            if not node.timed_out_starting():
+                break
+    assert up_to_the_end, log[-3000:]
+    assert check.returncode == 0, check.stderr[-3000:] + log[-2000:]
+    found = json.loads(check.stdout.strip().splitlines()[-1])
+    assert found["ran_on"] in found["joined"] and found["ran_on"] != head.node_id
+
+
+@pytest.mark.parametrize("token", ["none", "file without token mode"])
+def test_a_second_node_without_the_token_is_refused_naming_it(token_file_head, tmp_path, token):
+    """The token file alone is not enough on B: `ray start --address` does not turn token
+    mode on from it (only a head does), so B needs RAY_AUTH_MODE=token too (README)."""
+    head = token_file_head
+    given = head.env["RAY_AUTH_TOKEN"] if token == "file without token mode" else None
+    started = time.monotonic()
+    with joining_node(head, _machine_b_env(tmp_path, token=given, mode=False)) as node:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            node.process.wait(180)
+        code, log = node.poll(), node.log()  # refused before its raylet starts: no startup timeout here
+    assert code not in (None, 0), log[-3000:]
+    last = log.strip().splitlines()[-1]
+    assert last.startswith("ray.exceptions.AuthenticationError:"), log[-3000:]
+    assert "Authentication token is missing or incorrect" in last and "RAY_AUTH_MODE" in last
+    assert time.monotonic() - started < 180
