@@ -210,6 +210,7 @@ class Chaos:
     burst_every_s: float = 15.0
     late_fraction: float = 0.6
     raylet_at_burst: int = 2
+    max_bursts: int | None = None  # None: bursts go on until the batch ends
     landed: Counter = field(default_factory=Counter)
     missed: Counter = field(default_factory=Counter)  # no live process of that kind at the moment
     raylet_removed_at: float | None = None  # fraction of rows written then
@@ -241,7 +242,7 @@ class Chaos:
 
     async def _bursts(self, reporter: CountingReporter) -> None:
         bursts = 0
-        while not self._stopped:
+        while not self._stopped and (self.max_bursts is None or bursts < self.max_bursts):
             await asyncio.gather(*(self.kill(kind) for kind in KINDS))
             bursts += 1
             if bursts == self.raylet_at_burst:
