@@ -1,8 +1,9 @@
 """Wall time of the test suite, file by file: each named test file run alone by pytest in a
 fresh interpreter (its session fixtures, a Ray cluster among them, started for it alone),
 with the load average before and after beside it, since on a shared machine the figure
-means little without it; and the CPU seconds its processes used (pytest and what it
-waited for: its Ray nodes and their workers), which a busy machine inflates far less.
+means little without it; and the CPU seconds of the processes that were waited for
+(pytest, and what it reaped: a lower bound, since a process re-parented before it ends,
+as some of Ray's are, is not counted).
 
     python -m benchmarks.suite_files tests/test_chaos_batch.py tests/test_cli.py [--root DIR]
 
