@@ -3,7 +3,7 @@ workers and one raylet are killed while it runs, against the same batch unpertur
 
     python -m benchmarks.chaos_batch [--tasks 50] [--timings steady bursts late] [--concurrency 8]
 
-Each task is a copy of one small git repository with a one-line bug (tests/eval_support.py)
+Each task is a copy of one small git repository with a one-line bug (benchmarks/calc_batch.py)
 and its own scripted model: it reads the file, writes long notes and runs two Bash commands
 (a sandboxed tool task each) whose output pushes the working set over a small context
 window, so older history is cleared and then summarized through the compactor pool; then
@@ -50,11 +50,11 @@ import ray
 from ray._private import state as gcs_state
 
 from agents.config import WorkingsetSettings
+from benchmarks.calc_batch import GRADER, calc_repo, script, task, tasks_file
 from cluster.eval.progress import JsonReporter
 from cluster.eval.ray_host import RayHost
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
-from tests.eval_support import GRADER, calc_repo, script, task, tasks_file
 
 KINDS = ("session", "tool", "summarizer")
 TIMINGS = ("steady", "bursts", "late")
@@ -210,6 +210,7 @@ class Chaos:
     burst_every_s: float = 15.0
     late_fraction: float = 0.6
     raylet_at_burst: int = 2
+    max_bursts: int | None = None  # None: bursts go on until the batch ends
     landed: Counter = field(default_factory=Counter)
     missed: Counter = field(default_factory=Counter)  # no live process of that kind at the moment
     raylet_removed_at: float | None = None  # fraction of rows written then
@@ -241,7 +242,7 @@ class Chaos:
 
     async def _bursts(self, reporter: CountingReporter) -> None:
         bursts = 0
-        while not self._stopped:
+        while not self._stopped and (self.max_bursts is None or bursts < self.max_bursts):
             await asyncio.gather(*(self.kill(kind) for kind in KINDS))
             bursts += 1
             if bursts == self.raylet_at_burst:

@@ -1,66 +1,32 @@
-"""What the clear-then-summarize tests share: tiny settings and budgets, a summarizer that
-records its calls and refuses a runaway loop, a conversation of Bash calls with mixed-script
-result bodies, and running the strategy on it."""
+"""What the clear-then-summarize tests share, on top of the compaction fakes in tests/fakes.py
+(their counter, model, overhead and FakeSummarizer): the strategy's recent-history settings,
+a conversation of Bash calls with mixed-script result bodies, and running the strategy on it."""
 
 import random
 
 from agents.compaction import ClearThenSummarize, CompactionEnv, CompactionRequest
 from agents.compaction.clearing import clear_old_tool_results
-from agents.config import CompactSettings, SummarizerSettings
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from agents.tokens import CharRatioEstimator, estimate_messages_tokens
+from agents.tokens import estimate_messages_tokens
+from tests.fakes import (
+    COMPACTION_COUNTER,
+    COMPACTION_MODEL,
+    COMPACTION_OVERHEAD,
+    compaction_env,
+    compaction_request,
+)
 
-COUNTER = CharRatioEstimator()
-MODEL = "claude-sonnet-4-5"
-OVERHEAD = 300
+COUNTER = COMPACTION_COUNTER
+MODEL = COMPACTION_MODEL
+OVERHEAD = COMPACTION_OVERHEAD
 KEEP = 12  # preserve_recent_messages
 KEEP_TOOLS = 3  # preserve_recent_tool_uses
 
 
-class BoundedSummarizer:
-    """Records the messages it was given; answers `text`, raises `error`, and refuses to be
-    called more than `max_calls` times (so a runaway loop fails instead of hanging)."""
-
-    def __init__(
-        self,
-        text: str = "## Objective\nfix the parser",
-        error: Exception | None = None,
-        max_calls: int = 20,
-    ):
-        self.text = text
-        self.error = error
-        self.max_calls = max_calls
-        self.calls: list[list[Message]] = []
-
-    async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
-        self.calls.append(list(messages))
-        if len(self.calls) > self.max_calls:
-            raise RuntimeError(f"called more than {self.max_calls} times")
-        if self.error is not None:
-            raise self.error
-        return self.text
-
-
-def strategy_settings(**overrides) -> CompactSettings:
-    values = {
-        "min_gain_tokens": 0,
-        "preserve_recent_messages": KEEP,
-        "preserve_recent_tool_uses": KEEP_TOOLS,
-        "manual_keep_messages": 2,
-        "summary_reserve_tokens": 100,
-    }
-    return CompactSettings(**(values | overrides))
-
-
 def strategy_env(summarizer=None, artifacts=None, **overrides) -> CompactionEnv:
-    return CompactionEnv(
-        counter=COUNTER,
-        summarizer=summarizer or BoundedSummarizer(),
-        artifacts=artifacts,
-        settings=strategy_settings(**overrides),
-        summarizer_settings=SummarizerSettings(),
-        model_name=MODEL,
-    )
+    """compaction_env with the recent history these tests keep (KEEP messages, KEEP_TOOLS tool uses)."""
+    recent = {"preserve_recent_messages": KEEP, "preserve_recent_tool_uses": KEEP_TOOLS}
+    return compaction_env(summarizer, artifacts, **(recent | overrides))
 
 
 def result_body(k: int, chars: int) -> str:
@@ -110,9 +76,7 @@ def cleared_conversation(messages) -> list[Message]:
 
 
 def strategy_request(messages, budget, trigger="auto", overhead=OVERHEAD) -> CompactionRequest:
-    return CompactionRequest(
-        messages=messages, overhead_tokens=overhead, budget_tokens=budget, trigger=trigger
-    )
+    return compaction_request(messages, budget, trigger, overhead=overhead)
 
 
 def summary_budget(messages, keep=KEEP, extra=200) -> int:

@@ -145,23 +145,28 @@ NO_BUDGET = 10**9
 
 
 class FakeSummarizer:
-    """Records what it was given; answers `text` or raises `error`."""
+    """Records what it was given; answers `text` or raises `error`, and refuses to be called
+    more than `max_calls` times (so a runaway loop fails instead of hanging)."""
 
-    def __init__(self, text: str = "## Objective\nfix the parser", error: Exception | None = None):
+    def __init__(self, text: str = "## Objective\nfix the parser", error: Exception | None = None,
+                 max_calls: int = 50):
         self.text = text
         self.error = error
+        self.max_calls = max_calls
         self.calls: list[list[Message]] = []
 
     async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
         self.calls.append(list(messages))
-        if len(self.calls) > 50:
-            raise RuntimeError("runaway summarizer loop")
+        if len(self.calls) > self.max_calls:
+            raise RuntimeError(f"runaway summarizer loop: called more than {self.max_calls} times")
         if self.error is not None:
             raise self.error
         return self.text
 
 
 def compaction_env(summarizer=None, artifacts=None, **overrides) -> CompactionEnv:
+    """What a strategy is run with: the fixed counter and model, a FakeSummarizer unless
+    given, and tiny CompactSettings (`overrides` on top)."""
     settings = {"min_gain_tokens": 0, "manual_keep_messages": 2, "summary_reserve_tokens": 100}
     return CompactionEnv(
         counter=COMPACTION_COUNTER,
@@ -173,9 +178,10 @@ def compaction_env(summarizer=None, artifacts=None, **overrides) -> CompactionEn
     )
 
 
-def compaction_request(messages, budget=NO_BUDGET, trigger="auto", **kw) -> CompactionRequest:
+def compaction_request(messages, budget=NO_BUDGET, trigger="auto", *, overhead=COMPACTION_OVERHEAD,
+                       **kw) -> CompactionRequest:
     return CompactionRequest(
-        messages=messages, overhead_tokens=COMPACTION_OVERHEAD, budget_tokens=budget, trigger=trigger, **kw
+        messages=messages, overhead_tokens=overhead, budget_tokens=budget, trigger=trigger, **kw
     )
 
 

@@ -1,9 +1,7 @@
 """The benchmark's Ray path: one remote task per trace x strategy gives exactly what the
-in-process run gives."""
+in-process run gives (on the session-scoped `ray_cluster`, which run_on_ray's connect() reuses)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,21 +16,7 @@ TOY = (
 )
 
 
-@pytest.fixture(scope="module")
-def ray_runtime() -> Iterator[None]:
-    """Reuse a Ray runtime another test started; else start an embedded one for this module."""
-    import ray
-
-    from cluster.runtime import connect
-
-    started = not ray.is_initialized()
-    connect(num_cpus=2)
-    yield
-    if started:
-        ray.shutdown()
-
-
-def test_ray_tasks_give_the_same_metrics_as_in_process(ray_runtime):
+def test_ray_tasks_give_the_same_metrics_as_in_process(ray_cluster):
     if not TOY.is_file():
         pytest.fail(f"trace corpus not found: {TOY} (these tests need ../shared/traces)", pytrace=False)
     traces = [("toy", load_trace_file(TOY)[0])]

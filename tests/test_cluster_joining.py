@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
 from tests.eval_support import calc_repo, fix_turns, result_rows, script, task, tasks_file
 from tests.fake_messages_server import presented_key
-from tests.ray_head import joining_node, private_head
+from tests.ray_head import PrivateHead, joining_node, private_head
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,15 +95,31 @@ def _eval_env(head, **extra: str) -> dict[str, str]:
     return {**base, **head.env, "PYTHONPATH": str(ROOT), "WORKINGSET_RUNTIME": "ray", **extra}
 
 
-def test_address_auto_runs_the_batch_on_the_cluster_ray_start_made(tmp_path):
+JOB_SECRET = "sk-ant-test-" + "j" * 24
+
+
+@pytest.fixture(scope="module")
+def head(_messages_server_session, tmp_path_factory) -> Iterator[PrivateHead]:
+    """One head made with `ray start` (its dashboard, the job server, on) for the tests that
+    join it: starting one costs many seconds, and neither test changes it. The model's key
+    is in its environment when `ray start` runs, so a job's driver inherits it; so does the
+    fake Messages API's address. No WORKINGSET_ variable of the test process's (a job's batch
+    runs on Ray, as a user's does), none of the host's credentials, a $HOME of its own."""
+    host = {k: v for k, v in os.environ.items() if not k.startswith(("WORKINGSET_", "ANTHROPIC_", "OPENAI_"))}
+    head_env = {**host, "HOME": str(tmp_path_factory.mktemp("head-home")), "PYTHONPATH": str(ROOT),
+                "ANTHROPIC_API_KEY": JOB_SECRET, "ANTHROPIC_BASE_URL": _messages_server_session.url}
+    with private_head(dashboard=True, env=head_env) as started:
+        yield started
+
+
+def test_address_auto_runs_the_batch_on_the_cluster_ray_start_made(head, tmp_path):
     repo = calc_repo(tmp_path)
     tasks = tasks_file(tmp_path / "tasks.jsonl", [task(f"t{i}", repo) for i in range(2)])
     model = script(tmp_path, "fix", fix_turns())
     out = tmp_path / "out"
-    with private_head() as head:
-        run = subprocess.run([sys.executable, "-m", "cluster.cli", "eval", str(tasks), "--model", f"scripted:{model}",
-                              "--out", str(out), "--address", "auto", "--json"],
-                             env=_eval_env(head), capture_output=True, text=True, timeout=240)
+    run = subprocess.run([sys.executable, "-m", "cluster.cli", "eval", str(tasks), "--model", f"scripted:{model}",
+                          "--out", str(out), "--address", "auto", "--json"],
+                         env=_eval_env(head), capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]
     rows = result_rows(out)
     assert sorted(r["task_id"] for r in rows) == ["t0", "t1"]
@@ -119,8 +136,8 @@ def _readme_job_commands() -> list[str]:
     return [line.split("  #")[0].strip() for line in joined.splitlines() if line.strip()]
 
 
-def test_the_readmes_ray_job_submit_runs_the_batch_on_the_head(tmp_path, messages_server):
-    secret = "sk-ant-test-" + "j" * 24
+def test_the_readmes_ray_job_submit_runs_the_batch_on_the_head(head, tmp_path, messages_server):
+    secret = JOB_SECRET
     messages_server.required_key = secret
     messages_server.push_tool_use("Read", {"path": "calc.py"})
     messages_server.push_tool_use("Edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"})
@@ -129,21 +146,16 @@ def test_the_readmes_ray_job_submit_runs_the_batch_on_the_head(tmp_path, message
     job_dir.mkdir()
     tasks_file(job_dir / "tasks.jsonl", [task("a", calc_repo(tmp_path))])
     out = tmp_path / "eval-run"
-    # The model's key is in the head's environment when `ray start` runs: the job's driver inherits it.
-    # And no WORKINGSET_RUNTIME=local of the test's: the job's batch runs on Ray, as a user's does.
-    head_env = {**{k: v for k, v in os.environ.items() if not k.startswith("WORKINGSET_")}, "PYTHONPATH": str(ROOT),
-                "ANTHROPIC_API_KEY": secret, "ANTHROPIC_BASE_URL": messages_server.url}
     submit, follow = _readme_job_commands()
-    with private_head(dashboard=True, env=head_env) as head:
-        env = {**_eval_env(head), "RAY_ADDRESS": ""}  # the submitting shell's only link is --address
-        submit = submit.replace("http://A_HOST:8265", head.dashboard_url).replace("/data/eval-runs/sonnet-run-1", str(out))
-        submitted = subprocess.run(shlex.split(submit), cwd=job_dir, env=env, capture_output=True, text=True, timeout=120)
-        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
-        job_id = re.search(r"Job '([^']+)' submitted successfully", submitted.stdout + submitted.stderr).group(1)
-        follow = follow.replace("http://A_HOST:8265", head.dashboard_url).replace("JOB_ID", job_id)
-        logs = subprocess.run(shlex.split(follow), env=env, capture_output=True, text=True, timeout=180)
-        status = subprocess.run(["ray", "job", "status", "--address", head.dashboard_url, job_id], env=env,
-                                capture_output=True, text=True, timeout=60)
+    env = {**_eval_env(head), "RAY_ADDRESS": ""}  # the submitting shell's only link is --address
+    submit = submit.replace("http://A_HOST:8265", head.dashboard_url).replace("/data/eval-runs/sonnet-run-1", str(out))
+    submitted = subprocess.run(shlex.split(submit), cwd=job_dir, env=env, capture_output=True, text=True, timeout=120)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    job_id = re.search(r"Job '([^']+)' submitted successfully", submitted.stdout + submitted.stderr).group(1)
+    follow = follow.replace("http://A_HOST:8265", head.dashboard_url).replace("JOB_ID", job_id)
+    logs = subprocess.run(shlex.split(follow), env=env, capture_output=True, text=True, timeout=180)
+    status = subprocess.run(["ray", "job", "status", "--address", head.dashboard_url, job_id], env=env,
+                            capture_output=True, text=True, timeout=60)
     assert f"Job '{job_id}' succeeded" in status.stdout, logs.stdout[-3000:] + logs.stderr[-2000:]
     events = [json.loads(line) for line in logs.stdout.splitlines() if line.startswith("{")]
     assert any(e.get("task_id") == "a" for e in events), logs.stdout[-3000:]

@@ -15,7 +15,6 @@ from agents.messages import Message, TextBlock, ToolResultBlock, protocol_proble
 from tests.clear_then_summarize_support import (
     KEEP,
     OVERHEAD,
-    BoundedSummarizer,
     bash_conversation,
     cleared_conversation,
     messages_tokens,
@@ -24,7 +23,7 @@ from tests.clear_then_summarize_support import (
     strategy_request,
     summary_budget,
 )
-from tests.fakes import random_conversation
+from tests.fakes import FakeSummarizer, random_conversation
 
 # -- auto ---------------------------------------------------------------------------------
 
@@ -99,7 +98,7 @@ async def test_auto_summary_keeps_fewer_messages_when_12_do_not_fit():
 
 async def test_auto_summary_failure_keeps_the_cleared_conversation():
     messages = bash_conversation()
-    summarizer = BoundedSummarizer(error=RuntimeError("summarizer down"))
+    summarizer = FakeSummarizer(error=RuntimeError("summarizer down"))
     result, _ = await run_clear_then_summarize(messages, summary_budget(messages), env=strategy_env(summarizer))
     assert encode_messages(result.messages) == encode_messages(cleared_conversation(messages))
     assert [e.kind for e in result.events] == ["clear", "summary"]
@@ -113,7 +112,7 @@ async def test_auto_summary_failure_keeps_the_cleared_conversation():
 async def test_empty_summary_is_a_failure():
     messages = bash_conversation()
     result, _ = await run_clear_then_summarize(
-        messages, summary_budget(messages), env=strategy_env(BoundedSummarizer(text="  "))
+        messages, summary_budget(messages), env=strategy_env(FakeSummarizer(text="  "))
     )
     assert result.failure and "empty" in result.failure
     assert not any(is_summary_boundary(m) for m in result.messages)
@@ -126,7 +125,7 @@ async def test_summary_that_can_never_fit_fails_after_a_bounded_number_of_calls(
         [ToolResultBlock(tool_use_id="toolu_19", content="z" * 40_000)]
     )
     budget = OVERHEAD + 2_000  # smaller than the final tool_result alone
-    summarizer = BoundedSummarizer(max_calls=10)
+    summarizer = FakeSummarizer(max_calls=10)
     result, _ = await run_clear_then_summarize(messages, budget, env=strategy_env(summarizer))
     assert len(summarizer.calls) <= 5
     assert result.failure is not None and "over the budget" in result.failure
@@ -169,7 +168,7 @@ async def test_manual_keeps_the_last_2_messages_even_under_budget():
 
 async def test_manual_failure_returns_the_original_history_with_a_reason():
     messages = bash_conversation()
-    summarizer = BoundedSummarizer(error=TimeoutError("took too long"))
+    summarizer = FakeSummarizer(error=TimeoutError("took too long"))
     result, _ = await run_clear_then_summarize(
         messages, summary_budget(messages), trigger="manual", env=strategy_env(summarizer)
     )
@@ -209,7 +208,7 @@ async def test_prompt_too_long_keeps_the_largest_clean_suffix_that_fits():
 
 async def test_prompt_too_long_failure_keeps_the_original_history():
     messages = bash_conversation()
-    summarizer = BoundedSummarizer(error=RuntimeError("nope"))
+    summarizer = FakeSummarizer(error=RuntimeError("nope"))
     result, _ = await run_clear_then_summarize(
         messages, OVERHEAD + 3_000, trigger="prompt_too_long", env=strategy_env(summarizer)
     )
