@@ -2,7 +2,8 @@
 named (not blamed on the address), a second node joining a head whose token file turned
 token authentication on (with that token, and refused without it), and the model's
 credentials reaching session actors on a node that is not the driver's (through their
-runtime environment), never written to the results."""
+runtime environment), never written to the results; `--address auto`, the README's
+`ray job submit`, and `ray job stop` ending a batch as Ctrl-C does."""
 
 import contextlib
 import io
@@ -101,7 +102,7 @@ JOB_SECRET = "sk-ant-test-" + "j" * 24
 @pytest.fixture(scope="module")
 def head(_messages_server_session, tmp_path_factory) -> Iterator[PrivateHead]:
     """One head made with `ray start` (its dashboard, the job server, on) for the tests that
-    join it: starting one costs many seconds, and neither test changes it. The model's key
+    join it: starting one costs many seconds, and none of them changes it. The model's key
     is in its environment when `ray start` runs, so a job's driver inherits it; so does the
     fake Messages API's address. No WORKINGSET_ variable of the test process's (a job's batch
     runs on Ray, as a user's does), none of the host's credentials, a $HOME of its own."""
@@ -164,6 +165,58 @@ def test_the_readmes_ray_job_submit_runs_the_batch_on_the_head(head, tmp_path, m
     assert len(messages_server.requests) == 3
     written = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
     assert written == [] and secret not in logs.stdout + logs.stderr
+
+
+
+def _submit_job(head, job_dir: Path, out: Path, env: dict[str, str]) -> str:
+    command = (f"ray job submit --address {head.dashboard_url} --working-dir . --no-wait -- "
+               f"workingset eval tasks.jsonl --concurrency 2 --out {out} --json")
+    done = subprocess.run(shlex.split(command), cwd=job_dir, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return re.search(r"Job '([^']+)' submitted successfully", done.stdout + done.stderr).group(1)
+
+
+def _ray_job(head, env: dict[str, str], *args: str, timeout: float = 60) -> str:
+    done = subprocess.run(["ray", "job", *args[:1], "--address", head.dashboard_url, *args[1:]], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    return done.stdout + done.stderr
+
+
+def _wait_for(check, what: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_ray_job_stop_ends_the_batch_as_ctrl_c_does_and_resubmitting_finishes_it(head, tmp_path):
+    repo = calc_repo(tmp_path)
+    fix = script(tmp_path, "fix", fix_turns())
+    slow = script(tmp_path, "slow", fix_turns(sleep_ms=120_000))
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    tasks = tasks_file(job_dir / "tasks.jsonl", [task("quick", repo, model=f"scripted:{fix}"),
+                                                 task("stuck", repo, model=f"scripted:{slow}")])
+    out = tmp_path / "eval-run"
+    env = {**_eval_env(head), "RAY_ADDRESS": ""}
+    job_id = _submit_job(head, job_dir, out, env)
+    _wait_for(lambda: (out / "results.jsonl").exists() and [r["task_id"] for r in result_rows(out)] == ["quick"],
+              "the quick task's row")
+    time.sleep(2)  # the stuck task is in its agent phase (its model sleeps for two minutes)
+    _ray_job(head, env, "stop", job_id, timeout=120)
+    _wait_for(lambda: f"Job '{job_id}' was stopped" in _ray_job(head, env, "status", job_id), "the job to stop", 120)
+    logs = _ray_job(head, env, "logs", job_id)
+    summary = json.loads((out / "summary.json").read_text())
+
+    tasks.write_text(tasks.read_text().replace(str(slow), str(fix)))
+    again = _submit_job(head, job_dir, out, env)
+    _wait_for(lambda: f"Job '{again}' succeeded" in _ray_job(head, env, "status", again), "the resubmitted job", 240)
+
+    assert "Traceback" not in logs, logs[-3000:]
+    assert summary["interrupted"] is True, summary
+    assert "run the same command again to resume" in logs, logs[-3000:]
+    rows = result_rows(out)
+    assert [(r["task_id"], r["status"], r["attempt"]) for r in rows] == [("quick", "passed", 1), ("stuck", "passed", 1)]
 
 
 @pytest.fixture(scope="module")
