@@ -182,20 +182,21 @@ def main() -> None:
     parser.add_argument("--actors", type=int, default=4)
     parser.add_argument("--mode", choices=["both", "ray", "local"], default="both")
     args = parser.parse_args()
-    if args.mode != "local":
-        info = connect()
-        print(f"Ray: {info.nodes} node(s), {info.cpus:g} CPUs; {args.actors} SessionActors; ", end="")
     print(f"{args.turns} calls × {args.latency_s:g} s each (ideal {args.turns * args.latency_s:g} s)")
     print(f"{'where':>6} {'sessions':>8} {'ok':>5} {'wall s':>7} {'vs ideal':>9} {'CPU ms/call':>9}  "
           f"{'driver':>6} {'workers':>7} {'ray':>6} {'exited':>6} {'w.new':>6} {'open p50':>8} {'open p95':>8} "
           f"{'peak MB':>8}")
     with tempfile.TemporaryDirectory(prefix="workingset-conc-") as tmp:
-        for n in args.sessions:
-            if args.mode in ("both", "local"):
+        # Every in-process row first, before Ray starts: with Ray up, its processes' own
+        # CPU (and workers of an earlier row exiting) would be counted in them.
+        if args.mode in ("both", "local"):
+            for n in args.sessions:
                 print_row("local", asyncio.run(run_in_process(Path(tmp), n, args.turns, args.latency_s)))
-            if args.mode in ("both", "ray"):
+        if args.mode in ("both", "ray"):
+            info = connect()
+            print(f"Ray: {info.nodes} node(s), {info.cpus:g} CPUs; {args.actors} SessionActors")
+            for n in args.sessions:
                 print_row("ray", asyncio.run(run_on_ray(Path(tmp), n, args.turns, args.latency_s, args.actors)))
-
 
 if __name__ == "__main__":
     main()
