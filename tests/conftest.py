@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,12 @@ import pytest
 from tests.fake_messages_server import FakeMessagesServer
 from tests.fake_openai_server import FakeOpenAIServer
 from tools import beneath
+
+# A suite started in the background (`... &` in a script) inherits SIGINT ignored, and
+# every process it starts would too: the Ctrl-C tests' children could not be interrupted.
+# A handler of our own (never inherited across exec) gives them the default back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
