@@ -198,5 +198,6 @@ def main() -> None:
             for n in args.sessions:
                 print_row("ray", asyncio.run(run_on_ray(Path(tmp), n, args.turns, args.latency_s, args.actors)))
 
+
 if __name__ == "__main__":
     main()

@@ -159,7 +159,7 @@ class RaySite:
                     raise NodeLost(self._node, self.phase) from exc
             # The node went: stop the stages (their clean-up skips the node), run again elsewhere.
             running.cancel()
-            await asyncio.wait({running})
+            await outlive([running])
             if not running.cancelled():
                 running.exception()  # retrieved: what the stages raised as they stopped is moot
             raise NodeLost(self._node, self.phase)
