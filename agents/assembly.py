@@ -11,6 +11,8 @@ subagent spawner) without touching the loop.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -103,13 +105,22 @@ def session_dir(settings: WorkingsetSettings, session_id: str) -> Path:
     return settings.home / "sessions" / session_id
 
 
+_STORES: weakref.WeakValueDictionary[tuple, DiskSnapshotStore] = weakref.WeakValueDictionary()
+_STORES_LOCK = threading.Lock()
+
+
 def snapshot_store(settings: WorkingsetSettings) -> DiskSnapshotStore:
-    """The settings' snapshot store: the SnapshotStore port (asave, aload) and, for sync callers, save and load."""
-    return DiskSnapshotStore(
-        settings.home / "snapshots",
-        max_history=settings.snapshots.max_history,
-        max_age_days=settings.snapshots.max_age_days,
-    )
+    """The settings' snapshot store: the SnapshotStore port (asave, aload) and, for sync
+    callers, save and load. One per directory in a process while someone uses it, shared
+    by every session there: one writer thread and one set of open files, however many
+    sessions the process hosts (a thread each cost more than their saves)."""
+    key = (settings.home / "snapshots", settings.snapshots.max_history, settings.snapshots.max_age_days)
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            store = DiskSnapshotStore(key[0], max_history=key[1], max_age_days=key[2])
+            _STORES[key] = store
+        return store
 
 
 def command_runner(settings: WorkingsetSettings, *, writable: tuple[str, ...] = ()) -> CommandRunner:

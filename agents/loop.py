@@ -10,6 +10,8 @@ against the budget by `agents.model_call`, the tool batch runs in `agents.tool_b
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import uuid
 from dataclasses import dataclass
 from typing import Literal
@@ -34,7 +36,7 @@ from agents.messages import Message, ToolUseBlock
 from agents.model_call import ModelCaller
 from agents.models import model_info
 from agents.modes import Mode
-from agents.persistence import restored_state, snapshot_of
+from agents.persistence import restored_state, settings_print, snapshot_of
 from agents.ports import ModelResponse, Usage
 from agents.request_builder import RequestBuilder
 from agents.session_kit import SessionKit, SessionPorts, notify_hooks
@@ -108,6 +110,11 @@ class Session:
                                      checkpoint=lambda: self.save_snapshot("tool_batch"))
         self.set_mode(mode, announce=False)
         self.requests.check_fits()
+
+    @functools.cached_property
+    def _settings_print(self) -> str:
+        """Every snapshot carries it; a session's settings do not change while it runs."""
+        return settings_print(self.settings)
 
     @property
     def compiler(self) -> WorkingSetCompiler:
@@ -199,9 +206,12 @@ class Session:
         return await notify_hooks(self.kit, self.session_id, event, payload, tool_name=tool_name)
 
     async def aclose(self) -> None:
-        """Release what the session holds open (MCP connections)."""
+        """Release what the session holds open (MCP connections, its snapshot file)."""
         while self.closers:
             await self.closers.pop()()
+        if self.ports.snapshots is not None:
+            with contextlib.suppress(SnapshotError):  # closing loses nothing: every save is done
+                await self.ports.snapshots.arelease(self.session_id)
 
     async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
         """Resume the parked call with the user's answer."""
@@ -254,7 +264,8 @@ class Session:
         """Store the state now; a failure is reported and the session goes on."""
         if self.ports.snapshots is None:
             return None
-        snapshot = snapshot_of(self.state, self.kit, model=self.ports.model.name, settings=self.settings, reason=reason)
+        snapshot = snapshot_of(self.state, self.kit, model=self.ports.model.name, settings_print=self._settings_print,
+                               reason=reason)
         try:
             version = await self.ports.snapshots.asave(snapshot)
         except SnapshotError as exc:

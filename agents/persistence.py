@@ -14,6 +14,7 @@ say what changed.
 
 from __future__ import annotations
 
+import functools
 import time
 
 from agents.budgets import TreeLedger
@@ -38,19 +39,29 @@ from agents.tool_calls import (
     prepare_tool_call,
 )
 
-__all__ = ["SESSION_LOST", "permission_fingerprint", "restored_state", "snapshot_of"]
+__all__ = ["SESSION_LOST", "permission_fingerprint", "restored_state", "settings_print", "snapshot_of"]
 
 SESSION_LOST = "the session was lost"
 
 
 def permission_fingerprint(runtime: PermissionRuntime) -> str:
-    return settings_fingerprint(
-        {"mode": runtime.mode.value, "headless": runtime.headless, "rules": [(r.effect, r.text) for r in runtime.rules]}
-    )
+    return _permission_fingerprint(runtime.mode.value, runtime.headless, tuple((r.effect, r.text) for r in runtime.rules))
 
 
-def snapshot_of(state: SessionState, kit: SessionKit, *, model: str, settings: SessionSettings, reason: str) -> SessionState:
-    """The state as a snapshot stores it: a copy, stamped with where it was taken."""
+@functools.lru_cache(maxsize=256)
+def _permission_fingerprint(mode: str, headless: str | None, rules: tuple[tuple[str, str], ...]) -> str:
+    # Every snapshot carries it; the configuration behind it seldom changes.
+    return settings_fingerprint({"mode": mode, "headless": headless, "rules": [list(rule) for rule in rules]})
+
+
+def settings_print(settings: SessionSettings) -> str:
+    """The fingerprint of a session's settings that its snapshots carry."""
+    return settings_fingerprint(settings.model_dump(mode="json"))
+
+
+def snapshot_of(state: SessionState, kit: SessionKit, *, model: str, settings_print: str, reason: str) -> SessionState:
+    """The state as a snapshot stores it: a copy, stamped with where it was taken
+    (`settings_print`: the fingerprint of the session's settings)."""
     workspace = kit.tool_context.workspace
     runtime = kit.permissions
     budget = kit.budget
@@ -58,7 +69,7 @@ def snapshot_of(state: SessionState, kit: SessionKit, *, model: str, settings: S
         cwd=str(workspace),
         git_head=git_head(workspace),
         model=model,
-        settings_fingerprint=settings_fingerprint(settings.model_dump(mode="json")),
+        settings_fingerprint=settings_print,
         saved_at=time.time(),
         reason=reason,
         permissions=PermissionState(

@@ -131,6 +131,9 @@ class SnapshotStore(Protocol):
 
     async def aload(self, session_id: str, version: str | None = None) -> LoadedSnapshot: ...
 
+    async def arelease(self, session_id: str) -> None:
+        """The session has closed: what the store holds open for it may go."""
+
 
 class SubagentRequest(BaseModel):
     """One Agent call: what the child is asked, and where it sits in the tree."""

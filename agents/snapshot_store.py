@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import resource
 import shutil
 import sqlite3
 import threading
@@ -75,7 +76,14 @@ __all__ = [
     "VersionInfo",
 ]
 
-_OPEN_LIMIT = 64  # store files kept open for writing; the least recently used closes
+
+def _open_limit() -> int:
+    """Store files kept open for writing: each holds about three descriptors, and
+    reopening one costs more than a save, so as many as the process's descriptor limit
+    comfortably allows; past it the least recently used closes. A session releases its
+    own when it closes."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return 4096 if soft == resource.RLIM_INFINITY else max(64, min(4096, soft // 6))
 
 
 class VersionInfo(BaseModel):
@@ -125,9 +133,11 @@ class DiskSnapshotStore:
         self.max_history = max_history
         self.max_age_s = max_age_days * 86_400
         self._lock = threading.RLock()  # one writer at a time in this process
+        self._worker_lock = threading.Lock()
         self._caches: OrderedDict[str, diskcache.Cache] = OrderedDict()
         self._indexes: dict[str, StoredIndex] = {}  # per session: a stored version, as this process knows it
         self._worker: ThreadPoolExecutor | None = None
+        self._open_limit = _open_limit()
 
     # -- writing ------------------------------------------------------------------------
 
@@ -252,7 +262,7 @@ class DiskSnapshotStore:
                 return self._caches[sid]
         cache = open_for_write(sid, directory)
         self._caches[sid] = cache
-        while len(self._caches) > _OPEN_LIMIT:
+        while len(self._caches) > self._open_limit:
             self._caches.popitem(last=False)[1].close()
         return cache
 
@@ -362,7 +372,9 @@ class DiskSnapshotStore:
     # -- asynchronous use: the same work on the store's writer thread ---------------------
 
     def _executor(self) -> ThreadPoolExecutor:
-        with self._lock:
+        # Not the store's lock: the writer holds that through a save, and the event
+        # loops that hand it work must never wait on the disk.
+        with self._worker_lock:
             if self._worker is None:
                 # One thread: saves of a session are written in the order they were asked for,
                 # and a load sees every save asked for before it.
@@ -392,6 +404,21 @@ class DiskSnapshotStore:
     async def ascan(self, cwd: Path | None = None) -> StoreScan:
         return await self._off_loop(self.scan, cwd)
 
+    def release(self, session_id: str) -> None:
+        """Close `session_id`'s store file (its session has closed); a later save or load
+        opens it again."""
+        sid = _check_id(session_id)
+        with self._lock:
+            cache = self._caches.pop(sid, None)
+            self._indexes.pop(sid, None)
+            if cache is not None:
+                cache.close()
+
+    async def arelease(self, session_id: str) -> None:
+        """`release` on the writer thread, after the saves queued before it (the store
+        file's connection belongs to that thread)."""
+        await self._off_loop(self.release, session_id)
+
     async def aclose(self) -> None:
         """Wait for queued saves, then close (off the loop)."""
         await asyncio.get_running_loop().run_in_executor(None, self.close)
@@ -409,7 +436,8 @@ class DiskSnapshotStore:
 
     def close(self) -> None:
         """Finish queued work, then close every store file this store opened."""
-        worker, self._worker = self._worker, None
+        with self._worker_lock:
+            worker, self._worker = self._worker, None
         if worker is not None:
             worker.submit(self._close_caches).result()  # connections are per thread
             worker.shutdown(wait=True)

@@ -1,6 +1,6 @@
 """Many concurrent sessions, on the embedded Ray cluster and in one process.
 
-    python -m benchmarks.concurrency [--sessions 25 100 200] [--latency-s 2] [--turns 5] [--actors 4]
+    python -m benchmarks.concurrency [--sessions 25 100 200] [--latency-s 2] [--turns 5] [--actors N]
                                      [--mode both|ray|local]
 
 Every session runs one prompt through a scripted model that sleeps `--latency-s` per
@@ -13,7 +13,9 @@ process, opened by the same lifecycle with the in-process ports. Reported per N:
   nothing) divided by the measured wall time from the first open to the last answer;
 - CPU ms per model call: CPU seconds of this process and every process under it
   (the raylet, the GCS, every worker; `benchmarks.cpu_tree`) from the first open to
-  the last answer, over the model calls made — session opens and closes included.
+  the last answer, over the model calls made — session opens and closes included,
+  the benchmark's own sampling thread left out. On Ray the pool is set up and the
+  tree left to settle (workers Ray starts keep importing for a while) first.
   Split into the driver, Ray workers (the SessionActors and tool workers), Ray's own
   processes (raylet, GCS, agents) and workers that exited during the run; the
   workers' share is also shown by process title (SessionActor, SubagentActor, IDLE
@@ -44,7 +46,8 @@ import yaml
 from agents.config import WorkingsetSettings, load_settings
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
 from benchmarks.cpu_tree import CpuSample, load_average, sample_tree
-from cluster.runtime import connect
+from cluster.eval.hosts import default_actors
+from cluster.runtime import connect, current_node_id, node_cpus
 from cluster.session_pool import SessionPool
 
 OneSession = Callable[[Path], Awaitable[tuple[str, float]]]
@@ -59,22 +62,27 @@ def write_script(path: Path, turns: int, latency_s: float) -> None:
 
 
 class Watch:
-    """Samples the machine's memory (peak) and the Ray worker processes under this one."""
+    """Samples the machine's memory (peak) and the Ray worker processes under this one.
+    Its own CPU (listing the process tree is not free, and Ray's tree is the larger) is
+    measured on its thread and left out of the driver's."""
 
     def __init__(self):
         self.before = psutil.virtual_memory().used
         self.peak = self.before
         self.workers_seen: set[int] = set()
+        self.cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
+        started = time.thread_time()
         ticks = 0
         while not self._stop.wait(0.2):
             self.peak = max(self.peak, psutil.virtual_memory().used)
             ticks += 1
             if ticks % 3 == 0:
                 self.workers_seen |= sample_tree().workers
+        self.cpu_s = time.thread_time() - started
 
     def __enter__(self) -> Watch:
         self._thread.start()
@@ -85,12 +93,12 @@ class Watch:
         self._thread.join()
 
 
-def batch_settings(root: Path, n: int, turns: int, latency_s: float) -> WorkingsetSettings:
-    script = root / f"script-{n}.yaml"
+def batch_settings(root: Path, n: int, turns: int, latency_s: float, *, tag: str = "") -> WorkingsetSettings:
+    script = root / f"script-{tag}{n}.yaml"
     write_script(script, turns, latency_s)
     return load_settings(root, {
         "model": f"scripted:{script}",
-        "home": str(root / f"home-{n}"),
+        "home": str(root / f"home-{tag}{n}"),
         "permissions": {"mode": "default", "headless": "deny-asks"},
     })
 
@@ -113,6 +121,7 @@ async def measure(n: int, turns: int, latency_s: float, dirs: list[Path], one: O
         results = await asyncio.gather(*(one(ws) for ws in dirs))
         wall = time.perf_counter() - started
         cpu: CpuSample = sample_tree() - cpu_before
+    cpu = cpu.less_driver(watch.cpu_s)
     reasons, opens = [r for r, _ in results], [o for _, o in results]
     calls = n * turns
     return {
@@ -131,9 +140,23 @@ async def measure(n: int, turns: int, latency_s: float, dirs: list[Path], one: O
     }
 
 
+async def settle(max_s: float = 20.0, quiet_cores: float = 0.3) -> None:
+    """Wait until the process tree is nearly idle: worker processes Ray starts go on
+    importing after they first answer, and that start-up is not a session's cost."""
+    deadline = time.monotonic() + max_s
+    last = sample_tree()
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        now = sample_tree()
+        if (now - last).total / 0.5 < quiet_cores:
+            return
+        last = now
+
+
 async def run_on_ray(root: Path, n: int, turns: int, latency_s: float, actors: int) -> dict:
     pool = SessionPool(batch_settings(root, n, turns, latency_s), actors=actors)
     await pool.ready()
+    await settle()
 
     async def one(ws: Path) -> tuple[str, float]:
         started = time.perf_counter()
@@ -151,6 +174,12 @@ async def run_on_ray(root: Path, n: int, turns: int, latency_s: float, actors: i
 
 async def run_in_process(root: Path, n: int, turns: int, latency_s: float) -> dict:
     settings = batch_settings(root, n, turns, latency_s)
+    # This process's one-time costs of a session (imports, caches), paid before timing
+    # as SessionPool.ready pays them in each SessionActor.
+    unhurried = batch_settings(root, n, turns, 0.0, tag="warm-")
+    warm = await open_or_resume(OpenSpec(unhurried, workspaces(root, 1, f"warm-{n}")[0]), SessionRuntime())
+    await warm.run_turn("Read the notes, then answer.")
+    await warm.aclose()
 
     async def one(ws: Path) -> tuple[str, float]:
         started = time.perf_counter()
@@ -179,7 +208,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, nargs="+", default=[25, 100, 200])
     parser.add_argument("--latency-s", type=float, default=2.0)
     parser.add_argument("--turns", type=int, default=5)
-    parser.add_argument("--actors", type=int, default=4)
+    parser.add_argument("--actors", type=int, help="SessionActors (default: as a batch on this node would have)")
     parser.add_argument("--mode", choices=["both", "ray", "local"], default="both")
     args = parser.parse_args()
     print(f"{args.turns} calls × {args.latency_s:g} s each (ideal {args.turns * args.latency_s:g} s)")
@@ -194,9 +223,10 @@ def main() -> None:
                 print_row("local", asyncio.run(run_in_process(Path(tmp), n, args.turns, args.latency_s)))
         if args.mode in ("both", "ray"):
             info = connect()
-            print(f"Ray: {info.nodes} node(s), {info.cpus:g} CPUs; {args.actors} SessionActors")
             for n in args.sessions:
-                print_row("ray", asyncio.run(run_on_ray(Path(tmp), n, args.turns, args.latency_s, args.actors)))
+                actors = args.actors or default_actors(n, node_cpus(current_node_id()))
+                print(f"Ray: {info.nodes} node(s), {info.cpus:g} CPUs; {actors} SessionActors for {n} sessions")
+                print_row("ray", asyncio.run(run_on_ray(Path(tmp), n, args.turns, args.latency_s, actors)))
 
 
 if __name__ == "__main__":

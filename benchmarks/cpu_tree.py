@@ -36,6 +36,10 @@ class CpuSample:
         return CpuSample({k: self.seconds[k] - earlier.seconds[k] for k in KINDS}, self.workers - earlier.workers,
                          per_worker)
 
+    def less_driver(self, seconds: float) -> CpuSample:
+        """This sample without `seconds` of the driver's CPU (a measuring thread's own)."""
+        return CpuSample({**self.seconds, "driver": self.seconds["driver"] - seconds}, self.workers, self.per_worker)
+
     def by_title(self) -> dict[str, float]:
         """Workers' CPU seconds by process title (a worker that became an actor during
         the run counts under the actor's class: Ray renames it then)."""

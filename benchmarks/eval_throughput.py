@@ -38,7 +38,7 @@ from pathlib import Path
 import psutil
 
 from agents.config import load_settings
-from cluster.eval.hosts import LocalHost, default_actors
+from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.ray_host import RayHost
 from cluster.eval.runner import EvalOptions, EvalRunner
@@ -143,8 +143,7 @@ async def one_level(root: Path, tasks: Path, script: Path, concurrency: int, loc
         "model": f"scripted:{script}", "home": str(out / "home"),
         "permissions": {"mode": "accept-edits", "headless": "deny-asks", "allow": EVAL_ALLOW},
     })
-    actors = default_actors(concurrency)
-    host = LocalHost() if local else RayHost(actors=actors)
+    host = LocalHost() if local else RayHost(concurrency=concurrency)
     loaded = load_tasks(tasks)
     runner = EvalRunner(settings, loaded.tasks, EvalOptions(out=out, concurrency=concurrency), host=host,
                         reporter=JsonReporter(io.StringIO()))
@@ -164,7 +163,7 @@ async def one_level(root: Path, tasks: Path, script: Path, concurrency: int, loc
         "cpu_per_task_s": cpu / n, "machine_cpu_per_task_s": machine / n,
         "machine_busy": machine / (wall * (os.cpu_count() or 1)), "peak_mb": meter.peak_rss / 1e6, "growth_mb": (meter.peak_rss - meter.base_rss) / 1e6,
         "p50_s": summary["wall_s"]["p50"], "p95_s": summary["wall_s"]["p95"], "ready_s": ready_s,
-        "actors": 0 if local else actors,
+        "actors": sum(host.actors_started.values()) if isinstance(host, RayHost) else 0,
     }
 
 

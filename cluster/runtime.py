@@ -43,7 +43,7 @@ import ray
 
 from agents.errors import WorkingsetError
 
-__all__ = ["ClusterError", "RuntimeInfo", "connect", "current_node_id"]
+__all__ = ["ClusterError", "RuntimeInfo", "connect", "current_node_id", "node_cpus"]
 
 IDLE_WORKER_KEEP_MS = 300_000
 
@@ -62,6 +62,12 @@ class RuntimeInfo:
 
 def current_node_id() -> str:
     return ray.get_runtime_context().get_node_id()
+
+
+def node_cpus(node_id: str) -> float:
+    """The CPUs a node of the cluster declares (1 when it is not found)."""
+    node: dict = next((n for n in ray.nodes() if n["NodeID"] == node_id), {})
+    return node.get("Resources", {}).get("CPU", 1.0)
 
 
 _CLIENT_REFUSED = (

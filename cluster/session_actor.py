@@ -24,7 +24,7 @@ from typing import Any
 import ray
 from pydantic import BaseModel
 
-from agents.assembly import RuntimePorts, offers_agent, resolve_workspace
+from agents.assembly import RuntimePorts, resolve_workspace
 from agents.budgets import BudgetRefusal, ScopeLimits, TreeLedger
 from agents.config import WorkingsetSettings
 from agents.errors import WorkingsetError
@@ -169,8 +169,11 @@ class SessionActor:
         hosted = _Hosted(session, queue, {})
         hosted_ref.append(hosted)
         self.hosted[session.session_id] = hosted
-        if session.ports.spawner is not None:
-            self.pool.warm_soon()  # its first fan-out then finds an actor booted or booting
+        if spec.interactive and session.ports.spawner is not None:
+            # Someone waits on an interactive session's first fan-out: its first SubagentActor
+            # boots now, in the background. A batch's sessions start theirs when they fan
+            # out (an idle Ray worker costs CPU every second: `cluster.subagent_pool`).
+            self.pool.warm_soon()
         return {"session_id": session.session_id, "events": self.drain(session.session_id), **self._control(session)}
 
     async def close(self, session_id: str) -> None:
@@ -380,18 +383,14 @@ class SessionActor:
     def ping(self) -> str:
         return self.node_id
 
-    async def warm(self, settings: dict) -> None:
+    def warm(self, settings: dict) -> None:
         """Pay this process's one-time costs of a session before the first one opens:
-        the settings' validation, the model provider's import, the tools' schemas, and
-        the first SubagentActor when sessions may fan out (booting one costs about two
-        CPU seconds, which the first open would otherwise start in the middle of a batch)."""
+        the settings' validation, the model provider's import and the tools' schemas."""
         validated = self._validated(settings)
         with contextlib.suppress(WorkingsetError):  # a bad model spec is reported, clearly, by open
             load_model_client(validated.model, settings=validated.providers)
         for tool in default_workspace_tools():
             input_schema(tool.input_model)
-        if offers_agent(validated.bundle) and self.pool.size == 0:
-            await self.pool.warm(1)
 
     def workspace_path(self, session_id: str) -> str:
         return str(Path(self._get(session_id).session.kit.tool_context.workspace))

@@ -20,7 +20,7 @@ from cluster.credentials import model_runtime_env
 from cluster.event_pump import ActorEvents
 from cluster.ray_run import start_services
 from cluster.remote_session import RemoteSession
-from cluster.runtime import connect, current_node_id
+from cluster.runtime import connect, current_node_id, node_cpus
 from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
 from cluster.tool_tasks import warm_tool_workers
 
@@ -56,8 +56,7 @@ class SessionPool:
         paid its one-time costs of a session), so their start-up is not charged to the
         first sessions."""
         await asyncio.gather(*(a.warm.remote(self._wire_form(self.settings)) for a in self.actors))
-        node: dict = next((n for n in ray.nodes() if n["NodeID"] == self.node_id), {})
-        cpus = node.get("Resources", {}).get("CPU", 1.0)
+        cpus = node_cpus(self.node_id)
         tool_cpus = self.settings.cluster.tool_task_cpus
         await warm_tool_workers(self.node_id, num_cpus=tool_cpus, count=max(int(cpus / tool_cpus), 1))
 

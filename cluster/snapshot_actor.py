@@ -49,6 +49,9 @@ class SnapshotStoreActor:
     async def scan(self, cwd: str | None) -> StoreScan:
         return await self.store.ascan(Path(cwd) if cwd else None)
 
+    async def release(self, session_id: str) -> None:
+        await self.store.arelease(session_id)
+
 
 @contextlib.contextmanager
 def _store_errors() -> Iterator[None]:
@@ -83,6 +86,10 @@ class RaySnapshotStore:
     async def aload(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
         with _store_errors():
             return await self.actor.load.remote(session_id, version)
+
+    async def arelease(self, session_id: str) -> None:
+        with _store_errors():
+            await self.actor.release.remote(session_id)
 
     async def ahistory(self, session_id: str) -> list[VersionInfo]:
         with _store_errors():

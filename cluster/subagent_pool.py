@@ -3,12 +3,15 @@
 A child spends its time waiting on the model, as a root session does, so one actor
 runs several children at once (`per_actor`, each an asyncio task there, as sessions
 are in a SessionActor): a fan-out of N children starts at most ceil(N / per_actor)
-actors, and none once the pool is warm. The first actor starts in the background
-when a session that can spawn opens, so even the first fan-out seldom waits for a
-Python process to boot. Actors are placed on the SessionActor's node (softly: near
-the workspace, whose tool tasks are pinned there anyway). Idle actors stay, up to
-`keep_idle`, for later fan-outs of any session of this SessionActor; an actor whose
-call failed is killed and never handed out again.
+actors, and none once the pool is warm. Actors start when a fan-out needs them (an
+interactive session starts its first one in the background when it opens, so the
+first fan-out a person waits on seldom waits for a Python process to boot): an idle
+Ray worker is not free — Ray's core wakes every worker process a hundred times a
+second, about 1% of a core each (`python -m benchmarks.idle_workers`) — so a batch
+whose sessions never fan out keeps none. Actors are placed on the SessionActor's node
+(softly: near the workspace, whose tool tasks are pinned there anyway). Idle actors
+stay, up to `keep_idle`, for later fan-outs of any session of this SessionActor; an
+actor whose call failed is killed and never handed out again.
 """
 
 from __future__ import annotations

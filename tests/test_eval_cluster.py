@@ -53,7 +53,7 @@ def _runner(tmp_path: Path, ids: list[str], host, reporter, **options) -> EvalRu
 async def test_tasks_land_on_every_node_that_can_sandbox_and_each_workspace_is_on_its_node(ray_cluster, tmp_path):
     plain = ray_cluster.add_node(num_cpus=2, object_store_memory=_OBJECT_STORE)  # no workingset_sandbox
     try:
-        host = NodeRecordingHost(actors=1)
+        host = NodeRecordingHost(concurrency=64)  # SessionActors per node: as many as it has CPUs, up to 64 / 16
         ids = [f"t{i}" for i in range(6)]
         summary = await _runner(tmp_path, ids, host, JsonReporter(io.StringIO()), keep_workspaces=True).run()
     finally:
@@ -69,6 +69,7 @@ async def test_tasks_land_on_every_node_that_can_sandbox_and_each_workspace_is_o
         assert (tmp_path / "out" / row["patch_path"]).read_bytes()  # the patch came back
         assert (tmp_path / "out" / row["grade_log"]).read_text().rstrip().endswith("[exit code: 0]")  # and the log
     assert sum(summary["nodes"].values()) == 6 and len(summary["nodes"]) == 2
+    assert host.actors_started == {ray_cluster.head_node_id: 2, ray_cluster.other_node_id: 1}
 
 
 class RemovingReporter(JsonReporter):

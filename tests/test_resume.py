@@ -424,6 +424,9 @@ class _FailingStore:
     async def aload(self, session_id, version=None):
         raise SnapshotError("disk full")
 
+    async def arelease(self, session_id):
+        raise SnapshotError("disk full")
+
 
 async def test_a_failing_store_is_reported_and_the_session_goes_on(tmp_path):
     ws = make_workspace(tmp_path)

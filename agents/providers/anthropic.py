@@ -140,9 +140,7 @@ class AnthropicModelClient(StreamedClient):
         except anthropic.APIStatusError as exc:
             raise self._final_error(exc) from exc
         except anthropic.APIConnectionError as exc:
-            raise Overloaded(
-                f"{self.name}: cannot reach the API after {self._sent} attempts: {exc.message}", status_code=None
-            ) from exc
+            raise self._unreachable(exc) from exc
         except anthropic.AnthropicError as exc:
             raise ModelResponseError(f"{self.name}: {exc}") from exc
         reply = AnthropicReply()

@@ -136,10 +136,7 @@ class OpenAIModelClient(StreamedClient):
         except openai.APIStatusError as exc:
             raise self._final_error(exc) from exc
         except openai.APIConnectionError as exc:
-            raise Overloaded(
-                f"{self.name}: cannot reach {self.base_url or 'the API'} after {self._sent} attempts: {exc.message}",
-                status_code=None,
-            ) from exc
+            raise self._unreachable(exc) from exc
         except openai.OpenAIError as exc:
             raise ModelResponseError(f"{self.name}: {exc}") from exc
         reply = OpenAIReply()

@@ -21,6 +21,7 @@ import functools
 import importlib
 import os
 import random
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -55,6 +56,27 @@ def transport_errors() -> tuple[type[BaseException], ...]:
         except (ImportError, AttributeError):
             continue
     return tuple(found)
+
+
+@functools.cache
+def _tls_context(http_library: str) -> Any:
+    """One TLS context per process for every client of `http_library` (httpx2 or httpx):
+    making one loads the CA bundle, some 30 ms of CPU, and a batch makes a model client
+    for every session and every subagent. A context is safe to share. None: the library
+    cannot make one, so each client makes its own."""
+    make = getattr(importlib.import_module(http_library), "create_ssl_context", None)
+    return make() if make is not None else None
+
+
+def _untrusted_certificate(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class StreamBroken(Exception):
@@ -234,11 +256,26 @@ class StreamedClient:
     def _sdk_client(self, **kwargs: Any) -> Any:
         """The SDK's async client with our timeouts, its own retries, and counted requests."""
         timeout = self._sdk.Timeout(**self.policy.http_timeout())
-        http = self._sdk.DefaultAsyncHttpxClient(timeout=timeout, event_hooks={"request": [self._count_request]})
+        client_class = self._sdk.DefaultAsyncHttpxClient
+        tls = _tls_context(client_class.__mro__[1].__module__.partition(".")[0])
+        shared = {"verify": tls} if tls is not None else {}
+        http = client_class(timeout=timeout, event_hooks={"request": [self._count_request]}, **shared)
         return self._sdk_client_class(max_retries=self.policy.max_retries, timeout=timeout, http_client=http, **kwargs)
 
     async def _count_request(self, request: Any) -> None:
         self._sent += 1
+
+    def _unreachable(self, exc: BaseException) -> Overloaded:
+        """No connection after every retry; a certificate nobody here vouches for is said
+        so, since the SDKs' own words for it are only "Connection error"."""
+        where = self.base_url or "the API"
+        untrusted = _untrusted_certificate(exc)
+        if untrusted is not None:
+            return Overloaded(f"{self.name}: cannot reach {where}: its TLS certificate is not trusted "
+                              f"({untrusted.verify_message or untrusted}); if a proxy or private CA signs it, put "
+                              "that CA's bundle in SSL_CERT_FILE", status_code=None)
+        message = getattr(exc, "message", None) or str(exc)
+        return Overloaded(f"{self.name}: cannot reach {where} after {self._sent} attempts: {message}", status_code=None)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         raise NotImplementedError

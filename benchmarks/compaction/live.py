@@ -85,12 +85,12 @@ def _dir_name(spec: str) -> str:
 
 
 async def _batch(spec: str, tasks: list, out: Path, *, model, summarizer, local, address, concurrency, progress) -> dict:
-    from cluster.eval.hosts import LocalHost, SessionHost, default_actors
+    from cluster.eval.hosts import LocalHost, SessionHost
     from cluster.eval.ray_host import RayHost
     from cluster.eval.runner import EvalOptions, EvalRunner
 
     settings = _settings(spec, out, model, summarizer, local, address)
-    host: SessionHost = LocalHost() if settings.runtime == "local" else RayHost(actors=default_actors(concurrency))
+    host: SessionHost = LocalHost() if settings.runtime == "local" else RayHost(concurrency=concurrency)
     forced = [t.model_copy(update={"strategy": spec}) for t in tasks]
     reporter = _Reporter(progress)
     runner = EvalRunner(settings, forced, EvalOptions(out=out, concurrency=concurrency), host=host, reporter=reporter)

@@ -32,7 +32,7 @@ from typing import Any
 from agents.directories import output_directory
 from agents.errors import ConfigError
 from cluster.eval.environments import DEFAULT_HOSTS
-from cluster.eval.hosts import LocalHost, default_actors
+from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter, ProgressReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.selection import Selection, parse_slice
@@ -69,7 +69,7 @@ class EvalCommand:
         p.add_argument("tasks", help="task file: JSON Lines (or one JSON array), one task per row")
         p.add_argument("--out", required=True, help="results directory; rerunning the same command resumes it")
         p.add_argument("--concurrency", type=positive_int, default=4, help="tasks at once (default 4)")
-        p.add_argument("--actors", type=positive_int, help="SessionActors on Ray (default: one per 16 concurrent)")
+        p.add_argument("--actors", type=positive_int, help="SessionActors per node on Ray (default: one per 16 concurrent, at most one per CPU)")
         p.add_argument("--grade-concurrency", type=positive_int,
                        help="setup and test commands at once (default: 2 per core, at least 4)")
         p.add_argument("--json", action="store_true", help="stream per-task events as JSON lines instead of progress")
@@ -125,7 +125,7 @@ class EvalCommand:
         else:
             from cluster.eval.ray_host import RayHost  # imports Ray: only when the batch is on it
 
-            host = RayHost(actors=args.actors or default_actors(args.concurrency))
+            host = RayHost(actors=args.actors, concurrency=args.concurrency)
         options = EvalOptions(out=Path(args.out), concurrency=args.concurrency, keep_workspaces=args.keep_workspaces,
                               retry_failed=args.retry_failed, wall_s=args.wall_s, invalid=invalid,
                               command_slots=args.grade_concurrency, reject_test_changes=args.reject_test_changes,

@@ -88,9 +88,11 @@ class SessionHost(Protocol):
     async def shutdown(self) -> None: ...
 
 
-def default_actors(concurrency: int) -> int:
-    """A SessionActor hosts many sessions (they mostly wait on models): one per 16."""
-    return max(1, min(8, math.ceil(concurrency / 16)))
+def default_actors(concurrency: int, node_cpus: float) -> int:
+    """SessionActors for a node: one per 16 sessions (they mostly wait on models), never
+    more than the node has CPUs (past that they only contend for them, and every Ray
+    process costs CPU even idle: `python -m benchmarks.concurrency --actors N`)."""
+    return max(1, min(8, int(node_cpus), math.ceil(concurrency / 16)))
 
 
 class LocalSite:

@@ -24,7 +24,7 @@ from agents.config import WorkingsetSettings
 from agents.events import EventSink
 from agents.handle import SessionHandle
 from cluster.eval.base_repo import Shipped, TrustedBases, bundle
-from cluster.eval.hosts import TaskSite
+from cluster.eval.hosts import TaskSite, default_actors
 from cluster.eval.layout import OutDir
 from cluster.eval.lost import NodeLost, Retry
 from cluster.eval.node_site import RaySite, TaskNode, batch_key
@@ -37,7 +37,7 @@ from cluster.eval.placement import (
 )
 from cluster.eval.stages import StageConfig
 from cluster.eval.tasks import Task, is_url
-from cluster.runtime import ClusterError, connect
+from cluster.runtime import ClusterError, connect, node_cpus
 from cluster.session_actor import ClusterServices
 
 if TYPE_CHECKING:
@@ -58,8 +58,11 @@ class _NodeServices:
 class RayHost:
     name = "ray"
 
-    def __init__(self, *, actors: int, notify: Callable[[str], None] | None = None, pool_class: type | None = None):
-        self.actors = actors  # SessionActors per node
+    def __init__(self, *, actors: int | None = None, concurrency: int = 16, notify: Callable[[str], None] | None = None,
+                 pool_class: type | None = None):
+        self.actors = actors  # SessionActors per node; None: `default_actors` for each node
+        self.concurrency = concurrency
+        self.actors_started: dict[str, int] = {}  # node -> the SessionActors started there
         self.pool_class = pool_class  # default: cluster.session_pool.SessionPool
         self.notify = notify or (lambda text: None)
         self.settings: WorkingsetSettings | None = None
@@ -137,7 +140,9 @@ class RayHost:
             pool = None
             actor: Any = None
             try:
-                pool = pool_class(self.settings, actors=self.actors, services=self.services, node_id=node)
+                actors = self.actors or default_actors(self.concurrency, node_cpus(node))
+                self.actors_started[node] = actors
+                pool = pool_class(self.settings, actors=actors, services=self.services, node_id=node)
                 actor = TaskNode.options(scheduling_strategy=strategy).remote(self._config, self._key)
                 _, root = await actor.where.remote()
                 await pool.ready()
