@@ -23,6 +23,26 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _ray_group(item: pytest.Item) -> str | None:
+    """Which Ray a test uses: the shared cluster (`ray_cluster`, also asked for by a
+    `[ray]` parameter), one of its own (a child process's, or `ray start`), or none."""
+    if item.get_closest_marker("own_ray_cluster"):
+        return "own-ray"
+    if "ray_cluster" in getattr(item, "fixturenames", ()) or "[ray" in item.nodeid:
+        return "shared-ray"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Under pytest-xdist (`-n`, see pyproject.toml) the tests on the shared cluster run in
+    # one worker (one cluster, started once) and those that start their own in one worker
+    # (one at a time): never more than two clusters on the machine.
+    for item in items:
+        group = _ray_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No host secrets or config: drop ANTHROPIC_*, OPENAI_* and WORKINGSET_*, point HOME at a

@@ -31,6 +31,8 @@ from tests.ray_head import PrivateHead, joining_node, private_head
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.own_ray_cluster  # conftest: these run in the Ray group under xdist
+
 
 def test_a_ray_client_address_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("WORKINGSET_RUNTIME", "ray")

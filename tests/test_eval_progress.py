@@ -12,10 +12,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from rich.console import Console
 
 from cluster.eval.progress import ProgressReporter
 from tests.eval_support import calc_repo, fix_turns, script, task, tasks_file
+
+pytestmark = pytest.mark.own_ray_cluster  # conftest: these run in the Ray group under xdist
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -393,6 +393,7 @@ def _python(code: str, *, timeout: float) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.own_ray_cluster
 def test_connect_to_an_unreachable_address_is_one_clear_cluster_error():
     code = (
         "from cluster.runtime import ClusterError, connect\n"
@@ -406,6 +407,7 @@ def test_connect_to_an_unreachable_address_is_one_clear_cluster_error():
     assert "check the address and that the cluster is up" in line
 
 
+@pytest.mark.own_ray_cluster
 def test_the_embedded_cluster_keeps_idle_tool_workers_between_bursts():
     """Ray kills idle workers beyond one per CPU after a second by default; the next
     burst of tool calls would pay new Python processes and the harness's imports."""
@@ -426,6 +428,7 @@ def test_the_embedded_cluster_keeps_idle_tool_workers_between_bursts():
     assert int(started) > 1 and alive == started
 
 
+@pytest.mark.own_ray_cluster
 def test_cli_with_an_unreachable_address_exits_with_one_error_line(tmp_path):
     script = _write_script(tmp_path, [])
     proc = subprocess.run(
@@ -439,6 +442,7 @@ def test_cli_with_an_unreachable_address_exits_with_one_error_line(tmp_path):
     assert line.startswith("workingset: error: cannot start or reach the Ray cluster at 127.0.0.1:1")
 
 
+@pytest.mark.own_ray_cluster
 def test_repl_on_ray_runs_turns_and_control_commands_through_the_remote_session(tmp_path):
     """The REPL drives a RemoteSession the way it drives an in-process Session."""
     script = tmp_path / "repl.yaml"
