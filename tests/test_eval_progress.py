@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from rich.console import Console
 
 from cluster.eval.progress import ProgressReporter
