@@ -11,6 +11,9 @@ driver, the raylet, the GCS, every worker), with the load average beside it:
   (where a SessionActor makes it: as a Ray task, or in the actor for file-only tools);
 - read as a Ray task: the same Read forced through a node-affine Ray task;
 - bare task: a Ray task taking the same (tool, input, context) and doing nothing;
+- bare call: a call of an actor method that takes nothing and does nothing, from this
+  process (what every open, turn start or close of a session would cost on its own,
+  before cluster.actor_link coalesced them);
 - event batch: one streamed item of a model call's events (model_call, assistant_text,
   tool_call, permission_decided, tool_result), actor to caller, as SessionActor sends it;
 - event call: the same events as the result of a plain actor call (for comparison);
@@ -45,7 +48,8 @@ from tools import ReadTool, ToolContext, ToolOutput
 from tools.executor import LocalToolExecutor
 from tools.read import ReadInput
 
-PARTS = ("read-local", "read-actor", "read-task", "bare-task", "event-batch", "event-call", "open", "worker-boot")
+PARTS = ("read-local", "read-actor", "read-task", "bare-task", "bare-call", "event-batch", "event-call", "open",
+         "worker-boot")
 
 
 async def cpu_ms_per_op(op: Callable[[], Awaitable[object]], calls: int, concurrency: int) -> float:
@@ -105,6 +109,9 @@ class Caller:
     async def batch(self) -> list:
         return turn_events("s-1")
 
+    async def nothing(self) -> None:
+        return None
+
 
 @ray.remote(max_retries=0)
 def _bare(tool, args, ctx) -> ToolOutput:
@@ -127,7 +134,7 @@ async def open_cost(root: Path, calls: int, concurrency: int, where: str) -> flo
             session = await open_or_resume(OpenSpec(settings, next(dirs)), SessionRuntime())
             await session.aclose()
         return await cpu_ms_per_op(op, calls, concurrency)
-    pool = SessionPool(settings, actors=4)
+    pool = SessionPool(settings, actors=2)
     await pool.ready()
 
     async def op_ray():
@@ -164,6 +171,7 @@ async def run(parts: list[str], calls: int, concurrency: int, root: Path) -> Non
         "read-actor": lambda: caller.reads.remote(calls, concurrency, "actor"),
         "read-task": lambda: caller.reads.remote(calls, concurrency, "task"),
         "bare-task": lambda: caller.reads.remote(calls, concurrency, "bare"),
+        "bare-call": lambda: cpu_ms_per_op(lambda: caller.nothing.remote(), calls, concurrency),
         "event-batch": lambda: stream_cost(caller, calls, concurrency),
         "event-call": lambda: cpu_ms_per_op(lambda: caller.batch.remote(), calls, concurrency),
         "open": lambda: _both_opens(root, calls, concurrency),

@@ -9,7 +9,7 @@ gathers what all of them emitted in a short window into one item, and the caller
 Each turn is started by a quick call (`SessionActor.begin`) carrying a token the
 caller chose, and every batch carries it back: a reader takes only its own turn's
 batches, so leftovers of a cancelled turn never reach the next. A turn's failure
-travels as a `TurnFailed` batch and is raised by its reader as Ray would raise it
+travels as a `CallFailed` batch and is raised by its reader as Ray would raise it
 from the turn's own stream (a RayTaskError that is also the cause's type). The pump
 dying (the actor lost) is raised by every reader waiting on it, as the turn's own
 stream would have; the next turn starts a new pump on the restarted actor.
@@ -26,19 +26,20 @@ from typing import Any
 
 from ray.exceptions import RayTaskError
 
-__all__ = ["ActorEvents", "Outbox", "TurnFailed", "TurnStreamEnd"]
+__all__ = ["ActorEvents", "CallFailed", "Outbox", "TurnStreamEnd"]
 
 _STOP = object()
 
 
 @dataclass(frozen=True)
-class TurnFailed:
-    """A turn that raised: the error its own stream would have raised."""
+class CallFailed:
+    """A turn (or a call of a batch: cluster.actor_link) that raised, as a value: the error
+    Ray would have raised from the turn's own stream or the call of its own."""
 
     error: RayTaskError
 
     @classmethod
-    def of(cls, exc: Exception, where: str) -> TurnFailed:
+    def of(cls, exc: BaseException, where: str) -> CallFailed:
         tb = "".join(traceback.format_exception(exc))
         return cls(RayTaskError(where, tb, exc))
 
@@ -70,7 +71,7 @@ class Outbox:
                 async for batch in batches:
                     self._queue.put_nowait((session_id, token, batch))
             except Exception as exc:
-                self._queue.put_nowait((session_id, token, TurnFailed.of(exc, where)))
+                self._queue.put_nowait((session_id, token, CallFailed.of(exc, where)))
                 return
             self._queue.put_nowait((session_id, token, TurnStreamEnd()))
 
@@ -129,7 +130,7 @@ class ActorEvents:
                 batch = await queue.get()
                 if isinstance(batch, _Lost):
                     raise batch.exc
-                if isinstance(batch, TurnFailed):
+                if isinstance(batch, CallFailed):
                     batch.raise_it()
                 if isinstance(batch, TurnStreamEnd):
                     return

@@ -29,7 +29,7 @@ from agents.loop import TurnOutcome
 from agents.modes import Mode
 from agents.ports import Usage
 from agents.session_kit import Approver, PermissionAnswer
-from cluster.event_pump import ActorEvents
+from cluster.actor_link import ActorLink
 from cluster.runtime import ClusterError
 from cluster.session_actor import ChildQuestion, ClusterServices, SessionSpec, TurnEnd
 
@@ -68,10 +68,11 @@ SessionActorHandle = Any
 class RemoteSession:
     def __init__(self, actor: SessionActorHandle, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
                  model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None,
-                 events: ActorEvents | None = None):
+                 link: ActorLink | None = None):
         self.actor = actor
-        # The actor's shared event pump (cluster.event_pump), or None: each turn streams on its own.
-        self.events = events
+        # The link this process shares with the actor's other sessions (its event pump, its
+        # coalesced calls: cluster.actor_link), or None: each turn streams on its own.
+        self.link = link
         # The shared service actors (snapshot store, compactor pool) live only while someone
         # holds their handles; a killed SessionActor drops its copies, so the caller keeps them
         # for the restarted actor to use.
@@ -110,7 +111,10 @@ class RemoteSession:
 
     async def aclose(self) -> None:
         """Close the session on its actor (a turn still running there is stopped)."""
-        await self.actor.close.remote(self.session_id)
+        if self.link is not None:
+            await self.link.close(self.session_id)
+        else:
+            await self.actor.close.remote(self.session_id)
 
     def announce_start(self) -> None:
         self.emit(SessionStarted(session_id=self.session_id, model=self.model_name, cwd=self.spec.workspace))
@@ -165,10 +169,10 @@ class RemoteSession:
     def _turn_batches(self, method: str, *args) -> AsyncIterator[list]:
         """The event batches of one turn (`method` of the actor: turn, answer,
         settle_resumed), through the actor's pump when there is one."""
-        if self.events is None:
+        link = self.link
+        if link is None:
             return _own_stream(getattr(self.actor, method).remote(self.session_id, *args))
-        return self.events.stream(
-            self.session_id, lambda token: self.actor.begin.remote(token, method, self.session_id, *args))
+        return link.events.stream(self.session_id, lambda token: link.begin(token, method, self.session_id, *args))
 
     async def _consume(self, batches: AsyncIterator[list]) -> TurnOutcome:
         try:
@@ -206,6 +210,8 @@ class RemoteSession:
         deadline = time.monotonic() + self.restart_timeout_s
         while True:
             try:
+                if self.link is not None:
+                    return await self.link.open(spec)
                 return await self.actor.open.remote(spec)
             except _LOST as exc:
                 if isinstance(exc, RayTaskError):

@@ -35,6 +35,7 @@ from agents.modes import Mode
 from agents.ports import SnapshotStore, Summarizer
 from agents.providers import load_model_client
 from agents.tool_batch import PermissionAnswer
+from cluster.actor_link import call_each
 from cluster.event_pump import Outbox
 from cluster.root_tools import answer_root_tool
 from cluster.subagent_actor import ray_spawner_factory
@@ -175,6 +176,20 @@ class SessionActor:
             # out (an idle Ray worker costs CPU every second: `cluster.subagent_pool`).
             self.pool.warm_soon()
         return {"session_id": session.session_id, "events": self.drain(session.session_id), **self._control(session)}
+
+    async def open_many(self, specs: list[SessionSpec]) -> list:
+        """`open` for several sessions in one Ray call (cluster.actor_link)."""
+        return await call_each(self.open, specs, "SessionActor.open")
+
+    async def close_many(self, session_ids: list[str]) -> list:
+        return await call_each(self.close, session_ids, "SessionActor.close")
+
+    async def begin_many(self, starts: list[tuple]) -> list:
+        async def begin(start: tuple) -> None:
+            token, method, session_id, args = start
+            self.begin(token, method, session_id, *args)
+
+        return await call_each(begin, starts, "SessionActor.begin")
 
     async def close(self, session_id: str) -> None:
         hosted = self.hosted.pop(session_id, None)

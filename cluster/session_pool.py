@@ -16,8 +16,8 @@ import ray
 from agents.config import WorkingsetSettings
 from agents.events import EventSink, discard_events
 from agents.tool_batch import Approver
+from cluster.actor_link import ActorLink
 from cluster.credentials import model_runtime_env
-from cluster.event_pump import ActorEvents
 from cluster.ray_run import start_services
 from cluster.remote_session import RemoteSession
 from cluster.runtime import connect, current_node_id, node_cpus
@@ -40,8 +40,8 @@ class SessionPool:
         options = {"scheduling_strategy": strategy, "runtime_env": model_runtime_env()}
         self.actors = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         self.load = [0] * actors
-        # One event stream per actor for all its sessions' turns (cluster.event_pump).
-        self.events = [ActorEvents(actor) for actor in self.actors]
+        # One link per actor for all its sessions: one event stream, coalesced calls (cluster.actor_link).
+        self.links = [ActorLink(actor) for actor in self.actors]
         self._wire: tuple[WorkingsetSettings, dict] | None = None
 
     def _wire_form(self, settings: WorkingsetSettings) -> dict:
@@ -81,13 +81,13 @@ class SessionPool:
             interactive=approver is not None,
         )
         remote = RemoteSession(self.actors[index], spec, emit=emit, approver=approver, model_name=settings.model,
-                               restart_timeout_s=settings.cluster.actor_restart_timeout_s, events=self.events[index])
+                               restart_timeout_s=settings.cluster.actor_restart_timeout_s, link=self.links[index])
         remote.pool_index = index
         await remote.open()
         return remote
 
     async def close(self, remote: RemoteSession) -> None:
-        await remote.actor.close.remote(remote.session_id)
+        await remote.aclose()
         self.load[remote.pool_index] -= 1
 
     def shutdown(self) -> None:
