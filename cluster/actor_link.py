@@ -1,9 +1,9 @@
 """This process's link to one SessionActor: its event pump, and the calls every session
 of it makes once (open, the start of each turn, close), coalesced.
 
-A Ray actor call costs about 2 ms of CPU on this kind of machine, the caller's side and
-the actor's together (`python -m benchmarks.call_parts --parts bare-call`), which is as much
-as a scripted model call's whole turn in the loop. A batch opens, starts and closes its
+A Ray actor call costs 1–2 ms of CPU on a small machine, the caller's side and the
+actor's together (`python -m benchmarks.call_parts --parts bare-call`: 0.9 ms with 50
+calls in flight, 2 ms one at a time), about what a scripted model call costs the loop. A batch opens, starts and closes its
 sessions in bursts, so the calls of one kind that sessions make in the same tick of the
 event loop go to the actor as one call of its `…_many` twin: nothing waits for a batch
 to fill (a call alone goes at once, in that same tick), and each session still gets its
