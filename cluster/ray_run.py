@@ -9,6 +9,7 @@ from agents.config import WorkingsetSettings
 from agents.events import EventSink
 from agents.lifecycle import OpenSpec
 from agents.session_kit import Approver
+from cluster.actor_link import ActorLink
 from cluster.compactor_pool import start_compactor_pool
 from cluster.credentials import model_runtime_env
 from cluster.remote_session import RemoteSession
@@ -52,7 +53,7 @@ async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: A
         runtime_env=model_runtime_env(),  # the provider credentials (credentials.py)
     ).remote(services)
     spec = SessionSpec.of(opening, interactive=approver is not None)
-    remote = RemoteSession(actor, spec, emit=emit, approver=approver, model_name=settings.model, services=services,
-                           restart_timeout_s=settings.cluster.actor_restart_timeout_s)
+    remote = RemoteSession(ActorLink(actor), spec, emit=emit, approver=approver, model_name=settings.model,
+                           services=services, restart_timeout_s=settings.cluster.actor_restart_timeout_s)
     await remote.open()
     return remote

@@ -48,12 +48,6 @@ class _ActorLost(Exception):
     pass
 
 
-async def _own_stream(stream) -> AsyncIterator[list]:
-    """The batches of a turn streamed on its own (a Ray streaming generator)."""
-    async for ref in stream:
-        yield await ref
-
-
 @dataclass
 class _CompactResult:
     failure: str | None
@@ -66,13 +60,12 @@ SessionActorHandle = Any
 
 
 class RemoteSession:
-    def __init__(self, actor: SessionActorHandle, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
-                 model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None,
-                 link: ActorLink | None = None):
-        self.actor = actor
-        # The link this process shares with the actor's other sessions (its event pump, its
-        # coalesced calls: cluster.actor_link), or None: each turn streams on its own.
+    def __init__(self, link: ActorLink, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
+                 model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None):
+        # The link to the session's actor, shared with its other sessions in this process:
+        # its event pump and its coalesced calls (cluster.actor_link).
         self.link = link
+        self.actor: SessionActorHandle = link.actor
         # The shared service actors (snapshot store, compactor pool) live only while someone
         # holds their handles; a killed SessionActor drops its copies, so the caller keeps them
         # for the restarted actor to use.
@@ -111,10 +104,7 @@ class RemoteSession:
 
     async def aclose(self) -> None:
         """Close the session on its actor (a turn still running there is stopped)."""
-        if self.link is not None:
-            await self.link.close(self.session_id)
-        else:
-            await self.actor.close.remote(self.session_id)
+        await self.link.close(self.session_id)
 
     def announce_start(self) -> None:
         self.emit(SessionStarted(session_id=self.session_id, model=self.model_name, cwd=self.spec.workspace))
@@ -167,12 +157,10 @@ class RemoteSession:
         return None if outcome.model_calls == 0 and outcome.reason == "end_turn" and not outcome.final_text else outcome
 
     def _turn_batches(self, method: str, *args) -> AsyncIterator[list]:
-        """The event batches of one turn (`method` of the actor: turn, answer,
-        settle_resumed), through the actor's pump when there is one."""
-        link = self.link
-        if link is None:
-            return _own_stream(getattr(self.actor, method).remote(self.session_id, *args))
-        return link.events.stream(self.session_id, lambda token: link.begin(token, method, self.session_id, *args))
+        """The event batches of one turn (`method`: turn, answer, settle_resumed), through
+        the actor's pump."""
+        return self.link.events.stream(
+            self.session_id, lambda token: self.link.begin(token, method, self.session_id, *args))
 
     async def _consume(self, batches: AsyncIterator[list]) -> TurnOutcome:
         try:
@@ -210,9 +198,7 @@ class RemoteSession:
         deadline = time.monotonic() + self.restart_timeout_s
         while True:
             try:
-                if self.link is not None:
-                    return await self.link.open(spec)
-                return await self.actor.open.remote(spec)
+                return await self.link.open(spec)
             except _LOST as exc:
                 if isinstance(exc, RayTaskError):
                     raise  # the actor is up and opening failed inside it: waiting will not help

@@ -221,24 +221,11 @@ class SessionActor:
 
     # -- turns, streamed ----------------------------------------------------------------
 
-    async def turn(self, session_id: str, text: str):
-        async for item in self._stream(*self._start(session_id, "turn", (text,)), _BATCH_WINDOW_S):
-            yield item
-
-    async def answer(self, session_id: str, allow: bool, always: bool):
-        async for item in self._stream(*self._start(session_id, "answer", (allow, always)), _BATCH_WINDOW_S):
-            yield item
-
-    async def settle_resumed(self, session_id: str):
-        async for item in self._stream(*self._start(session_id, "settle_resumed", ()), _BATCH_WINDOW_S):
-            yield item
-
     def begin(self, token: int, method: str, session_id: str, *args) -> None:
         """Start a turn (`method` of turn, answer, settle_resumed) whose batches go out
         through this actor's pump, each tagged with `token` (cluster.event_pump)."""
         started = self._start(session_id, method, args)
-        # No window of its own: the pump's gathers this session's burst with the others'.
-        self.outbox.forward(session_id, token, self._stream(*started, 0.0), f"SessionActor.{method}")
+        self.outbox.forward(session_id, token, self._stream(*started), f"SessionActor.{method}")
 
     async def pump(self):
         """The batches of every turn started by `begin`, all sessions together."""
@@ -252,15 +239,12 @@ class SessionActor:
         task.add_done_callback(lambda _: hosted.events.put_nowait(_DONE))
         return hosted, task
 
-    async def _stream(self, hosted: _Hosted, task: asyncio.Future, window_s: float):
+    async def _stream(self, hosted: _Hosted, task: asyncio.Future):
+        """The turn's events in batches, for the pump (which gathers every session's
+        bursts of one window into one Ray item)."""
         done = False
         while not done:
-            # Events go out in batches: one object per burst, not one per event. A short
-            # wait gathers a burst (a turn's events come in quick runs), which matters
-            # when one actor streams for hundreds of sessions.
             batch = [await hosted.events.get()]
-            if batch[0] is not _DONE and window_s:
-                await asyncio.sleep(window_s)
             while not hosted.events.empty():
                 batch.append(hosted.events.get_nowait())
             if any(item is _DONE for item in batch):

@@ -80,8 +80,8 @@ class SessionPool:
             goal=goal,
             interactive=approver is not None,
         )
-        remote = RemoteSession(self.actors[index], spec, emit=emit, approver=approver, model_name=settings.model,
-                               restart_timeout_s=settings.cluster.actor_restart_timeout_s, link=self.links[index])
+        remote = RemoteSession(self.links[index], spec, emit=emit, approver=approver, model_name=settings.model,
+                               restart_timeout_s=settings.cluster.actor_restart_timeout_s)
         remote.pool_index = index
         await remote.open()
         return remote

@@ -26,6 +26,7 @@ from agents.lifecycle import OpenSpec
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.snapshot_store import SnapshotNotFound
 from agents.tool_batch import PermissionAnswer
+from cluster.actor_link import ActorLink
 from cluster.cli import main
 from cluster.compactor_pool import start_compactor_pool
 from cluster.ray_run import open_remote_session
@@ -322,14 +323,14 @@ async def test_session_saved_on_the_head_node_resumes_on_the_other_node_through_
 
     first_actor = on(ray_cluster.head_node_id)
     spec = SessionSpec(settings=settings.model_dump(mode="json"), workspace=str(ws))
-    first = RemoteSession(first_actor, spec, emit=lambda e: None, approver=None)
+    first = RemoteSession(ActorLink(first_actor), spec, emit=lambda e: None, approver=None)
     await first.open()
     assert (await first.run_turn("remember a word")).final_text == "The word is kiwi."
     assert await first_actor.ping.remote() == ray_cluster.head_node_id
 
     events: list = []
     second_actor = on(ray_cluster.other_node_id)
-    resumed = RemoteSession(second_actor, spec.model_copy(update={"session_id": first.session_id, "resume": True}),
+    resumed = RemoteSession(ActorLink(second_actor), spec.model_copy(update={"session_id": first.session_id, "resume": True}),
                             emit=events.append, approver=None)
     await resumed.open()
     assert await second_actor.ping.remote() == ray_cluster.other_node_id
@@ -357,7 +358,7 @@ async def test_resuming_a_session_whose_store_is_damaged_is_one_clear_error_on_r
     broken.mkdir(parents=True)
     (broken / "cache.db").write_bytes(b"not a database" * 100)
     spec = SessionSpec(settings=settings.model_dump(mode="json"), workspace=str(ws), session_id="broken", resume=True)
-    remote = RemoteSession(SessionActor.remote(ClusterServices()), spec, emit=lambda e: None, approver=None)
+    remote = RemoteSession(ActorLink(SessionActor.remote(ClusterServices())), spec, emit=lambda e: None, approver=None)
     with pytest.raises(ConfigError) as caught:
         await remote.open()
     message = str(caught.value)

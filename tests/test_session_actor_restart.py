@@ -11,6 +11,7 @@ import ray
 from ray._private import state as gcs_state
 
 from agents.config import WorkingsetSettings
+from cluster.actor_link import ActorLink
 from cluster.remote_session import RemoteSession
 from cluster.runtime import ClusterError
 from cluster.session_actor import SessionSpec
@@ -64,7 +65,7 @@ async def test_an_actor_not_back_within_the_bound_is_one_clear_error_naming_it(p
     workspace.mkdir()
     actor = pool.actors[0]
     spec = SessionSpec(settings=pool.settings.model_dump(mode="json"), workspace=str(workspace))
-    remote = RemoteSession(actor, spec, emit=lambda e: None, approver=None, restart_timeout_s=0.01)
+    remote = RemoteSession(ActorLink(actor), spec, emit=lambda e: None, approver=None, restart_timeout_s=0.01)
     await _kill_and_see_it_restarting(actor)  # it takes seconds to come back
 
     with pytest.raises(ClusterError) as caught:
