@@ -17,7 +17,6 @@ workspace is on this process's own node they run here, on a few threads of their
 from __future__ import annotations
 
 import asyncio
-import functools
 import sys
 
 import ray
@@ -25,6 +24,7 @@ from pydantic import BaseModel
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from cluster.runtime import current_node_id
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.executor import LocalToolExecutor, ThreadedToolExecutor
 from tools.registry import FILE_TOOLS
@@ -77,12 +77,6 @@ async def warm_tool_workers(node_id: str, *, num_cpus: float, count: int) -> Non
     await asyncio.gather(*(_warm.options(scheduling_strategy=strategy, num_cpus=num_cpus).remote() for _ in range(count)))
 
 
-@functools.cache
-def _this_node() -> str:
-    """The node this process runs on (asked of Ray once: it never changes)."""
-    return ray.get_runtime_context().get_node_id()
-
-
 _file_threads: ThreadedToolExecutor | None = None
 
 
@@ -107,7 +101,7 @@ class RayToolExecutor:
         """True when `tool` runs in this process; False: as a Ray task on the workspace's node."""
         if tool.execution_domain in _IN_SESSION:
             return True
-        return type(tool) in FILE_TOOLS and self.node_id == _this_node()
+        return type(tool) in FILE_TOOLS and self.node_id == current_node_id()
 
     async def execute(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         if tool.execution_domain in _IN_SESSION:
