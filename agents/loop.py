@@ -264,7 +264,7 @@ class Session:
         """Store the state now; a failure is reported and the session goes on."""
         if self.ports.snapshots is None:
             return None
-        snapshot = snapshot_of(self.state, self.kit, model=self.ports.model.name, settings_print=self._settings_print,
+        snapshot = snapshot_of(self.state, self.kit, model=self.ports.model.name, fingerprint=self._settings_print,
                                reason=reason)
         try:
             version = await self.ports.snapshots.asave(snapshot)

@@ -59,9 +59,9 @@ def settings_print(settings: SessionSettings) -> str:
     return settings_fingerprint(settings.model_dump(mode="json"))
 
 
-def snapshot_of(state: SessionState, kit: SessionKit, *, model: str, settings_print: str, reason: str) -> SessionState:
+def snapshot_of(state: SessionState, kit: SessionKit, *, model: str, fingerprint: str, reason: str) -> SessionState:
     """The state as a snapshot stores it: a copy, stamped with where it was taken
-    (`settings_print`: the fingerprint of the session's settings)."""
+    (`fingerprint`: the session's `settings_print`)."""
     workspace = kit.tool_context.workspace
     runtime = kit.permissions
     budget = kit.budget
@@ -69,7 +69,7 @@ def snapshot_of(state: SessionState, kit: SessionKit, *, model: str, settings_pr
         cwd=str(workspace),
         git_head=git_head(workspace),
         model=model,
-        settings_fingerprint=settings_print,
+        settings_fingerprint=fingerprint,
         saved_at=time.time(),
         reason=reason,
         permissions=PermissionState(

@@ -3,13 +3,14 @@ of it makes once (open, the start of each turn, close), coalesced.
 
 A Ray actor call costs 1–2 ms of CPU on a small machine, the caller's side and the
 actor's together (`python -m benchmarks.call_parts --parts bare-call`: 0.9 ms with 50
-calls in flight, 2 ms one at a time), about what a scripted model call costs the loop. A batch opens, starts and closes its
-sessions in bursts, so the calls of one kind that sessions make in the same tick of the
-event loop go to the actor as one call of its `…_many` twin: nothing waits for a batch
-to fill (a call alone goes at once, in that same tick), and each session still gets its
-own result or its own error, raised as Ray would have raised it from a call of its own
-(`CallFailed`). Should the actor be lost, every call of the batch gets that error, and
-each session's own recovery (RemoteSession) takes it from there.
+calls in flight, 2 ms one at a time), about what a scripted model call costs the loop.
+A batch opens, starts and closes its sessions in bursts, so the calls of one kind that
+sessions make in the same tick of the event loop go to the actor as one call of its
+`…_many` twin: nothing waits for a batch to fill (a call alone goes at once, in that
+same tick), and each session still gets its own result or its own error, raised as Ray
+would have raised it from a call of its own (`CallFailed`). Should the actor be lost,
+every call of the batch gets that error, and each session's own recovery
+(RemoteSession) takes it from there.
 """
 
 from __future__ import annotations
