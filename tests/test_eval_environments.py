@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from agents.config import WorkingsetSettings
-from cluster.eval.environments import EgressProxy
 from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
@@ -218,42 +217,6 @@ def test_tasks_without_an_environment_keep_the_harness_python(tmp_path):
     rows = _batch(tmp_path, [{"id": "plain", "repo": str(repo), "model": f"scripted:{script}", "test_command": grader}])
     assert rows["plain"]["status"] == "passed" and rows["plain"]["environment"] is None
     assert _bash_outputs(tmp_path / "out", "plain")[0].splitlines()[0] == HARNESS_PREFIX
-
-
-# -- the egress proxy ------------------------------------------------------------------
-
-
-async def _through(proxy: EgressProxy, request: bytes) -> bytes:
-    reader, writer = await asyncio.open_unix_connection(str(proxy.socket))
-    writer.write(request)
-    await writer.drain()
-    head = await reader.readuntil(b"\r\n\r\n")
-    if head.startswith(b"HTTP/1.1 200"):
-        writer.write(b"ping")
-        await writer.drain()
-        head += await reader.read(4)
-    writer.close()
-    return head
-
-
-async def test_the_egress_proxy_tunnels_only_to_allow_listed_hosts_and_port():
-    echo = await asyncio.start_server(lambda r, w: _echo(r, w), "127.0.0.1", 0)
-    port = echo.sockets[0].getsockname()[1]
-    async with echo, EgressProxy(["127.0.0.1"], port=port) as proxy:
-        allowed = await _through(proxy, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        other_port = await _through(proxy, f"CONNECT 127.0.0.1:{port + 1} HTTP/1.1\r\n\r\n".encode())
-        other_host = await _through(proxy, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
-        plain = await _through(proxy, b"GET http://127.0.0.1/ HTTP/1.1\r\n\r\n")
-    assert allowed.startswith(b"HTTP/1.1 200") and allowed.endswith(b"ping")
-    assert all(r.startswith(b"HTTP/1.1 403") for r in (other_port, other_host, plain))
-    assert proxy.decisions[0] == f"allowed CONNECT 127.0.0.1:{port}" and len(proxy.decisions) == 4
-    assert not proxy.dir.exists()  # the socket's directory goes with the proxy
-
-
-async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    writer.write(await reader.read(4))
-    await writer.drain()
-    writer.close()
 
 
 # -- SWE-bench rows ----------------------------------------------------------------------

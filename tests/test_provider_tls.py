@@ -5,7 +5,6 @@ request reaches it."""
 
 import http.server
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from agents.config import ProviderSettings
 from agents.providers.anthropic import AnthropicModelClient
 from agents.providers.openai import OpenAIModelClient
 from cluster.cli import main
+from tests.tls_support import self_signed_certificate
 
 
 def _tls_context_of(model_client) -> ssl.SSLContext:
@@ -49,10 +49,7 @@ class _Counting(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def self_signed_server(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
     """An HTTPS server on 127.0.0.1 with a certificate it signed itself."""
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    cert, key = self_signed_certificate(tmp_path, "127.0.0.1")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)

@@ -201,6 +201,22 @@ async def test_only_a_loopback_interface(ws):
     assert out.content.split() == ["lo", "exit", "code:", "0"]
 
 
+async def test_unix_ip_and_routing_netlink_sockets_still_work(ws):
+    """What builds and tests use: local sockets, TCP on loopback (v4 and v6), and the
+    routing netlink glibc asks for the interfaces."""
+    command = (
+        "python -c 'import socket\na, b = socket.socketpair(); a.send(b\"pair-ok\"); print(b.recv(7).decode())\n"
+        "for family, host in ((socket.AF_INET, \"127.0.0.1\"), (socket.AF_INET6, \"::1\")):\n"
+        "    server = socket.create_server((host, 0), family=family)\n"
+        "    socket.create_connection(server.getsockname()[:2]).send(b\"tcp-ok\")\n"
+        "    print(server.accept()[0].recv(6).decode(), family.name)\n"
+        "print(\"interfaces\", socket.if_nameindex())'"
+    )
+    out = await sandboxed(ws, command)
+    assert out.content.splitlines()[:4] == ["pair-ok", "tcp-ok AF_INET", "tcp-ok AF_INET6",
+                                            "interfaces [(1, 'lo')]"], out.content
+
+
 async def test_new_pid_namespace(ws):
     out = await sandboxed(ws, "echo $$; ls /proc | grep -c '^[0-9]'")
     first, count = out.content.splitlines()[:2]

@@ -159,6 +159,21 @@ async def test_kernel_keyring_is_refused(ws):
     assert "rc -1 errno 1" in out.content, out.content
 
 
+async def test_rare_socket_families_are_refused(ws):
+    """The hypervisor (vsock), raw packets, the kernel's crypto sockets, IPsec keys, XDP
+    and netlink beyond routing: the seccomp filter answers as a kernel without them."""
+    families = {"AF_VSOCK": "socket.AF_VSOCK, socket.SOCK_STREAM", "AF_PACKET": "socket.AF_PACKET, socket.SOCK_RAW",
+                "AF_ALG": "socket.AF_ALG, socket.SOCK_SEQPACKET", "AF_KEY": "15, socket.SOCK_RAW, 2",
+                "AF_XDP": "44, socket.SOCK_RAW", "NETLINK_NETFILTER": "socket.AF_NETLINK, socket.SOCK_RAW, 12"}
+    probe = "; ".join(
+        f"python -c 'import errno, socket\ntry:\n    socket.socket({args})\nexcept OSError as e:\n"
+        f"    print(\"{name}\", errno.errorcode[e.errno])'" for name, args in families.items())
+    out = await sandboxed(ws, probe + "; python -c 'import socket; socket.socketpair(socket.AF_VSOCK)'")
+    said = dict(line.split() for line in out.content.splitlines() if line.split()[0] in families)
+    assert said == {**dict.fromkeys(families, "EAFNOSUPPORT"), "NETLINK_NETFILTER": "EPROTONOSUPPORT"}, out.content
+    assert "[Errno 97] Address family not supported by protocol" in out.content  # socketpair too
+
+
 async def test_host_unix_sockets_are_unreachable(ws):
     name = marker()
     paths = [Path("/tmp") / f"{name}.sock", Path("/run") / f"{name}.sock"]

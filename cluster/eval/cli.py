@@ -31,7 +31,7 @@ from typing import Any
 
 from agents.directories import output_directory
 from agents.errors import ConfigError
-from cluster.eval.environments import DEFAULT_HOSTS
+from cluster.eval.environments import DEFAULT_HOSTS, registry_host
 from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter, ProgressReporter
 from cluster.eval.runner import EvalOptions, EvalRunner
@@ -56,6 +56,13 @@ async def _stoppable(batch):
         return await batch
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _setup_host(text: str) -> str:
+    try:
+        return registry_host(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class EvalCommand:
@@ -95,7 +102,7 @@ class EvalCommand:
         p.add_argument("--setup-network", action="store_true",
                        help="building a task's environment may reach the package registries (through an allow-list "
                        "proxy), unless the task sets environment.network; never the agent's turns or the grade")
-        p.add_argument("--setup-host", action="append", default=[], metavar="HOST",
+        p.add_argument("--setup-host", action="append", default=[], metavar="HOST", type=_setup_host,
                        help=f"one more host such a build may reach on port 443 (default: {', '.join(DEFAULT_HOSTS)})")
         p.add_argument("--env-cache", type=Path, metavar="DIR",
                        help="this machine's cache of task environments (default: OUT/state/envs)")

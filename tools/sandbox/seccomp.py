@@ -24,6 +24,20 @@ reaches past its own sandbox:
 | `openat2` (ENOSYS) | its mode lives in memory a filter cannot read; libc's `open` does not use it |
 | x32 calls on x86-64, and any call made through a foreign ABI (i386 `int 0x80`, arm32 compat) | the numbers above are the native table's; another ABI would slip past them |
 
+`socket` and `socketpair` are allowed for an allow-list of address families, the ones
+builds and tests use: `AF_UNIX`, `AF_INET`, `AF_INET6`, and `AF_NETLINK` with protocol
+`NETLINK_ROUTE` only. Every other family (`AF_VSOCK` to the hypervisor, `AF_PACKET`,
+`AF_ALG`'s kernel crypto, `AF_KEY`, `AF_XDP`, `AF_BLUETOOTH`, `AF_TIPC`, `AF_RDS`, and
+whatever a later kernel adds) fails with EAFNOSUPPORT, as on a kernel built without it:
+these are seldom-used protocol stacks, several of them loaded as modules on first use,
+with a long record of exploitable bugs. Another netlink protocol (netfilter, xfrm, generic
+netlink, audit, uevents, sock_diag) fails with EPROTONOSUPPORT. NETLINK_ROUTE stays
+because glibc's `getifaddrs` and `if_nameindex` need it (node's `os.networkInterfaces`,
+psutil, `ip`) and `getaddrinfo` with AI_ADDRCONFIG asks it (that one falls back when it
+is refused); pip, git and curl create no netlink socket at all. Without CAP_NET_ADMIN it
+can only read the sandbox's own network namespace: a loopback device. The family is an
+`int`, so the kernel reads only the argument's low word, which is what the filter reads.
+
 Not filtered, and why that is safe here: `socket(AF_UNIX)` — the allow-list view shows
 no host socket (`/run` and `/tmp` are private, `/var` and home are absent) and
 abstract sockets belong to the network namespace, which is the sandbox's own; other
@@ -67,6 +81,11 @@ DENIED = (
     "acct", "quotactl", "quotactl_fd", "syslog", "vhangup", "nfsservctl", "lookup_dcookie",
     "iopl", "ioperm", "userfaultfd", "setns", "open_by_handle_at",
 )
+# socket(family, type, protocol) and socketpair(family, type, protocol, sv): the families
+# that may be created (linux/socket.h), and the one netlink protocol (linux/netlink.h).
+_AF_UNIX, _AF_INET, _AF_INET6, _AF_NETLINK = 1, 2, 10, 16
+_NETLINK_ROUTE = 0
+_SOCKET_CALLS = ("socket", "socketpair")
 _ENOSYS = ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register", "openat2")
 _S_ISUID_ISGID = 0o6000
 # (call, argument index, bits that make it refused)
@@ -87,6 +106,7 @@ _COMMON = {
 # From asm/unistd_64.h (x86-64) and asm-generic/unistd.h (aarch64).
 _X86_64 = {
     **_COMMON,
+    "socket": 41, "socketpair": 53,
     "open": 2, "clone": 56, "creat": 85, "chmod": 90, "fchmod": 91, "mknod": 133, "openat": 257,
     "mknodat": 259, "fchmodat": 268, "ptrace": 101, "syslog": 103, "vhangup": 153, "pivot_root": 155,
     "adjtimex": 159, "chroot": 161, "acct": 163, "settimeofday": 164, "mount": 165, "umount2": 166,
@@ -99,6 +119,7 @@ _X86_64 = {
 }
 _AARCH64 = {
     **_COMMON,
+    "socket": 198, "socketpair": 199,
     "mknodat": 33, "fchmod": 52, "fchmodat": 53, "openat": 56,
     "lookup_dcookie": 18, "umount2": 39, "mount": 40, "pivot_root": 41, "nfsservctl": 42, "chroot": 51,
     "vhangup": 58, "quotactl": 60, "acct": 89, "unshare": 97, "kexec_load": 104, "init_module": 105,
@@ -180,14 +201,34 @@ def filter_program(machine: str | None = None) -> bytes:
     checks = [(name, arg, bits) for name, arg, bits in _ARGUMENT_CHECKS if name in arch.numbers]
     for name, _, _ in checks:
         p.emit(_JEQ_K, arch.numbers[name], f"check-{name}", None)
+    for name in _SOCKET_CALLS:
+        p.emit(_JEQ_K, arch.numbers[name], "check-family", None)
     p.emit(_RET_K, _RET_ALLOW)
     for name, arg, bits in checks:
         p.label(f"check-{name}")
         p.emit(_LD_W_ABS, _OFF_ARGS + 8 * arg)
         p.emit(_JSET_K, bits, "eperm", None)
         p.emit(_RET_K, _RET_ALLOW)
+    _emit_family_check(p)
     p.label("eperm")
     p.emit(_RET_K, _RET_ERRNO | errno.EPERM)
     p.label("enosys")
     p.emit(_RET_K, _RET_ERRNO | errno.ENOSYS)
     return p.assemble()
+
+
+def _emit_family_check(p: _Program) -> None:
+    """socket/socketpair: an allowed family goes on, NETLINK_ROUTE only among netlink's
+    (cBPF jumps only forward, hence the allow at the end)."""
+    p.label("check-family")
+    p.emit(_LD_W_ABS, _OFF_ARGS)
+    for family in (_AF_UNIX, _AF_INET, _AF_INET6):
+        p.emit(_JEQ_K, family, "family-allowed", None)
+    p.emit(_JEQ_K, _AF_NETLINK, None, "eafnosupport")
+    p.emit(_LD_W_ABS, _OFF_ARGS + 8 * 2)
+    p.emit(_JEQ_K, _NETLINK_ROUTE, "family-allowed", None)
+    p.emit(_RET_K, _RET_ERRNO | errno.EPROTONOSUPPORT)
+    p.label("eafnosupport")
+    p.emit(_RET_K, _RET_ERRNO | errno.EAFNOSUPPORT)
+    p.label("family-allowed")
+    p.emit(_RET_K, _RET_ALLOW)

@@ -1,17 +1,18 @@
 """Each task in its own Python environment, built once per node.
 
-    recipe.py  what goes into it, resolved against the task's repository, and its key
-    build.py   a virtualenv made on the host, filled by pip in the sandbox
-    egress.py  the build's only way out, when it has the network: an allow-list proxy
-    cache.py   the node's environments: one build per key (locked), read-only after it
+    recipe.py        what goes into it, resolved against the task's repository, and its key
+    build.py         a virtualenv made on the host, filled by pip in the sandbox
+    egress.py        the build's only way out, when it has the network: an allow-list proxy
+    client_hello.py  the server name a TLS client asks for, which that proxy checks
+    cache.py         the node's environments: one build per key (locked), read-only after it
 
 A task's `environment` (tasks.py) names the recipe; task_flow.py gets the environment
 before the setup command and runs every later command of the task in it.
 """
 
 from cluster.eval.environments.cache import EnvironmentCache, TaskEnvironment
-from cluster.eval.environments.egress import DEFAULT_HOSTS, EgressProxy
+from cluster.eval.environments.egress import DEFAULT_HOSTS, EgressProxy, registry_host
 from cluster.eval.environments.recipe import Recipe, base_interpreter, resolve_recipe
 
 __all__ = ["DEFAULT_HOSTS", "EgressProxy", "EnvironmentCache", "Recipe", "TaskEnvironment", "base_interpreter",
-           "resolve_recipe"]
+           "registry_host", "resolve_recipe"]

@@ -13,22 +13,40 @@ the host's 127.0.0.1 (the Ray GCS and object store, model servers, the harness's
 services), not the node's other addresses or the LAN (a Ray head listening on the node
 IP would run any job it is given), no DNS of its own. A plain HTTP request, another
 port or another name gets 403 and is logged with the decision (`decisions`).
+
+After the 200, the tunnel carries nothing until the client's ClientHello is complete
+(client_hello.py): its server name (SNI) must be the name the CONNECT asked for (case
+and a trailing dot aside), or the connection is closed, the decision logged, and not a
+byte reaches the registry. So the tunnel carries TLS for that name only — not another
+name served from the same address (a CDN's), not plain bytes, not a hello without a
+name or with an encrypted inner one (ECH). An allow-list entry must therefore be a
+host name, never an IP address: TLS sends no IP as a server name (`host_name`).
+What the TLS session carries after the hello is encrypted and not looked at.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["DEFAULT_HOSTS", "FORWARDER", "EgressProxy"]
+from cluster.eval.environments.client_hello import (
+    ClientHello,
+    Incomplete,
+    Refused,
+    read_client_hello,
+)
+
+__all__ = ["DEFAULT_HOSTS", "FORWARDER", "EgressProxy", "registry_host"]
 
 DEFAULT_HOSTS = ("pypi.org", "files.pythonhosted.org")
 _HEAD_LIMIT = 8192
 _CONNECT_TIMEOUT_S = 30.0
+_HELLO_TIMEOUT_S = 30.0
 
 # Runs inside the sandbox (python -I -S): listen on 127.0.0.1, print the port, relay
 # every connection to the proxy's socket. Ends with the sandbox.
@@ -67,11 +85,36 @@ asyncio.run(main())
 '''
 
 
+def registry_host(text: str) -> str:
+    """An allow-list entry: a host name, since only a name can be checked against the
+    TLS server name; raises ValueError naming the fix otherwise."""
+    name = text.strip().lower().rstrip(".")
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        pass
+    else:
+        raise ValueError(f"{text!r} is an IP address; TLS names no IP address as its server, so the proxy could "
+                         "never check it: give the registry's host name")
+    if not name or any(c in name for c in " /:@"):
+        raise ValueError(f"{text!r} is not a host name (e.g. pypi.example.org)")
+    return name
+
+
+def _same_host(a: str, b: str) -> bool:
+    return a.lower().rstrip(".") == b.lower().rstrip(".")
+
+
+def _shown(text: str, limit: int = 120) -> str:
+    """Text the client chose, safe for the build's log (no control characters)."""
+    return ascii(text[:limit])[1:-1] + ("..." if len(text) > limit else "")
+
+
 class EgressProxy:
     """A CONNECT-only proxy for one build, on a unix socket in a fresh directory."""
 
     def __init__(self, hosts: Iterable[str] = DEFAULT_HOSTS, *, port: int = 443):
-        self.hosts = frozenset(h.lower().rstrip(".") for h in hosts)
+        self.hosts = frozenset(registry_host(h) for h in hosts)
         self.port = port
         self.decisions: list[str] = []
         self.dir: Path | None = None
@@ -122,6 +165,8 @@ class EgressProxy:
             await self._tunnel(reader, writer)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             pass
+        except asyncio.CancelledError:
+            pass  # __aexit__ ends open tunnels; asyncio 3.11's connection callback cannot take a cancelled task
         finally:
             self._tasks.discard(task)
             writer.close()
@@ -134,7 +179,7 @@ class EgressProxy:
         host, _, port = target.rpartition(":")
         host = host.strip("[]")
         if method != "CONNECT" or not port.isdigit() or not self.allows(host, int(port)):
-            self.decisions.append(f"refused {method} {target}")
+            self.decisions.append(f"refused {_shown(method)} {_shown(target)}")
             writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             await writer.drain()
             return
@@ -145,13 +190,34 @@ class EgressProxy:
             writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             await writer.drain()
             return
-        self.decisions.append(f"allowed CONNECT {target}")
-        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        await writer.drain()
         try:
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await writer.drain()
+            hello, raw = await _client_hello(reader)
+            if isinstance(hello, ClientHello) and not _same_host(hello.server_name, host):
+                hello = Refused(f"TLS server name {_shown(hello.server_name)!r} is not the CONNECT host")
+            if isinstance(hello, Refused):
+                self.decisions.append(f"refused CONNECT {target}: {hello.reason}")
+                return
+            self.decisions.append(f"allowed CONNECT {target}")
+            up_writer.write(raw)
             await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
         finally:
             up_writer.close()
+
+
+async def _client_hello(reader: asyncio.StreamReader) -> tuple[ClientHello | Refused, bytes]:
+    """The client's ClientHello and its bytes, read exactly (what follows stays unread)."""
+    stream = b""
+    try:
+        async with asyncio.timeout(_HELLO_TIMEOUT_S):
+            while isinstance(verdict := read_client_hello(stream), Incomplete):
+                stream += await reader.readexactly(verdict.need)
+    except TimeoutError:
+        return Refused(f"no complete ClientHello within {_HELLO_TIMEOUT_S:g} s"), stream
+    except asyncio.IncompleteReadError:
+        return Refused("the client closed before its ClientHello was complete"), stream
+    return verdict, stream
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
