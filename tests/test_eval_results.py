@@ -105,8 +105,8 @@ def test_report_has_the_figures_one_row_per_task_and_the_invalid_lines(tmp_path)
     assert "$0.6000 total · $0.1500 per task · $0.6000 per solved task" in text
     assert "| tokens | 1,720 (in 1,500 · out 150 · cache read 50 · cache write 20) |" in text
     assert "| wall per task | p50 15.0 s · p95 28.5 s · max 30.0 s |" in text
-    assert "| a | passed | 4 | 1,170 | $0.3000 | 10.0 s | 1 | patches/a.diff |  |" in text
-    assert "| c | error | 0 | 0 | $0.0000 | 1.0 s | 0 | – | setup failed (exit code 3): boom \\| bang |" in text
+    assert "| a | passed | – | 4 | 1,170 | $0.3000 | 10.0 s | 1 | patches/a.diff |  |" in text
+    assert "| c | error | – | 0 | 0 | $0.0000 | 1.0 s | 0 | – | setup failed (exit code 3): boom \\| bang |" in text
     assert "| d | timeout |" in text and "tests passed anyway" in text
     assert text.rstrip().endswith("- t.jsonl line 9: not valid JSON")
 
@@ -133,7 +133,7 @@ def test_scripted_and_unknown_price_runs_are_reported_as_such_not_as_dollars(tmp
     path = tmp_path / "report.md"
     write_report(path, summary, rows, [])
     text = path.read_text()
-    assert "| s | passed | 0 | 0 | scripted |" in text and "| u | failed | 0 | 0 | unknown price |" in text
+    assert "| s | passed | – | 0 | 0 | scripted |" in text and "| u | failed | – | 0 | 0 | unknown price |" in text
     assert "$0.0000" not in text and "2 tasks not priced (scripted, unknown price)" in text
 
 

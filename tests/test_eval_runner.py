@@ -80,7 +80,7 @@ def test_batch_grades_each_task_keeps_patches_and_never_touches_the_source(tmp_p
     assert summary["statuses"]["passed"] == 1 and summary["statuses"]["failed"] == 1 and summary["pass_rate"] == 0.5
     assert (summary["cost_usd"], summary["cost_per_solved_usd"], summary["unpriced_tasks"]) == (None, None, 2)
     report = (out / "report.md").read_text()
-    assert "| pass rate | 50.0 % (1 / 2) |" in report and "| fixed | passed | 4 |" in report
+    assert "| pass rate | 50.0 % (1 / 2) |" in report and "| fixed | passed | exit code 0 | 4 |" in report
     assert "2 tasks not priced (scripted)" in report and "| scripted |" in report
     predictions = {p["instance_id"]: p for p in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())}
     assert predictions["fixed"]["model_patch"] == patch and predictions["unfixed"]["model_patch"] == ""
@@ -254,6 +254,8 @@ def test_swebench_rows_run_against_local_clones_with_hidden_tests(tmp_path):
     solved = rows["acme__calc-7"]
     assert solved["status"] == "passed" and solved["base_commit"] == base
     assert "1 passed" in (out / solved["grade_log"]).read_text()
+    assert solved["grade"]["required"] == {"tests/test_add.py::test_add": "passed"}
+    assert solved["grade"]["groups"] == {"FAIL_TO_PASS": {"passing": 1, "total": 1}, "PASS_TO_PASS": {"passing": 0, "total": 0}}
     assert rows["elsewhere__lib-1"]["error"] == (
         f"workspace: repository elsewhere/lib is not available locally (looked for {repos / 'elsewhere__lib'}, "
         f"{repos / 'lib'}); pass --repos DIR holding a clone")

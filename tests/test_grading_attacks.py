@@ -5,7 +5,10 @@ tests (a test_patch) fail unless `add()` is fixed. The agents are scripted model
 working through the real tools and the real sandbox, or — for what needs writes the
 sandbox may refuse (`.git`) or timing no model has — an `AttackerHost` whose agent is a
 Python function writing the workspace directly. An honest fix in the same batch passes,
-so a grader that failed everything would not pass these tests.
+so a grader that failed everything would not pass these tests. The attacks on the
+machinery of a pytest run (a shadowing module, a configuration file, a registered
+plugin, an exit from `atexit`) first show that they do pass the plain command in the
+agent's own workspace — the rig is real — and then that the grade fails them by name.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ from tests.fakes import AttackerHost
 SETUP = 'mkdir -p .venv/bin && ln -sf "$(command -v python3)" .venv/bin/python3'
 TESTS = ("PATH=$PWD/.venv/bin:$PATH PYTHONPATH=$PWD PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "
          "python3 -m pytest -q -p no:cacheprovider tests")
+PLAIN = "python3 -m pytest -q -p no:cacheprovider tests"  # what most task files say
+HIDDEN_IDS = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_add_negative",
+              "tests/test_hidden.py::test_hidden"]
 HIDDEN = "from calc import add\n\n\ndef test_hidden():\n    assert add(10, 5) == 15\n"
 FIX = {"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}
 FORCE_PASS = """import pytest
@@ -94,6 +100,21 @@ SCRIPTED = {
     "deleted_tests": [_bash("rm -r tests")],
     "fifo": [_bash("rm calc.py && mkfifo calc.py tests/pipe && echo more >> README.md && "
                    "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('sock')\"")],
+}
+
+# Each rigs the plain pytest command (PLAIN) without fixing add(): run as it is, it exits 0.
+MACHINERY = {
+    "shadow_pytest": [_write("pytest.py", "import sys\n\nprint('3 passed')\nsys.exit(0)\n")],
+    "shadow_argparse": [_write("argparse.py", "import os\n\nos._exit(0)\n")],
+    "pytest_toml": [_write("pytest.toml", "[pytest]\naddopts = [\"--collect-only\"]\n")],
+    "dot_pytest_ini": [_write(".pytest.ini", "[pytest]\naddopts = --collect-only\n")],
+    "dot_pytest_toml": [_write(".pytest.toml", "[pytest]\naddopts = [\"--collect-only\"]\n")],
+    "plugin_entry_point": [_write("rig-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: rig\nVersion: 1.0\n"),
+                           _write("rig-1.0.dist-info/entry_points.txt", "[pytest11]\nrig = rig_plugin\n"),
+                           _write("rig_plugin.py", "import os\n\n\ndef pytest_configure(config):\n    os._exit(0)\n")],
+    "atexit_exit": [_write("calc.py", "import atexit\nimport os\n\natexit.register(os._exit, 0)\n\n\n"
+                                      "def add(a, b):\n    return a - b\n")],
+    "report_rewrite": [_write("conftest.py", FORCE_PASS)],
 }
 
 
@@ -194,6 +215,15 @@ def batch(tmp_path_factory) -> dict:
     attacks = {"rewritten_git": host_files.rewritten_git, "symlinks": host_files.symlinks,
                "shared_objects": host_files.shared_objects, "late_writer": host_files.late_writer}
     rows += [{"id": name, "model": f"scripted:{root / 'honest.json'}"} for name in attacks]
+    for name, calls in MACHINERY.items():
+        script = root / f"{name}.json"
+        script.write_text(json.dumps({"turns": [{"text": "Working.", "tool_calls": calls}], "final_text": "Fixed."}))
+        rows.append({"id": name, "model": f"scripted:{script}", "test_command": PLAIN})
+    rows.append({"id": "honest_plain", "model": f"scripted:{root / 'honest.json'}", "test_command": PLAIN})
+    rows.append({"id": "honest_listed", "model": f"scripted:{root / 'honest.json'}", "test_command": PLAIN,
+                 "grading": {"tests": HIDDEN_IDS[:2], "test_groups": {"FAIL_TO_PASS": HIDDEN_IDS[:1]}}})
+    rows.append({"id": "honest_exit_code", "model": f"scripted:{root / 'honest.json'}",
+                 "test_command": f"{PLAIN} && echo graded"})
     tasks = root / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"repo": str(repo), "instruction": "add() is wrong; fix it.",
                                          "setup_command": SETUP, "test_command": TESTS, "test_patch": test_patch,
@@ -223,11 +253,11 @@ def _graded(batch: dict, task: str, path: str) -> Path:
     return batch["out"] / "grading" / task / path
 
 
-async def _passes_in_place(batch: dict, task: str) -> bool:
+async def _passes_in_place(batch: dict, task: str, command: str = TESTS) -> bool:
     """Whether the test command passes in the agent's own (kept) workspace, as it would
     have where the grade ran there: the attack is real."""
     shell = SandboxedShell(WorkingsetSettings(home=batch["out"] / "home"))
-    return (await shell.run(TESTS, batch["out"] / "workspaces" / task, 60)).ok
+    return (await shell.run(command, batch["out"] / "workspaces" / task, 60)).ok
 
 
 def test_the_task_file_results_state_and_source_are_invisible_to_the_agent(batch):
@@ -255,17 +285,19 @@ async def test_editing_the_visible_tests_does_not_pass_the_hidden_ones(batch):
 
 
 def test_a_conftest_or_sitecustomize_in_the_patch_is_named_in_the_row_and_failed_where_rejected(batch):
-    # What the patch carries runs in the grader's process: this rig is not stopped by the
-    # fresh copy; it is reported, and a task that rejects test changes fails it.
+    # The rig (a conftest rewriting reports, a sitecustomize exiting 0) fails the grade
+    # (see the report-rewrite test), is named in the row, and a task that rejects test
+    # changes fails it without running it.
     flagged = batch["rows"]["infrastructure"]
     assert flagged["patch_touches_tests"] == ["conftest.py", "sitecustomize.py"]
+    assert (flagged["status"], flagged["tests_passed"]) == ("failed", False)
     rejected = batch["rows"]["infrastructure_rejected"]
     assert (rejected["status"], rejected["tests_passed"]) == ("failed", None)
     assert rejected["error"].startswith("the patch changes test infrastructure (conftest.py, sitecustomize.py)")
     assert rejected["grade_log"] is None  # nothing of it ran
     summary = json.loads((batch["out"] / "summary.json").read_text())
-    assert (summary["touching_tests"], summary["passed_touching_tests"]) == (6, 1)
-    assert "| patches touching tests | 6 (1 of them passed) |" in (batch["out"] / "report.md").read_text()
+    assert (summary["touching_tests"], summary["passed_touching_tests"]) == (13, 0)
+    assert "| patches touching tests | 13 (0 of them passed) |" in (batch["out"] / "report.md").read_text()
 
 
 async def test_shims_left_outside_the_patch_never_reach_the_grade(batch):
@@ -352,3 +384,58 @@ async def test_a_patch_writing_outside_the_tree_or_into_git_is_not_graded(tmp_pa
     copy = tmp_path / "out" / "grading" / "t"
     assert list(tmp_path.rglob("*escape.txt")) == [] and not os.path.lexists("/tmp/absolute-escape.txt")
     assert list((copy / ".git").rglob("post-checkout")) == []
+
+
+def _required_failing(row: dict) -> list[str]:
+    return sorted(t for t, outcome in row["grade"]["required"].items() if outcome not in ("passed", "xfailed", "xpassed"))
+
+
+@pytest.mark.parametrize("task", sorted(MACHINERY))
+async def test_a_rigged_pytest_run_passes_in_place_and_fails_the_grade_with_the_tests_named(batch, task):
+    assert await _passes_in_place(batch, task, PLAIN)  # the rig works on the plain command
+    row = batch["rows"][task]
+    assert (row["status"], row["tests_passed"]) == ("failed", False), row
+    grade = row["grade"]
+    assert grade["verdict"] == "per-test" and grade["required_from"] == "the tests the hidden test files define"
+    assert _required_failing(row) == ["tests/test_calc.py::test_add", "tests/test_calc.py::test_add_negative",
+                                      "tests/test_hidden.py::test_hidden"]
+    assert any("required tests failed" in r for r in grade["reasons"]), grade["reasons"]
+
+
+@pytest.mark.parametrize(("task", "named"), [
+    ("shadow_pytest", ["pytest.py"]), ("shadow_argparse", ["argparse.py"]), ("pytest_toml", ["pytest.toml"]),
+    ("dot_pytest_ini", [".pytest.ini"]), ("dot_pytest_toml", [".pytest.toml"]),
+    ("plugin_entry_point", ["rig-1.0.dist-info/METADATA", "rig-1.0.dist-info/entry_points.txt"]),
+    ("report_rewrite", ["conftest.py"]), ("atexit_exit", []),
+])
+def test_what_can_change_a_pytest_run_is_named_in_patch_touches_tests(batch, task, named):
+    assert batch["rows"][task]["patch_touches_tests"] == named
+
+
+def test_a_report_rewritten_to_passed_after_the_test_raised_is_named_as_such(batch):
+    grade = batch["rows"]["report_rewrite"]["grade"]
+    assert any(r.startswith("reported passed although the test raised") for r in grade["reasons"]), grade["reasons"]
+    assert grade["outcome_hooks"] and "conftest.py" in grade["outcome_hooks"][0]
+
+
+def test_the_honest_fix_passes_per_test_with_every_required_test_named(batch):
+    grade = batch["rows"]["honest_plain"]["grade"]
+    assert (grade["verdict"], grade["passed"], grade["reasons"]) == ("per-test", True, [])
+    assert grade["required"] == dict.fromkeys(HIDDEN_IDS, "passed")
+    assert grade["pytest_config"] == "none (an empty configuration)"
+
+
+def test_a_tasks_own_test_list_is_what_is_required_and_its_groups_are_counted(batch):
+    grade = batch["rows"]["honest_listed"]["grade"]
+    assert grade["required_from"] == "the task's grading.tests"
+    assert list(grade["required"]) == HIDDEN_IDS[:2] and grade["passed"]
+    assert grade["groups"] == {"FAIL_TO_PASS": {"passing": 1, "total": 1}}
+    assert grade["others"] == {"passed": 2}  # test_hidden and test_other ran, not required
+
+
+def test_a_command_that_is_not_pytest_is_graded_by_its_exit_code_and_counted_apart(batch):
+    row = batch["rows"]["honest_exit_code"]
+    assert (row["status"], row["grade"]["verdict"], row["grade"]["required"]) == ("passed", "exit-code", {})
+    summary = json.loads((batch["out"] / "summary.json").read_text())
+    assert summary["grades"]["exit_code"] == 1
+    assert summary["grades"]["per_test"] == len(batch["rows"]) - 1 - 1  # infrastructure_rejected is not graded

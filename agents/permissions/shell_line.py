@@ -48,7 +48,7 @@ from agents.permissions.shell_words import (
 from agents.permissions.shell_wrappers import Word, evaluated_variable, expand_command
 from agents.permissions.visible import hidden_characters
 
-__all__ = ["ShellLine", "read_line"]
+__all__ = ["CommandWord", "ShellLine", "SimpleCommand", "read_line", "simple_command"]
 
 _MAX_CHARS = 256 * 1024  # longer lines are not read (and so are unknowable)
 _MAX_NESTING = 8  # bash -c "bash -c '…'" levels read before the line counts as unknowable
@@ -95,6 +95,53 @@ def read_line(command: str) -> ShellLine:
     if simple is not None and reader.sole_simple != simple:
         simple = None  # the two readings disagree: not simple enough to allow
     return ShellLine(simple=simple, commands=tuple(reader.commands), unknowable=reader.why)
+
+
+@dataclass(frozen=True)
+class CommandWord:
+    text: str  # as written: quotes and expansions intact
+    value: Word  # after quote removal; None when bash decides it at run time
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One simple command, each part as written, to be rewritten and run again."""
+
+    assignments: tuple[tuple[str, str], ...]  # (NAME, value as written) before the command
+    words: tuple[CommandWord, ...]
+
+
+_SIMPLE_PARTS = frozenset({"command_name", "word", "raw_string", "string", "concatenation", "number",
+                           "simple_expansion", "expansion"})
+_SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
+
+
+def simple_command(command: str) -> SimpleCommand | None:
+    """`command` as one simple command — leading assignments, then words, and nothing
+    else: no redirection, pipe, list, substitution or control character — else None."""
+    if hidden_characters(command, allow="\t") or len(command) > _MAX_CHARS:
+        return None
+    src = command.encode("utf-8", errors="surrogatepass")
+    root = tree_sitter.Parser(_language()).parse(src).root_node
+    if root.has_error or len(root.named_children) != 1 or root.named_children[0].type != "command":
+        return None
+    node = root.named_children[0]
+    if any(d.type in _SUBSTITUTIONS or d.type not in _KNOWN_NODES for d in _descendants(node) if d.is_named):
+        return None
+    assignments: list[tuple[str, str]] = []
+    for child in node.named_children:
+        if child.type == "variable_assignment":
+            name, value = child.child_by_field_name("name"), child.child_by_field_name("value")
+            if name is None:
+                return None
+            assignments.append((_text(name, src), _text(value, src) if value is not None else ""))
+        elif child.type not in _SIMPLE_PARTS:
+            return None
+    name = node.child_by_field_name("name")
+    if name is None or len(name.named_children) != 1:
+        return None
+    parts = [name.named_children[0], *node.children_by_field_name("argument")]
+    return SimpleCommand(tuple(assignments), tuple(CommandWord(_text(p, src), _value(p, src)) for p in parts))
 
 
 @functools.cache

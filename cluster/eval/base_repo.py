@@ -40,7 +40,8 @@ from cluster.eval.layout import safe_name
 from cluster.eval.tasks import Task, is_url
 from cluster.eval.trusted_git import git
 
-__all__ = ["JUNK_PATHSPECS", "Base", "Shipped", "TrustedBases", "bundle", "clone_at", "scratch_env"]
+__all__ = ["JUNK_PATHSPECS", "Base", "Shipped", "TrustedBases", "bundle", "clone_at", "read_blobs", "read_files",
+           "scratch_env", "top_entries"]
 
 # Build junk never belongs to a base or a patch.
 JUNK_PATHSPECS = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.pyc", ":(exclude,glob)**/.pytest_cache/**")
@@ -82,6 +83,43 @@ def scratch_env(base: Base, scratch: Path) -> dict[str, str]:
         "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
         "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(base.git_dir / "objects"),
     }
+
+
+async def read_blobs(base: Base, specs: list[str], env: dict[str, str] | None = None) -> list[bytes | None]:
+    """The contents of `<rev>:<path>` object names, None where there is none (`env`: a
+    scratch index, for `:<path>`)."""
+    if not specs:
+        return []
+    out = await git("cat-file", "--batch", git_dir=base.git_dir, env=env, stdin="".join(f"{s}\n" for s in specs).encode())
+    results: list[bytes | None] = []
+    pos = 0
+    for _ in specs:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if header[-1] == b"missing" or len(header) != 3:
+            results.append(None)
+            continue
+        size = int(header[2])
+        results.append(out[pos:pos + size])
+        pos += size + 1
+    return results
+
+
+async def read_files(base: Base, paths: list[str]) -> dict[str, bytes | None]:
+    """Files of the base commit (None: not there, or not a file)."""
+    blobs = await read_blobs(base, [f"{base.commit}:{p}" for p in paths])
+    return dict(zip(paths, blobs, strict=True))
+
+
+async def top_entries(base: Base, folder: str = "") -> set[str]:
+    """The names directly inside a folder of the base commit (its top by default)."""
+    tree = f"{base.commit}:{folder}" if folder else base.commit
+    try:
+        out = await git("ls-tree", "-z", "--name-only", tree, git_dir=base.git_dir)
+    except GitError:
+        return set()  # no such folder
+    return {n.decode("utf-8", "surrogateescape") for n in out.split(b"\0") if n}
 
 
 def _is_repository_top(path: Path) -> bool:

@@ -5,36 +5,68 @@
     -> [grading.reject_test_changes: such a patch fails here]
     -> grading copy: clone of the base at the base commit + `git apply` of the patch
     -> setup command (sandboxed, in the copy)
-    -> hidden tests placed last, replacing any version of the agent's
+    -> hidden tests placed last, replacing any version of the agent's, and with them the
+       grader's pytest configuration (the base's: verdicts/config.py)
     -> test command (sandboxed, in the copy) -> the verdict
+
+A pytest command is graded per test (verdicts/): it runs under the grader's own boot
+module and reporter, and passes when pytest finished its session and every required
+test — the task's list, else those the hidden test files define, else those the base
+collects — is passing. Any other command is graded by its exit code, and the row's
+`grade.verdict` says `exit-code`.
 
 The copy is made after the agent's session has closed, from the trusted base, and the
 agent's workspace is gone (or, kept, never read again): nothing the agent left outside
 its patch reaches the grade, and nothing can change the copy from outside the grader's
 own sandbox. A patch that cannot be graded (it does not apply, or it breaks the setup)
 fails the task with the reason in `error`; a grader that gives no verdict (a timeout,
-a test patch that does not apply to the base) is an error row.
+a test patch that does not apply to the base, an environment without pytest) is an
+error row.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
+from cluster.eval.base_repo import read_files, top_entries
 from cluster.eval.errors import PatchNotGradable, TaskEnded, WorkspaceError
 from cluster.eval.grading import GradingError, SandboxedShell, write_log
-from cluster.eval.hidden_tests import place_hidden
+from cluster.eval.hidden_tests import HiddenFile, place_hidden
 from cluster.eval.layout import OutDir
-from cluster.eval.patch_audit import touched_test_files
+from cluster.eval.patch_audit import MODULE_ROOTS, importable_names, touched_test_files
 from cluster.eval.patches import Patch
 from cluster.eval.tasks import Task
+from cluster.eval.verdicts.base_tests import BaseTests
+from cluster.eval.verdicts.command import PytestCommand
+from cluster.eval.verdicts.config import CONFIG_NAMES, PytestConfig, base_config
+from cluster.eval.verdicts.grade import Grade
+from cluster.eval.verdicts.outcomes import PytestRun, reasons_for
+from cluster.eval.verdicts.pytest_run import run_pytest
 from cluster.eval.workspaces import Workspace, Workspaces
+from tools.sandbox.venv import VirtualEnv
 
 __all__ = ["GradeStage"]
 
 
 def _listed(paths: list[str], shown: int = 5) -> str:
     return ", ".join(paths[:shown]) + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
+
+
+def _site_dirs(shell: SandboxedShell) -> list[Path]:
+    """Where the grading interpreter's installed modules are."""
+    venv = shell.settings.sandbox.virtualenv
+    if venv is not None:
+        return list(VirtualEnv.of(venv).site_packages())
+    return [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+
+
+def _hidden_ids(run: PytestRun, hidden: list[HiddenFile]) -> list[str]:
+    """The tests the hidden test files define, as this run collected them."""
+    paths = {h.path for h in hidden if h.mode is not None}
+    seen = dict.fromkeys([*run.collected, *run.outcomes])
+    return [t for t in seen if t.split("::", 1)[0] in paths]
 
 
 class GradeStage:
@@ -57,30 +89,57 @@ class GradeStage:
                 hidden = await self.workspaces.hidden_tests(ws, task.test_patch, task.timeouts.test_s)
             except WorkspaceError as exc:
                 raise TaskEnded(str(exc)) from None
-        touched = touched_test_files(patch.files, patch.contents, {h.path for h in hidden})
+        tops = {root: await top_entries(ws.base, root) for root in MODULE_ROOTS}
+        shadowed = frozenset(sys.stdlib_module_names) | importable_names(_site_dirs(shell))
+        touched = touched_test_files(patch.files, patch.contents, {h.path for h in hidden}, base_tops=tops,
+                                     shadowed=shadowed)
         row["patch_touches_tests"] = touched
         reject = task.grading.reject_test_changes
         if touched and (self.reject_test_changes if reject is None else reject):
             row["error"] = (f"the patch changes test infrastructure ({_listed(touched)}) and this task rejects "
                             "such patches (grading.reject_test_changes); not graded")
             return None
+        command = PytestCommand.parse(task.test_command) if task.grading.verdict != "exit-code" else None
+        config = await self._config(task, ws, hidden, command) if command is not None else None
+        placed = hidden + ([HiddenFile(config.path, 0o100644, config.data)] if config is not None else [])
         try:
-            copy = await self.workspaces.grading_copy(ws, patch, name, task.timeouts.setup_s)
+            copy = await self._copy(ws, patch, name, task.timeouts.setup_s)
         except PatchNotGradable as exc:
             row["error"] = str(exc)
             return None
-        except (WorkspaceError, OSError) as exc:
-            raise TaskEnded(f"grading copy: {exc}") from None
         try:
             if task.setup_command and not await self._setup(task, copy, name, row, shell):
                 return None
-            try:
-                await asyncio.to_thread(place_hidden, copy, hidden)
-            except WorkspaceError as exc:
-                raise TaskEnded(str(exc)) from None
-            return await self._test(task, copy, name, row, shell)
+            await self._place(copy, placed)
+            if command is None or config is None:
+                return await self._exit_code(task, copy, name, row, shell)
+            return await self._per_test(task, ws, copy, name, row, shell, command, config, hidden)
         finally:
             await self.workspaces.remove(copy)
+
+    async def _copy(self, ws: Workspace, patch: Patch, name: str, timeout_s: float) -> Path:
+        try:
+            return await self.workspaces.grading_copy(ws, patch, name, timeout_s)
+        except PatchNotGradable:
+            raise
+        except (WorkspaceError, OSError) as exc:
+            raise TaskEnded(f"grading copy: {exc}") from None
+
+    @staticmethod
+    async def _place(copy: Path, files: list[HiddenFile]) -> None:
+        try:
+            await asyncio.to_thread(place_hidden, copy, files)
+        except WorkspaceError as exc:
+            raise TaskEnded(str(exc)) from None
+
+    async def _config(self, task: Task, ws: Workspace, hidden: list[HiddenFile],
+                      command: PytestCommand) -> PytestConfig:
+        named = command.config_source()
+        wanted = [named.removeprefix("./")] if named else list(CONFIG_NAMES)
+        hidden_data = {h.path: h.data for h in hidden if h.mode is not None}
+        files = await read_files(ws.base, [p for p in wanted if p not in hidden_data])
+        files.update({p: hidden_data[p] for p in wanted if p in hidden_data})
+        return base_config(files.get, named=named, use=task.grading.pytest_config == "base")
 
     async def _setup(self, task: Task, copy: Path, name: str, row: dict, shell: SandboxedShell) -> bool:
         assert task.setup_command
@@ -95,7 +154,7 @@ class GradeStage:
                         f"{result.tail(2)} (log: {self.out.rel(log)})")
         return False
 
-    async def _test(self, task: Task, copy: Path, name: str, row: dict, shell: SandboxedShell) -> bool:
+    async def _exit_code(self, task: Task, copy: Path, name: str, row: dict, shell: SandboxedShell) -> bool:
         log = self.out.logs / name / "grade.log"
         row["grade_log"] = self.out.rel(log)
         try:
@@ -103,5 +162,36 @@ class GradeStage:
                 result = await shell.grade(task.test_command, copy, task.timeouts.test_s, log)
         except GradingError as exc:
             raise TaskEnded(str(exc).replace(str(log), self.out.rel(log))) from None
-        row.update(tests_passed=result.passed, test_exit_code=result.exit_code)
+        reasons = [] if result.passed else [f"the test command exited with code {result.exit_code}"]
+        grade = Grade(verdict="exit-code", passed=result.passed, reasons=reasons, exit_code=result.exit_code)
+        row.update(tests_passed=result.passed, test_exit_code=result.exit_code, grade=grade.model_dump(mode="json"))
         return result.passed
+
+    async def _per_test(self, task: Task, ws: Workspace, copy: Path, name: str, row: dict, shell: SandboxedShell,
+                        command: PytestCommand, config: PytestConfig, hidden: list[HiddenFile]) -> bool:
+        log = self.out.logs / name / "grade.log"
+        row["grade_log"] = self.out.rel(log)
+        async with self._commands:
+            done = await run_pytest(shell, command, copy, config=config.path, timeout_s=task.timeouts.test_s, log=log,
+                                    plugins=tuple(task.grading.pytest_plugins), original=task.test_command)
+        run, result = done.run, done.result
+        where = f"(log: {self.out.rel(log)})"
+        if result.timed_out:
+            raise TaskEnded(f"the test command timed out after {task.timeouts.test_s:g} s {where}")
+        if not run.booted:
+            raise TaskEnded(f"the grader's interpreter did not start (exit code {result.exit_code}): "
+                            f"{result.tail(2)} {where}")
+        if run.boot_error:
+            raise TaskEnded(f"the task's environment cannot run pytest ({run.boot_error}) {where}")
+        required, source = task.grading.tests, "the task's grading.tests"
+        if required is None and hidden:
+            required, source = _hidden_ids(run, hidden), "the tests the hidden test files define"
+        if not required:
+            base = BaseTests(self.out, self.workspaces, self._commands)
+            required = await base.collected(task, ws, shell, command, config, hidden, name)
+            source = "the tests the base collects"
+        reasons = reasons_for(run, required)
+        grade = Grade.from_run(run, required, required_from=source, groups=task.grading.test_groups, reasons=reasons,
+                               config=config.source, exit_code=result.exit_code)
+        row.update(tests_passed=grade.passed, test_exit_code=result.exit_code, grade=grade.model_dump(mode="json"))
+        return grade.passed

@@ -41,9 +41,10 @@ class CommandResult:
         return "\n".join(self.output.strip().splitlines()[-lines:])
 
 
-def write_log(log_path: Path, command: str, result: CommandResult) -> None:
+def write_log(log_path: Path, command: str, result: CommandResult, *, note: str = "") -> None:
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.write_text(f"$ {command}\n{result.output}\n[exit code: {result.exit_code}]\n", encoding="utf-8")
+    head = f"# {note}\n" if note else ""
+    log_path.write_text(f"{head}$ {command}\n{result.output}\n[exit code: {result.exit_code}]\n", encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,11 @@ class SandboxedShell:
     def with_settings(self, settings: WorkingsetSettings) -> SandboxedShell:
         """The same shell with another sandbox (a task's own environment)."""
         return SandboxedShell(settings, output_max_chars=self.output_max_chars)
+
+    def seeing(self, *paths: Path) -> SandboxedShell:
+        """The same shell with these host directories visible read-only (the grader's own modules)."""
+        sandbox = self.settings.sandbox.seeing(*paths)
+        return self.with_settings(self.settings.model_copy(update={"sandbox": sandbox}))
 
     async def run(self, command: str, workspace: Path, timeout_s: float) -> CommandResult:
         ctx = ToolContext(

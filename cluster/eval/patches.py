@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cluster.eval.base_repo import JUNK_PATHSPECS, Base, scratch_env
+from cluster.eval.base_repo import JUNK_PATHSPECS, Base, read_blobs, scratch_env
 from cluster.eval.errors import GitError, PatchNotGradable
 from cluster.eval.trusted_git import GitOutputTooLarge, git
 
@@ -74,26 +74,6 @@ def _name(paths: list[str]) -> str:
     return shown + (f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
 
 
-async def _blobs(base: Base, env: dict[str, str], specs: list[str]) -> list[bytes | None]:
-    """The contents of `<rev>:<path>` object names, None where there is none."""
-    if not specs:
-        return []
-    out = await git("cat-file", "--batch", git_dir=base.git_dir, env=env, stdin="".join(f"{s}\n" for s in specs).encode())
-    results: list[bytes | None] = []
-    pos = 0
-    for _ in specs:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if header[-1] == b"missing" or len(header) != 3:
-            results.append(None)
-            continue
-        size = int(header[2])
-        results.append(out[pos:pos + size])
-        pos += size + 1
-    return results
-
-
 async def take_patch(base: Base, workspace: Path, scratch_root: Path, *, wanted: frozenset[str] = frozenset(),
                      max_bytes: int = MAX_PATCH_BYTES, timeout_s: float = 300.0) -> Patch:
     """Everything in the workspace that differs from the base commit, new files included.
@@ -121,7 +101,7 @@ async def take_patch(base: Base, workspace: Path, scratch_root: Path, *, wanted:
         names = await git_here("diff", "--cached", "--name-only", "-z", "--no-renames", base.commit)
         files = sorted({n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n})
         asked = [f for f in files if f.rsplit("/", 1)[-1] in wanted]
-        blobs = await _blobs(base, env, [s for f in asked for s in (f"{base.commit}:{f}", f":{f}")])
+        blobs = await read_blobs(base, [s for f in asked for s in (f"{base.commit}:{f}", f":{f}")])
         contents = {f: (blobs[2 * i], blobs[2 * i + 1]) for i, f in enumerate(asked)}
         return Patch(data, files, notes, contents)
     finally:

@@ -13,6 +13,10 @@ cost cap (--batch-max-cost) stopped it starting tasks.
     wall_s                p50 / p95 / mean / max of the per-task wall time (linear interpolation)
     touching_tests        tasks whose patch changes test infrastructure (patch_touches_tests);
                           of them, passed_touching_tests passed: read those grades with care
+    grades                how the graded rows were judged: per test (required tests passing of
+                          those required, and per named group such as FAIL_TO_PASS) or by the
+                          test command's exit code; with_outcome_hooks counts per-test grades
+                          in which a plugin outside pytest implemented an outcome hook
 
 Cost counts only calls of known price. A run of a scripted model or of a model whose
 price is unknown shows as such ("scripted", "unknown price"), never as $0; when no
@@ -58,6 +62,25 @@ def _per_file(rows: list[ResultRow]) -> list[dict]:
             for name, group in sorted(groups.items())]
 
 
+def _grades(rows: list[ResultRow]) -> dict:
+    graded = [r.grade for r in rows if r.grade is not None]
+    per_test = [g for g in graded if g.verdict == "per-test"]
+    groups: dict[str, dict[str, int]] = {}
+    for grade in per_test:
+        for name, counts in grade.groups.items():
+            total = groups.setdefault(name, {"passing": 0, "total": 0})
+            total["passing"] += counts["passing"]
+            total["total"] += counts["total"]
+    return {
+        "per_test": len(per_test),
+        "exit_code": len(graded) - len(per_test),
+        "required_tests": sum(len(g.required) for g in per_test),
+        "required_passing": sum(g.required_passing for g in per_test),
+        "groups": groups,
+        "with_outcome_hooks": sum(1 for g in per_test if g.outcome_hooks),
+    }
+
+
 def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], model: str,
               interrupted: bool = False, selection: dict | None = None, stopped: dict | None = None) -> dict:
     n = len(rows)
@@ -99,6 +122,7 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
         },
         "touching_tests": sum(1 for r in rows if r.patch_touches_tests),
         "passed_touching_tests": sum(1 for r in rows if r.patch_touches_tests and r.status == "passed"),
+        "grades": _grades(rows),
         "compactions": sum(r.compactions for r in rows),
         "retries": sum(r.retries for r in rows),
         "actor_restarts": sum(r.actor_restarts for r in rows),
@@ -154,6 +178,10 @@ def _cell(text: str | None, limit: int = 120) -> str:
 
 def _row_note(row: ResultRow) -> str:
     parts = [row.error] if row.error else []
+    if row.grade is not None and not row.grade.passed:
+        parts += row.grade.reasons[:2]
+    if row.grade is not None and row.grade.outcome_hooks:
+        parts.append(f"outcome hooks outside pytest: {', '.join(row.grade.outcome_hooks[:3])}")
     if row.patch_touches_tests:
         parts.append(f"patch touches tests: {', '.join(row.patch_touches_tests)}")
     if row.status in ("timeout", "budget", "truncated", "refused") and row.tests_passed is not None:
@@ -162,9 +190,30 @@ def _row_note(row: ResultRow) -> str:
     return _cell("; ".join(p for p in parts if p))
 
 
+def _required(row: ResultRow) -> str:
+    grade = row.grade
+    if grade is None:
+        return "–"
+    if grade.verdict == "exit-code":
+        return f"exit code {grade.exit_code}"
+    return f"{grade.required_passing} / {len(grade.required)}"
+
+
+def _grades_line(s: dict) -> str:
+    g = s.get("grades") or {}
+    if not g:
+        return "–"
+    text = f"{g['per_test']} per test ({g['required_passing']:,} of {g['required_tests']:,} required tests passing"
+    text += "".join(f"; {name} {c['passing']:,} / {c['total']:,}" for name, c in sorted(g["groups"].items()))
+    text += f") · {g['exit_code']} by exit code"
+    if g["with_outcome_hooks"]:
+        text += f" · {g['with_outcome_hooks']} with outcome hooks outside pytest"
+    return text
+
+
 def _task_line(row: ResultRow) -> str:
     cost = describe_cost(row.cost_usd, row.unpriced_calls, row.pricing)
-    return (f"| {_cell(row.task_id, 60)} | {row.status} | {row.turns} | {row.tokens:,} | {cost} | "
+    return (f"| {_cell(row.task_id, 60)} | {row.status} | {_required(row)} | {row.turns} | {row.tokens:,} | {cost} | "
             f"{_seconds(row.wall_s)} | {row.compactions} | {row.patch_path or '–'} | {_row_note(row)} |")
 
 
@@ -174,8 +223,8 @@ def _task_tables(summary: dict, rows: list[ResultRow]) -> list[str]:
         name = group["task_file"]
         lines += ["", f"### {_cell(name, 300)}", "",
                   f"{group['finished']} tasks · {group['passed']} passed ({group['pass_rate'] * 100:.1f} %)", "",
-                  "| task | status | turns | tokens | cost | wall | compactions | patch | note |",
-                  "|---|---|---:|---:|---:|---:|---:|---|---|"]
+                  "| task | status | required tests passing | turns | tokens | cost | wall | compactions | patch | note |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
         lines += [_task_line(r) for r in sorted(rows, key=lambda r: r.task_id) if (r.task_file or _NO_FILE) == name]
     return lines
 
@@ -220,6 +269,7 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         f"cache write {t['cache_creation']:,}) |",
         f"| wall per task | p50 {_seconds(s['wall_s']['p50'])} · p95 {_seconds(s['wall_s']['p95'])} · "
         f"max {_seconds(s['wall_s']['max'])} |",
+        f"| grades | {_grades_line(s)} |",
         f"| patches touching tests | {s['touching_tests']} ({s['passed_touching_tests']} of them passed) |",
         f"| compactions | {s['compactions']} |",
         f"| retries · actor restarts · node losses | {s['retries']} · {s['actor_restarts']} · {s['node_losses']} |",

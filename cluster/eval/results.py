@@ -12,8 +12,9 @@ a task id is one task in the directory, so the same id with other content in ano
 task file is refused (`TaskConflict`) rather than mixed up.
 
 Statuses:
-    passed   the agent finished and the test command exited 0
-    failed   the agent finished and the test command exited non-zero, or its patch could
+    passed   the agent finished and the grade passed: every required test passing (a pytest
+             command, `grade.verdict` per-test) or the test command exited 0 (any other)
+    failed   the agent finished and the grade did not pass (`grade.reasons`), or its patch could
              not be graded (does not apply, over the size cap, changes test infrastructure
              where the task rejects that, breaks the setup command): `error` says why
     error    the task could not be run or graded: missing repository, failing setup,
@@ -39,6 +40,7 @@ from pydantic import BaseModel, Field, ValidationError
 from agents.errors import ConfigError
 from cluster.eval.durable import append_line, repair_jsonl, write_atomic
 from cluster.eval.tasks import Task
+from cluster.eval.verdicts.grade import Grade
 
 __all__ = ["STATUSES", "Plan", "ResultRow", "ResultsFile", "TaskConflict", "plan_run", "write_predictions"]
 
@@ -53,6 +55,8 @@ class ResultRow(BaseModel):
     stop_reason: str | None = Field(None, description="How the agent's turn ended: end_turn, turn_limit, budget, ...")
     tests_passed: bool | None = Field(None, description="The grader's verdict, when it gave one.")
     test_exit_code: int | None = None
+    grade: Grade | None = Field(None, description="What the grade checked: per-test outcomes of the required "
+                                "tests, or the exit code (see cluster/eval/verdicts/).")
     turns: int = Field(0, description="Model calls of the root session.")
     input_tokens: int = 0
     output_tokens: int = 0

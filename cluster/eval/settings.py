@@ -93,8 +93,7 @@ def task_settings(base: WorkingsetSettings, task: Task) -> WorkingsetSettings:
 def with_environment(settings: WorkingsetSettings, venv: Path, *, extra_toolchains: tuple[Path, ...] = ()) -> WorkingsetSettings:
     """`settings` whose commands run in `venv` (tools/sandbox/venv.py): its python and
     console scripts, not the harness's; `extra_toolchains` are visible read-only too."""
-    sandbox = settings.sandbox
-    update: dict = {"virtualenv": venv}
+    sandbox = settings.sandbox.model_copy(update={"virtualenv": venv})
     if extra_toolchains:
-        update["toolchains"] = (*(sandbox.toolchains or ()), *extra_toolchains)
-    return settings.model_copy(update={"sandbox": sandbox.model_copy(update=update)})
+        sandbox = sandbox.seeing(*extra_toolchains)
+    return settings.model_copy(update={"sandbox": sandbox})

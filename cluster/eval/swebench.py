@@ -7,7 +7,8 @@ becomes the instruction; `test_patch` holds the hidden tests: the files it names
 taken as the base has them with the test patch applied, replacing the agent's versions
 in the grading copy (the harness's "restore the test files, then apply the test patch");
 the grader runs FAIL_TO_PASS + PASS_TO_PASS (lists, or JSON strings of lists, as the
-dataset stores them) with pytest (`--swebench-runner` changes the runner). The gold
+dataset stores them) with pytest (`--swebench-runner` changes the runner), and they are
+the task's required tests (`grading.tests`), the row counting each group apart. The gold
 `patch` is never shown to the agent. Other dataset fields are ignored, except these
 eval fields, which override: setup_command, test_command, timeouts, budgets, model,
 strategy, grading.
@@ -84,7 +85,8 @@ def swebench_task(row: dict[str, Any], *, repos_dir: Path, runner: str = DEFAULT
     repo = _text(row, "repo")
     base_commit = _text(row, "base_commit")
     problem = _text(row, "problem_statement")
-    tests = test_ids(row, "FAIL_TO_PASS", required=True) + test_ids(row, "PASS_TO_PASS", required=False)
+    fail_to_pass, pass_to_pass = test_ids(row, "FAIL_TO_PASS", required=True), test_ids(row, "PASS_TO_PASS", required=False)
+    tests = list(dict.fromkeys(fail_to_pass + pass_to_pass))
     if not tests:
         raise RowError("FAIL_TO_PASS", "names no test; the grader would have nothing to run")
     candidates = local_candidates(repo, repos_dir.expanduser().resolve())
@@ -102,6 +104,10 @@ def swebench_task(row: dict[str, Any], *, repos_dir: Path, runner: str = DEFAULT
         "metadata": metadata,
     }
     fields.update({k: row[k] for k in _OVERRIDES if k in row})
+    given = fields.get("grading")
+    own: dict[str, Any] = given if isinstance(given, dict) else {}
+    fields["grading"] = {"tests": tests, "test_groups": {"FAIL_TO_PASS": fail_to_pass, "PASS_TO_PASS": pass_to_pass},
+                         **own}
     fields["environment"] = _environment(row)
     return Task.model_validate(fields)
 

@@ -11,9 +11,9 @@
 | `instruction` | the prompt the agent gets |
 | `setup_command` | run (sandboxed) in the workspace before the agent, and in the grading copy before the tests; a non-zero exit is an error row (in the grading copy: a failed row) |
 | `environment` | the task's own Python environment, built once per node and shared by the tasks that ask for the same one (environments/): `requirements`, `project`, `packages`, `commands`, `network`, `ref`, `label`, `python` |
-| `test_command` | the grader, run (sandboxed) in a fresh copy of the base with only the agent's patch applied: exit 0 = passed |
+| `test_command` | the grader, run (sandboxed) in a fresh copy of the base with only the agent's patch applied: a pytest command is graded per test (`grading`), any other by its exit code |
 | `test_patch` | the hidden tests, as in SWE-bench: a diff against the base, placed last in the grading copy (its files replace the agent's versions) |
-| `grading` | `reject_test_changes`: fail a patch that changes test infrastructure (default: the `--reject-test-changes` flag) |
+| `grading` | `tests`: the pytest ids that must pass (default: those the hidden test files define, else those the base collects); `test_groups`: named subsets reported apart; `verdict`: `auto` (per test for a pytest command, else the exit code), `per-test`, `exit-code`; `pytest_config`: `base` (the base's configuration, never the patch's) or `none`; `pytest_plugins`: loaded with `-p` (autoload is off); `reject_test_changes`: fail a patch that changes test infrastructure (default: the `--reject-test-changes` flag) |
 | `timeouts` | `setup_s` (workspace + setup command, default 600), `test_s` (grader, default 600) |
 | `budgets` | `turns` (model calls), `tokens`, `cost_usd` (whole agent tree), `wall_s` (agent wall clock) |
 | `model`, `strategy` | per-task overrides of `--model` and `--strategy` |
@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agents.errors import WorkingsetError
+from cluster.eval.verdicts.command import PytestCommand
 from tools.sandbox.config import check_inside_workspace
 
 __all__ = ["Budgets", "Environment", "GradingRules", "RowError", "Task", "Timeouts", "absolute_spec", "is_url"]
@@ -58,6 +59,27 @@ class GradingRules(BaseModel):
     reject_test_changes: bool | None = Field(
         None, description="Fail a patch that changes test infrastructure (patch_audit.py) instead of grading it; "
         "None: the batch's --reject-test-changes.")
+    tests: list[str] | None = Field(
+        None, description="The pytest ids that must pass; unset: every test the hidden test files define, or "
+        "without hidden tests every test the base's test command collects.")
+    test_groups: dict[str, list[str]] = Field(
+        default_factory=dict, description="Named subsets of `tests` the row reports apart (SWE-bench: FAIL_TO_PASS, "
+        "PASS_TO_PASS).")
+    verdict: Literal["auto", "per-test", "exit-code"] = Field(
+        "auto", description="per-test: each required test's outcome from the grader's pytest reporter; exit-code: the "
+        "test command's exit code (any command); auto: per-test when the test command is a pytest command.")
+    pytest_config: Literal["base", "none"] = Field(
+        "base", description="The pytest configuration of a per-test grade: the base's (as the base commit and the "
+        "hidden tests have it, never the patch's), or none.")
+    pytest_plugins: list[str] = Field(
+        default_factory=list, description="Plugins a per-test grade loads with -p (plugin autoload is off).")
+
+    @model_validator(mode="after")
+    def _groups_within_tests(self) -> GradingRules:
+        outside = sorted({t for ids in self.test_groups.values() for t in ids} - set(self.tests or []))
+        if outside:
+            raise ValueError(f"test_groups name ids that are not in tests: {', '.join(outside[:3])}")
+        return self
 
 
 class Environment(BaseModel):
@@ -102,7 +124,8 @@ class Task(BaseModel):
     instruction: str = Field(min_length=1, description="The agent's prompt.")
     setup_command: str | None = Field(None, min_length=1, description="Run before the agent, sandboxed.")
     environment: Environment | None = Field(None, description="The task's own Python environment; unset: the harness's Python.")
-    test_command: str = Field(min_length=1, description="The grader: exit 0 means passed.")
+    test_command: str = Field(min_length=1, description="The grader: a pytest command is graded per test (see "
+                              "grading), any other command by its exit code.")
     test_patch: str | None = Field(None, description="Hidden tests: a diff against the base, placed last for grading.")
     grading: GradingRules = Field(default_factory=GradingRules)
     timeouts: Timeouts = Field(default_factory=Timeouts)
@@ -110,6 +133,14 @@ class Task(BaseModel):
     model: str | None = Field(None, min_length=1, description="Model spec for this task.")
     strategy: str | None = Field(None, min_length=1, description="Compaction strategy for this task.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form; kept with the task.")
+
+
+    @model_validator(mode="after")
+    def _per_test_needs_pytest(self) -> Task:
+        if self.grading.verdict == "per-test" and PytestCommand.parse(self.test_command) is None:
+            raise ValueError("grading.verdict is per-test, but the test command is not one pytest command "
+                             "(`python -m pytest …` or `pytest …`, without pipes, lists or redirections)")
+        return self
 
 
 class RowError(WorkingsetError):

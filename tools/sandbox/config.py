@@ -10,11 +10,13 @@ once, with its default, its bounds and its description.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tools.protected import PROTECTED_DIRS
 from tools.sandbox.cgroups import CgroupVersion
+from tools.sandbox.view import default_toolchains
 
 __all__ = ["DEFAULT_SANDBOX_ID", "SandboxLimits", "SandboxOptions", "check_inside_workspace", "check_pass_env"]
 
@@ -107,6 +109,17 @@ class SandboxOptions(BaseModel):
         None, description="Existing cgroup (path inside the hierarchy) to hold per-command cgroups; "
         "unset: a workingset/ cgroup under the harness's own."
     )
+
+    def effective_toolchains(self) -> tuple[Path, ...]:
+        """The read-only directories commands see: the configured ones, or by default the
+        harness's Python (none when commands run in a virtualenv of their own)."""
+        if self.toolchains is not None:
+            return self.toolchains
+        return () if self.virtualenv is not None else default_toolchains()
+
+    def seeing(self, *paths: Path) -> Self:
+        """A copy that also shows these directories, read-only."""
+        return self.model_copy(update={"toolchains": (*self.effective_toolchains(), *paths)})
 
     @field_validator("protected")
     @classmethod

@@ -35,7 +35,7 @@ from tools.sandbox.probe import (
     explain_bwrap_failure,
 )
 from tools.sandbox.venv import VirtualEnv
-from tools.sandbox.view import View, default_toolchains, environment
+from tools.sandbox.view import View, environment
 from tools.sandbox.watch import GrowthMeter, SandboxWatch
 
 __all__ = ["BubblewrapRunner"]
@@ -152,9 +152,7 @@ class BubblewrapRunner(SandboxOptions):
             return fd
 
         venv = VirtualEnv.of(self.virtualenv) if self.virtualenv is not None else None
-        toolchains = self.toolchains
-        if toolchains is None:  # the harness's Python, unless the commands have their own
-            toolchains = () if venv is not None else default_toolchains()
+        toolchains = self.effective_toolchains()
         view = View(
             workspace=ws, workspace_source=stage.workspace if stage else str(ws), toolchains=toolchains,
             protected=self.protected, tmp_bytes=self.limits.tmp_bytes, source=source, empty_fd=empty_fd, venv=venv,

@@ -49,9 +49,17 @@ class VirtualEnv:
     def bin(self) -> Path:
         return self.root / "bin"
 
+    def site_packages(self) -> tuple[Path, ...]:
+        """The environment's own site-packages directories."""
+        return _site_dirs(self.root)
+
     def hidden(self) -> tuple[Path, ...]:
         """The base prefix's site-packages directories."""
-        found = []
-        for lib in ("lib", "lib64"):
-            found += sorted((self.base / lib).glob("python3*/site-packages"))
-        return tuple(dict.fromkeys(p.resolve() for p in found if p.is_dir()))
+        return _site_dirs(self.base)
+
+
+def _site_dirs(prefix: Path) -> tuple[Path, ...]:
+    found = []
+    for lib in ("lib", "lib64"):
+        found += sorted((prefix / lib).glob("python3*/site-packages"))
+    return tuple(dict.fromkeys(p.resolve() for p in found if p.is_dir()))
