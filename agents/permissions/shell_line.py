@@ -46,7 +46,7 @@ from agents.permissions.shell_words import (
     unescape_word,
 )
 from agents.permissions.shell_wrappers import Word, evaluated_variable, expand_command
-from agents.permissions.visible import hidden_characters
+from agents.visible import hidden_characters
 
 __all__ = ["ShellLine", "read_line"]
 
