@@ -50,7 +50,7 @@ from agents.permissions.shell_words import (
     unescape_word,
 )
 from agents.permissions.shell_wrappers import expand_command
-from agents.permissions.visible import hidden_characters
+from agents.visible import hidden_characters
 
 __all__ = ["CommandWord", "ShellLine", "SimpleCommand", "read_line", "simple_command"]
 
