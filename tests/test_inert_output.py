@@ -136,7 +136,7 @@ def test_the_eval_console_and_report_show_task_ids_and_errors_revealed(tmp_path,
     report = (tmp_path / "out" / "report.md").read_text()
     _assert_inert(report)
     (row,) = [line for line in report.splitlines() if line.startswith(f"| t{CLIPBOARD}")]
-    assert len(re.findall(r"(?<!\\)\|", row)) == 10  # nine cells: the id's pipe and line break did not split it
+    assert len(re.findall(r"(?<!\\)\|", row)) == 11  # ten cells: the id's pipe and line break did not split it
 
 
 def test_the_live_progress_shows_a_retried_tasks_id_and_reason_revealed():
