@@ -1,10 +1,11 @@
 """The Agent tool: a model's way to start a subagent, and what the child may use.
 
 The tool only validates the call, checks the depth limit and hands a
-SubagentRequest to its SubagentSpawner port; how and where the child runs is the
-spawner's business (in-process: `agents.subagents`; on Ray: a SubagentActor). The
-child's answer comes back with a short list of the evidence it gathered, whose
-bodies this session keeps for its Recall (agents.evidence).
+SubagentRequest to its SubagentSpawner port, with the calls the user refused in this
+session and above it (the child denies them without asking, agents.permissions.refusals);
+how and where the child runs is the spawner's business (in-process: `agents.subagents`;
+on Ray: a SubagentActor). The child's answer comes back with a short list of the
+evidence it gathered, whose bodies this session keeps for its Recall (agents.evidence).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.evidence import render_evidence
+from agents.permissions import PermissionRuntime
 from agents.ports import SubagentRequest, SubagentSpawner
 from tools.artifacts import ArtifactStore
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
@@ -49,10 +51,12 @@ class AgentTool:
     execution_domain = ExecutionDomain.DELEGATED_RUNTIME
     root_only = False
 
-    def __init__(self, spawner: SubagentSpawner, *, depth: int, max_depth: int, path: tuple[str, ...] = ()):
+    def __init__(self, spawner: SubagentSpawner, *, depth: int, max_depth: int, permissions: PermissionRuntime,
+                 path: tuple[str, ...] = ()):
         self.spawner = spawner
         self.depth = depth
         self.max_depth = max_depth
+        self.permissions = permissions  # the owning session's: what its user refused goes to each child
         self.path = path  # the owning session's place in the tree
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
@@ -69,6 +73,7 @@ class AgentTool:
             path=(*self.path, args.description),
             tool_filter=tuple(args.tool_filter) if args.tool_filter is not None else None,
             model=args.model,
+            refused=self.permissions.refused_calls(),
         )
         result = await self.spawner.spawn(request)
         evidence = result.evidence

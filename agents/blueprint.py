@@ -10,7 +10,8 @@ gets its SubagentSpawner (in-process or on Ray: an input, never patched in later
 root has (its id, model and mode, the snapshot store, the goal judge, the trace, the tree
 budget); a `ChildSpec` derives a subagent: same executor, summarizer and rules, a
 model of the call's choosing, depth + 1, root-only tools removed, the call's
-tool_filter, a forked PermissionRuntime, its own budget and no snapshots.
+tool_filter, a forked PermissionRuntime (no grants; the calls the user refused above it,
+which the request carries, denied without asking), its own budget and no snapshots.
 """
 
 from __future__ import annotations
@@ -113,8 +114,10 @@ def assemble(bp: SessionBlueprint, spec: RootSpec | ChildSpec) -> Session:
     """A Session from the blueprint: the root's, or a child derived for one Agent call."""
     if isinstance(spec, ChildSpec):
         request = spec.request
+        permissions = bp.permissions.fork(scope=f"subagent:{spec.child_id}", refused=request.refused)
         grandchildren = bp.spawner(spec.child_id, spec.budget)
-        agent = AgentTool(grandchildren, depth=request.depth, max_depth=bp.subagents.max_depth, path=request.path)
+        agent = AgentTool(grandchildren, depth=request.depth, max_depth=bp.subagents.max_depth, permissions=permissions,
+                          path=request.path)
         turns = bp.settings.agent.model_copy(update={"max_turns": bp.subagents.max_turns})
         return _session(
             bp,
@@ -124,7 +127,7 @@ def assemble(bp: SessionBlueprint, spec: RootSpec | ChildSpec) -> Session:
             session_id=spec.child_id,
             settings=bp.settings.model_copy(update={"agent": turns}),
             budget=spec.budget,
-            permissions=bp.permissions.fork(scope=f"subagent:{spec.child_id}"),
+            permissions=permissions,
             is_child=True,
             approver=bp.child_approver,
             path=request.path,
@@ -132,7 +135,8 @@ def assemble(bp: SessionBlueprint, spec: RootSpec | ChildSpec) -> Session:
                    if bp.trace is not None else None),
         )
     spawner = bp.spawner(spec.session_id, spec.budget) if bp.keeps_agent else None
-    tools = [*bp.tools, AgentTool(spawner, depth=0, max_depth=bp.subagents.max_depth)] if spawner else bp.tools
+    tools = [*bp.tools, AgentTool(spawner, depth=0, max_depth=bp.subagents.max_depth, permissions=bp.permissions)] \
+        if spawner else bp.tools
     return _session(
         bp,
         SessionPorts(spec.model, bp.executor, bp.summarizer, snapshots=spec.snapshots, spawner=spawner),

@@ -78,7 +78,20 @@ __all__ = [
 
 
 class WorkingsetError(Exception):
-    """Base of every error Workingset raises on purpose."""
+    """Base of every error Workingset raises on purpose.
+
+    Its text never carries a credential the process knows (agents.redaction): a provider
+    that echoes the key in its error body would otherwise put it on the terminal, in
+    events, snapshots and the model's own context. The foreign error it is raised from
+    (the exception being handled when it is made) is cleaned too, since a traceback
+    prints that one's text."""
+
+    def __init__(self, *args: object) -> None:
+        # Imported here: every module imports this one, and the redaction rules need tools/.
+        from agents.redaction import redact, scrub
+
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
+        scrub()
 
 
 class ConfigError(WorkingsetError):

@@ -4,7 +4,8 @@
 (workspace, git head, model, settings and permission fingerprints, the tree budget's
 figures). `restored_state` takes the conversation and control state from a snapshot
 into the environment the session was just built for: permission grants come back
-only when the rules they were given under are unchanged; a parked call is prepared
+only when the rules they were given under are unchanged (the calls the user refused,
+which the session's children deny, always come back); a parked call is prepared
 again and, under changed rules, decided again; a call that could change something and
 was running when the version was saved mid-batch is never run again: its result says
 it may or may not have taken effect (a read runs again, and so does an Edit whose file
@@ -22,6 +23,7 @@ from agents.config import SessionSettings
 from agents.errors import ConfigError
 from agents.messages import ToolResultBlock
 from agents.permissions import PermissionRuntime
+from agents.permissions.refusals import RefusedCalls
 from agents.permissions.rules import Rule
 from agents.session_kit import SessionKit
 from agents.session_state import (
@@ -73,7 +75,8 @@ def snapshot_of(state: SessionState, kit: SessionKit, *, model: str, fingerprint
         saved_at=time.time(),
         reason=reason,
         permissions=PermissionState(
-            config_fingerprint=permission_fingerprint(runtime), grants=[(g.tool, g.pattern) for g in runtime.grants]
+            config_fingerprint=permission_fingerprint(runtime), grants=[(g.tool, g.pattern) for g in runtime.grants],
+            refused=sorted(runtime.refusals.calls, key=lambda call: (call[0], call[1] or "")),
         ),
         tree_tokens=budget.tokens if budget else 0,
         tree_cost_usd=budget.cost_usd if budget else 0.0,
@@ -96,15 +99,18 @@ def restored_state(saved: SessionState, kit: SessionKit, *, session_id: str, mod
     if kit.budget is not None and isinstance(kit.budget.ledger, TreeLedger):  # a root's: in its own process
         kit.budget.ledger.restore(kit.budget.scope_id, saved.tree_tokens, saved.tree_cost_usd)
     state = saved.copy_state(session_id=session_id, model=model, start_source="resume")
-    compatible = _restore_grants(kit.permissions, saved, notices)
+    compatible = _restore_answers(kit.permissions, saved, notices)
     state.pending = _restore_pending(state, kit, compatible, notices)
     return state, notices
 
 
-def _restore_grants(runtime: PermissionRuntime, state: SessionState, notices: list[str]) -> bool:
+def _restore_answers(runtime: PermissionRuntime, state: SessionState, notices: list[str]) -> bool:
+    """The user's answers back into `runtime`: refusals always, grants when the rules are
+    unchanged (returned: whether they are)."""
     saved = state.permissions
     if saved is None:
         return True
+    runtime.refusals = RefusedCalls(calls=frozenset(saved.refused))
     if saved.config_fingerprint == permission_fingerprint(runtime):
         runtime.grants = [
             Rule("allow", tool, subject, f"{tool}({subject})" if subject is not None else tool, exact=True)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.evidence import EvidenceRef, RecallRecord
 from agents.messages import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from agents.permissions.refusals import RefusedCalls
 from agents.session_state import SessionState
 from agents.usage import Usage
 from tools.base import Tool, ToolContext, ToolOutput
@@ -144,6 +145,10 @@ class SubagentRequest(BaseModel):
     path: tuple[str, ...] = Field((), description="The child's place in the tree: descriptions from the root down.")
     tool_filter: tuple[str, ...] | None = None
     model: str | None = None
+    refused: RefusedCalls = Field(
+        default_factory=RefusedCalls,
+        description="Calls the user refused in the parent or above it: the child denies them without asking.",
+    )
 
 
 class SubagentResult(BaseModel):

@@ -83,10 +83,14 @@ class PendingState(BaseModel):
 
 
 class PermissionState(BaseModel):
-    """Grants are only meaningful under the rules they were given with."""
+    """Grants are only meaningful under the rules they were given with; refusals always
+    hold (they only make a child deny more)."""
 
     config_fingerprint: str
     grants: list[tuple[str, str | None]] = Field(default_factory=list, description="(tool, exact subject)")
+    refused: list[tuple[str, str | None]] = Field(
+        default_factory=list, description="Calls the user answered no to (tool, exact subject): children deny them."
+    )
 
 
 StartSource = Literal["startup", "resume", "clear"]

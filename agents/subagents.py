@@ -3,8 +3,9 @@
 A child is assembled from its parent's blueprint by the same function as the root
 (`agents.blueprint.assemble` with a ChildSpec: a NEW conversation holding only the
 prompt, depth + 1, root-only tools removed, the call's tool_filter, a forked
-PermissionRuntime, its own budget, no snapshots). Only its final text returns, as
-one tool result, with references to the evidence it gathered (agents.evidence).
+PermissionRuntime that denies without asking what the user refused above it, its own
+budget, no snapshots). Only its final text returns, as one tool result, with
+references to the evidence it gathered (agents.evidence).
 The same run happens inside a Ray actor in cluster/, behind the same port.
 """
 

@@ -26,6 +26,7 @@ from agents.compaction.ledger import CompactionEvent
 from agents.messages import MESSAGES_ADAPTER
 from agents.system_prompt import SystemPrompt
 from agents.tokens import TokenCounter
+from agents.visible import reveal
 from agents.working_set import CompiledRequest
 
 __all__ = ["TraceWriter"]
@@ -62,7 +63,7 @@ class TraceWriter:
         self._count += 1
         self.directory.mkdir(parents=True, exist_ok=True)
         if self._about is not None and self._count == 1:
-            (self.directory / "subagent.json").write_text(json.dumps(self._about, ensure_ascii=False, indent=1),
+            (self.directory / "subagent.json").write_text(reveal(json.dumps(self._about, ensure_ascii=False, indent=1)),
                                                          encoding="utf-8")
         request = compiled.request
         record = {
@@ -87,5 +88,6 @@ class TraceWriter:
             "compaction_events": [e.model_dump(mode="json") for e in events],
         }
         path = self.directory / f"{self.session_id}-call-{self._count:04d}.json"
-        path.write_text(json.dumps(record, ensure_ascii=False, indent=1), encoding="utf-8")
+        # Readable text (ensure_ascii off), but no raw control or bidi character (agents.visible).
+        path.write_text(reveal(json.dumps(record, ensure_ascii=False, indent=1)), encoding="utf-8")
         return path

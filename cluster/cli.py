@@ -5,7 +5,9 @@
     workingset trust [PATH] | trust --list | untrust [PATH]
 
 Every error a user can cause ends in one line naming the problem and the fix, exit 2;
-a run whose calls were denied because nobody could answer exits 3, saying so.
+a run whose calls were denied because nobody could answer exits 3, saying so. A line
+that carries text from outside (an error naming a file, a provider's message) is
+printed revealed (cluster.console.say); events go through cluster.render.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from agents.handle import SessionHandle
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
 from agents.modes import Mode
 from agents.session_kit import Approver
-from cluster.console import console_approver, settle_parked
+from cluster.console import console_approver, say, settle_parked
 from cluster.flags import add_setting_flags, add_trust_flag, setting_overrides
 from cluster.memory_cli import add_memory_parser, run_memory_command
 from cluster.ray_run import open_remote_session
@@ -86,8 +88,8 @@ async def _run_prompt(session: SessionHandle, prompt: str, approver: Approver | 
     session.announce_end(outcome.reason, outcome.final_text, error=outcome.detail)
     if outcome.reason == "permission_denied":
         # Said on stderr too: whatever the final text claims, those calls never ran.
-        print(f"workingset: {outcome.detail}. Allow them with --allow RULE or --permission-mode, "
-              "or run at a terminal to be asked", file=sys.stderr)
+        say(f"workingset: {outcome.detail}. Allow them with --allow RULE or --permission-mode, "
+            "or run at a terminal to be asked", file=sys.stderr)
         return EXIT_DENIED
     return EXIT_OK if outcome.reason == "end_turn" else EXIT_FAILED
 
@@ -98,7 +100,7 @@ def _resumed_id(args: argparse.Namespace, settings, workspace) -> str | None:
     if args.continue_latest:
         scan = snapshot_store(settings).scan(workspace)
         for unreadable in scan.problems:  # it might have been the latest: say so rather than skip it silently
-            print(f"workingset: notice: {unreadable.problem}", file=sys.stderr)
+            say(f"workingset: notice: {unreadable.problem}", file=sys.stderr)
         if not scan.sessions:
             raise ConfigError(f"no saved session for {workspace}; start one without --continue")
         return scan.sessions[0].session_id
@@ -138,7 +140,7 @@ def _settings(workspace, flags: dict[str, Any], trust_flag: bool, interactive: b
 
     loaded = settle_trust(reload(True if trust_flag else None), reload, interactive)
     if loaded.notice:
-        print(f"workingset: notice: {loaded.notice}", file=sys.stderr)
+        say(f"workingset: notice: {loaded.notice}", file=sys.stderr)
     return loaded.settings
 
 
@@ -176,10 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run_command(args)
     except ConfigError as exc:
-        print(f"workingset: error: {exc}", file=sys.stderr)
+        say(f"workingset: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except WorkingsetError as exc:
-        print(f"workingset: error: {exc}", file=sys.stderr)
+        say(f"workingset: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("workingset: interrupted", file=sys.stderr)

@@ -1,4 +1,9 @@
-"""Asking the person at the terminal: permission prompts and plan approval."""
+"""Talking to the person at the terminal: lines told (`say`), permission prompts and plan approval.
+
+`say` is how the CLI prints a line that holds anything it did not write itself (a model
+error, a file name, a stored text): revealed first (agents.visible), so an escape
+sequence, a C1 control or a carriage return in it shows instead of acting on the terminal.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +12,23 @@ import contextlib
 import os
 import sys
 import threading
-from typing import overload
+from typing import TextIO, overload
 
 from agents.errors import ConfigError
 from agents.events import PermissionRequested
 from agents.handle import SessionHandle
 from agents.loop import TurnOutcome
 from agents.session_kit import Approver, PermissionAnswer
+from agents.visible import reveal
 from cluster.approval import describe_request
 from cluster.tree_view import path_label
 
-__all__ = ["ask_line", "console_approver", "describe_request", "settle_parked"]
+__all__ = ["ask_line", "console_approver", "describe_request", "say", "settle_parked"]
+
+
+def say(text: str, *, file: TextIO | None = None) -> None:
+    """Print `text` (to stdout, or `file`) with every hidden character shown as an escape."""
+    print(reveal(text), file=file)
 
 
 async def ask_line(prompt: str) -> str | None:
@@ -82,7 +93,7 @@ def _read_line(prompt: str) -> str:
 async def console_approver(request: PermissionRequested) -> PermissionAnswer:
     """Asks until it gets y, n or a; end of input denies."""
     who = f"subagent {path_label(request.path)} · {request.session_id}" if request.path else request.session_id
-    print(f"\nPermission needed [{who}]: {describe_request(request)}")
+    say(f"\nPermission needed [{who}]: {describe_request(request)}")
     while True:
         line = await ask_line("Allow? [y]es / [n]o / [a]lways this session: ")
         if line is None:

@@ -1,7 +1,8 @@
 """`workingset memory list|show NAME|rm NAME [--cwd DIR]`: inspect and prune project memory.
 
 Records are plain markdown files; this command shows where they are, prints one, or
-removes one. Every error a user can cause is one line on stderr and exit code 2.
+removes one. Every error a user can cause is one line on stderr and exit code 2. The
+agent writes the records, so what is printed from them is revealed (`say`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from agents.assembly import resolve_workspace
 from agents.config import load_settings
 from agents.errors import WorkingsetError
 from agents.memory import MemoryRecord, MemoryStore
+from cluster.console import say
 
 __all__ = ["add_memory_parser", "run_memory_command"]
 
@@ -43,23 +45,23 @@ def _store(cwd: str) -> MemoryStore:
 
 def _list(store: MemoryStore) -> int:
     records, problems = store.list()
-    print(f"Memory of {store.workspace}: {store.directory}")
+    say(f"Memory of {store.workspace}: {store.directory}")
     if not records:
-        print("No memory records yet.")
+        say("No memory records yet.")
     width = max((len(r.name) for r in records), default=0)
     for r in records:
-        print(f"  {r.name:<{width}}  {r.type:<9}  {r.updated.date().isoformat()}  {r.description}")
+        say(f"  {r.name:<{width}}  {r.type:<9}  {r.updated.date().isoformat()}  {r.description}")
     for problem in problems:
-        print(f"workingset: warning: skipped {problem}", file=sys.stderr)
+        say(f"workingset: warning: skipped {problem}", file=sys.stderr)
     return EXIT_OK
 
 
 def _show(record: MemoryRecord) -> int:
-    print(f"{record.name} ({record.type}): {record.description}")
-    print(f"created {record.created.isoformat()}, updated {record.updated.isoformat()}")
-    print(f"file: {record.path}")
+    say(f"{record.name} ({record.type}): {record.description}")
+    say(f"created {record.created.isoformat()}, updated {record.updated.isoformat()}")
+    say(f"file: {record.path}")
     print()
-    print(record.body)
+    say(record.body)
     return EXIT_OK
 
 
@@ -75,9 +77,9 @@ def run_memory_command(args: argparse.Namespace) -> int:
         if command == "rm":
             if not store.delete(args.name):
                 raise store.not_found(args.name)
-            print(f"Deleted memory record {args.name} ({store.path_for(args.name)})")
+            say(f"Deleted memory record {args.name} ({store.path_for(args.name)})")
             return EXIT_OK
         raise WorkingsetError(f"unknown memory command {command!r}; use list, show NAME or rm NAME")
     except WorkingsetError as exc:
-        print(f"workingset: error: {exc}", file=sys.stderr)
+        say(f"workingset: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,7 +1,8 @@
 """The interactive REPL: plain lines go to the agent, `/commands` to the harness.
 
 A parked permission is asked here; after a reply in plan mode the user approves the
-plan (back to Default, implement it), keeps planning, or discards it.
+plan (back to Default, implement it), keeps planning, or discards it. What it prints
+that a model, a provider or a stored session wrote goes out through `say`, revealed (agents.visible).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from agents.errors import ModelError, WorkingsetError
 from agents.handle import SessionHandle
 from agents.loop import Session, TurnOutcome
 from agents.modes import Mode
-from cluster.console import ask_line, console_approver, settle_parked
+from cluster.console import ask_line, console_approver, say, settle_parked
 from cluster.tree_view import TreeWatch
 
 __all__ = ["SLASH_COMMANDS", "Repl", "run_repl"]
@@ -47,13 +48,13 @@ async def converse(session: SessionHandle, text: str) -> TurnOutcome | None:
     try:
         outcome = await _cancellable(_answered_turn(session, text))
     except ModelError as exc:
-        print(f"model error: {exc}")
+        say(f"model error: {exc}")
         return None
     if outcome is None:
         print(f"[{CANCELLED}]")
         return None
     if outcome.reason != "end_turn":
-        print(f"[stopped: {outcome.reason}{' — ' + outcome.detail if outcome.detail else ''}]")
+        say(f"[stopped: {outcome.reason}{' — ' + outcome.detail if outcome.detail else ''}]")
     if session.mode is Mode.PLAN and outcome.reason == "end_turn":
         return await _offer_plan_approval(session) or outcome
     return outcome
@@ -117,7 +118,7 @@ async def _compact(repl: Repl, arg: str) -> bool:
     session = repl.session
     result = await session.compact_now(arg or None)
     if result.failure:
-        print(f"compaction failed, history unchanged: {result.failure}")
+        say(f"compaction failed, history unchanged: {result.failure}")
     else:
         event = result.events[-1]
         print(f"compacted: {event.messages_summarized} messages summarized, {event.tokens_before} → {event.tokens_after} tokens")
@@ -137,13 +138,13 @@ async def _goal(repl: Repl, arg: str) -> bool:
     session = repl.session
     if not arg:
         goal = session.goal
-        print(f"goal ({goal.status}, {goal.auto_turns} auto turns): {goal.condition}" if goal else "no goal set")
+        say(f"goal ({goal.status}, {goal.auto_turns} auto turns): {goal.condition}" if goal else "no goal set")
     elif arg == "clear":
         session.set_goal(None)
         print("goal cleared")
     else:
         session.set_goal(arg)
-        print(f"goal set: {arg}")
+        say(f"goal set: {arg}")
     return True
 
 
@@ -166,22 +167,22 @@ async def _resume(repl: Repl, arg: str) -> bool:
         loaded = await store.aload(target)
         if not loaded.state.conversation and loaded.state.cleared_from is not None:
             # the latest version is a /clear: return to the conversation before it
-            print(f"the latest version of {target} is a /clear; resuming the conversation before it")
+            say(f"the latest version of {target} is a /clear; resuming the conversation before it")
             loaded = await store.aload(target, loaded.state.cleared_from)
     except WorkingsetError as exc:
-        print(f"cannot resume {target}: {exc}")
+        say(f"cannot resume {target}: {exc}")
         return True
     if loaded.problem:
-        print(f"warning: {loaded.problem}")
+        say(f"warning: {loaded.problem}")
     session.restore(loaded.state.model_copy(update={"session_id": session.session_id}))
     session.saved_version = loaded.version if target == session.session_id else None
-    print(f"resumed {target} (version {loaded.version}): {len(session.conversation)} messages, mode {session.mode.value}")
+    say(f"resumed {target} (version {loaded.version}): {len(session.conversation)} messages, mode {session.mode.value}")
     await settle_parked(session, console_approver)
     return True
 
 
 async def _tree(repl: Repl, arg: str) -> bool:
-    print(repl.trees.render() if repl.trees is not None else "/tree needs the terminal view (not --json)")
+    say(repl.trees.render() if repl.trees is not None else "/tree needs the terminal view (not --json)")
     return True
 
 
@@ -201,7 +202,7 @@ async def _dispatch(repl: Repl, line: str) -> bool:
     name, _, arg = line[1:].partition(" ")
     entry = SLASH_COMMANDS.get(name)
     if entry is None:
-        print(f"unknown command /{name}; /help lists the commands")
+        say(f"unknown command /{name}; /help lists the commands")
         return True
     return await entry[0](repl, arg.strip())
 

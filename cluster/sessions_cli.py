@@ -1,4 +1,9 @@
-"""`workingset sessions list | show ID | export ID | history ID | restore ID VERSION | doctor`."""
+"""`workingset sessions list | show ID | export ID | history ID | restore ID VERSION | doctor`.
+
+A session's stored text came from models and tools, so what these print goes through
+`say` (agents.visible): an exported JSON document keeps its values (each hidden
+character is a JSON escape), the markdown shows them as escapes.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from agents.messages import TextBlock, ToolResultBlock, ToolUseBlock
 from agents.session_state import SessionState
 from agents.snapshot_doctor import check_store
 from agents.snapshot_store import SnapshotError, SnapshotNotFound
+from cluster.console import say
 
 __all__ = ["add_sessions_parser", "run_sessions_command", "to_markdown"]
 
@@ -62,26 +68,26 @@ def to_markdown(state: SessionState) -> str:
 
 def _list(scan, workspace: Path, *, every: bool) -> None:
     if not scan.sessions:
-        print("no saved sessions" + ("" if every else f" for {workspace} (try --all)"))
+        say("no saved sessions" + ("" if every else f" for {workspace} (try --all)"))
     for s in scan.sessions:
         aside = f"  (an earlier damaged store was moved to {s.moved_aside})" if s.moved_aside else ""
-        print(f"{s.session_id}  {_when(s.saved_at)}  {s.messages:>5} msgs  {s.model}  {s.cwd}  {s.last_text[:60]!r}{aside}")
+        say(f"{s.session_id}  {_when(s.saved_at)}  {s.messages:>5} msgs  {s.model}  {s.cwd}  {s.last_text[:60]!r}{aside}")
     for p in scan.problems:  # their workspace is unknown, so they are named in every listing
-        print(f"{p.session_id}  cannot be read: {p.problem}")
+        say(f"{p.session_id}  cannot be read: {p.problem}")
 
 
 def _doctor(store, *, dry_run: bool) -> int:
     report = check_store(store, repair=not dry_run)
     for check in report.sessions:
         if check.status not in ("ok", "empty"):
-            print(f"{check.session_id}  {check.status}: {check.detail}")
+            say(f"{check.session_id}  {check.status}: {check.detail}")
     counts: dict[str, int] = {}
     for check in report.sessions:
         counts[check.status] = counts.get(check.status, 0) + 1
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
-    print(f"checked {len(report.sessions)} sessions in {report.root}: {summary}")
+    say(f"checked {len(report.sessions)} sessions in {report.root}: {summary}")
     if report.quarantined:
-        print(f"{report.quarantined} stores moved aside are kept in {report.root}/.quarantine/ (delete them when done)")
+        say(f"{report.quarantined} stores moved aside are kept in {report.root}/.quarantine/ (delete them when done)")
     return 0 if report.healthy else 1
 
 
@@ -106,23 +112,23 @@ def _dispatch(args: argparse.Namespace, store, workspace: Path) -> int:
     elif args.action == "show":
         loaded = store.load(args.id)
         if loaded.problem:
-            print(f"warning: {loaded.problem}")
+            say(f"warning: {loaded.problem}")
         header = loaded.state.header()
         header["messages"] = len(loaded.state.conversation)
-        print(json.dumps({"version": loaded.version, **header}, indent=1, default=str))
+        say(json.dumps({"version": loaded.version, **header}, indent=1, default=str))
     elif args.action == "export":
         loaded = store.load(args.id, args.version)
         if loaded.problem:  # on stderr, so the export itself stays clean
-            print(f"warning: {loaded.problem}", file=sys.stderr)
+            say(f"warning: {loaded.problem}", file=sys.stderr)
         if args.format == "markdown":
-            print(to_markdown(loaded.state))
+            say(to_markdown(loaded.state))
         else:
-            print(loaded.state.model_dump_json(indent=1))
+            say(loaded.state.model_dump_json(indent=1))
     elif args.action == "history":
         for v in store.history(args.id):
             mark = "*" if v.current else " "
-            print(f"{mark} {v.version}  {_when(v.saved_at)}  {v.messages:>5} msgs  {v.reason}")
+            say(f"{mark} {v.version}  {_when(v.saved_at)}  {v.messages:>5} msgs  {v.reason}")
     elif args.action == "restore":
         version = store.restore(args.id, args.version)
-        print(f"session {args.id}: version {args.version} is current again (as {version})")
+        say(f"session {args.id}: version {args.version} is current again (as {version})")
     return 0

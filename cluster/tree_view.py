@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.approval import shown
+from agents.visible import reveal
 
 __all__ = ["SubagentTree", "TreeWatch", "path_label"]
 
 
 def path_label(path: list[str]) -> str:
     """A path on one line; descriptions come from the model, so hidden characters show as escapes."""
-    return " › ".join(shown(part)[0] for part in path)
+    return " › ".join(reveal(part, one_line=True) for part in path)
 
 
 @dataclass
@@ -93,8 +93,9 @@ class SubagentTree:
 
     def _draw(self, node: _Node, indent: str, last: bool, lines: list[str]) -> None:
         cost = "unpriced" if node.unpriced and not node.cost_usd else f"${node.cost_usd:.4f}"
-        lines.append(f"{indent}{'└─' if last else '├─'} {shown(node.description)[0]} [{node.session_id}] · {node.state} · "
-                     f"{node.model_calls} calls · {node.tokens:,} tokens · {cost}")
+        # The description and the tool a child asks for come from models: shown revealed.
+        lines.append(f"{indent}{'└─' if last else '├─'} {reveal(node.description, one_line=True)} [{node.session_id}] · "
+                     f"{reveal(node.state, one_line=True)} · {node.model_calls} calls · {node.tokens:,} tokens · {cost}")
         for i, child in enumerate(node.children):
             self._draw(child, indent + ("   " if last else "│  "), i == len(node.children) - 1, lines)
 

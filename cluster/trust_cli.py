@@ -15,6 +15,7 @@ from pathlib import Path
 from agents.config import LoadedSettings
 from agents.errors import ConfigError
 from agents.trust import TrustList
+from cluster.console import say
 
 __all__ = ["add_trust_parsers", "ask_trust", "run_trust_command", "settle_trust"]
 
@@ -37,7 +38,7 @@ def _list(trust_list: TrustList) -> int:
         print("No trusted workspaces; trust one with `workingset trust PATH`.")
     for entry in entries:
         missing = "" if entry.path.is_dir() else "  (missing)"
-        print(f"{entry.path}  trusted {entry.trusted_at}{missing}")
+        say(f"{entry.path}  trusted {entry.trusted_at}{missing}")
     return EXIT_OK
 
 
@@ -47,19 +48,19 @@ def _trust(trust_list: TrustList, path: str) -> int:
         raise ConfigError(f"{path} is not an existing directory; give the workspace to trust")
     workspace = workspace.resolve()
     if trust_list.trust(workspace):
-        print(f"Trusted {workspace}: its .workingset/ settings, plugins, hooks and MCP servers now apply "
-              f"(undo: workingset untrust {workspace})")
+        say(f"Trusted {workspace}: its .workingset/ settings, plugins, hooks and MCP servers now apply "
+            f"(undo: workingset untrust {workspace})")
     else:
-        print(f"{workspace} is already trusted")
+        say(f"{workspace} is already trusted")
     return EXIT_OK
 
 
 def _untrust(trust_list: TrustList, path: str) -> int:
     workspace = Path(path).expanduser().resolve()
     if trust_list.untrust(workspace):
-        print(f"{workspace} is no longer trusted: only inert settings of its .workingset/config.toml apply")
+        say(f"{workspace} is no longer trusted: only inert settings of its .workingset/config.toml apply")
     else:
-        print(f"{workspace} was not trusted")
+        say(f"{workspace} was not trusted")
     return EXIT_OK
 
 
@@ -74,20 +75,20 @@ def run_trust_command(args: argparse.Namespace) -> int:
             return _list(trust_list)
         return _trust(trust_list, args.path or ".")
     except ConfigError as exc:
-        print(f"workingset: error: {exc}", file=sys.stderr)
+        say(f"workingset: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
 
 def ask_trust(loaded: LoadedSettings) -> str:
     """Ask whether to trust the workspace: "y" (and remember), "o" (this run) or "n".
     End of input answers n."""
-    print(f"\nWorkspace {loaded.workspace} is not trusted; its .workingset/ asks for what only a trusted one gets:")
+    say(f"\nWorkspace {loaded.workspace} is not trusted; its .workingset/ asks for what only a trusted one gets:")
     if loaded.ignored:
-        print(f"  settings in .workingset/config.toml: {', '.join(loaded.ignored)}")
+        say(f"  settings in .workingset/config.toml: {', '.join(loaded.ignored)}")
     if loaded.plugins:
-        print(f"  plugins in .workingset/plugins: {', '.join(loaded.plugins)}")
+        say(f"  plugins in .workingset/plugins: {', '.join(loaded.plugins)}")
     if loaded.problem:
-        print(f"  (and its config cannot be used: {loaded.problem})")
+        say(f"  (and its config cannot be used: {loaded.problem})")
     while True:
         try:
             line = input("Trust it? [y]es, and remember / [o]nce, this run / [n]o, ignore them: ")

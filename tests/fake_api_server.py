@@ -9,6 +9,10 @@ error event, a dropped connection).
 A subclass checks what it receives the way the real API does and answers a protocol
 mistake with that API's real 400, so a test sees the request a real server would
 refuse (`problems` keeps every one found).
+
+A scripted error body may hold `PRESENTED_KEY` in its text: the server puts there the
+key the request carried, as some providers and proxies echo it ("invalid x-api-key:
+sk-ant-…"), so a test can check that the key never leaves the client's error.
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["FakeApiServer", "RecordedRequest", "StreamFault", "json_error", "pieces", "sse_response"]
+__all__ = ["PRESENTED_KEY", "FakeApiServer", "RecordedRequest", "StreamFault", "json_error", "pieces",
+           "presented_key", "sse_response", "with_presented_key"]
+
+PRESENTED_KEY = "{presented_key}"
 
 
 @dataclass(frozen=True)
@@ -205,6 +212,22 @@ class FakeApiServer:
         with self._lock:
             self.problems.extend(problems)
         return problems
+
+
+def presented_key(headers: dict[str, str]) -> str | None:
+    """The API key a request carries (x-api-key, or a bearer token)."""
+    return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ") or None
+
+
+def with_presented_key(body: Any, headers: dict[str, str]) -> Any:
+    """`body` with PRESENTED_KEY in its strings replaced by the key the request carried."""
+    if isinstance(body, str):
+        return body.replace(PRESENTED_KEY, presented_key(headers) or "")
+    if isinstance(body, dict):
+        return {k: with_presented_key(v, headers) for k, v in body.items()}
+    if isinstance(body, list):
+        return [with_presented_key(v, headers) for v in body]
+    return body
 
 
 def json_error(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:

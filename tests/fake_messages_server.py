@@ -2,7 +2,8 @@
 
 `POST /v1/messages` (streamed as server-sent events when the request asks, else one
 JSON message) and `POST /v1/messages/count_tokens`. Answers come from a queue the test
-fills (`push_text`, `push_tool_use`, `push_content`, `push_error`, `push_raw`, ...); with the queue
+fills (`push_text`, `push_tool_use`, `push_content`, `push_error`, `push_raw`, ...; an
+error message holding `PRESENTED_KEY` echoes the request's key, see fake_api_server); with the queue
 empty it answers a default text reply. A streamed answer can fail the ways real streams
 do (`fault=StreamFault(...)`: stall, `error` event, dropped connection).
 
@@ -38,7 +39,9 @@ from tests.fake_api_server import (
     StreamFault,
     json_error,
     pieces,
+    presented_key,
     sse_response,
+    with_presented_key,
 )
 
 __all__ = ["FakeMessagesServer", "RecordedRequest", "ScriptedResponse", "StreamFault", "error_body", "presented_key",
@@ -68,11 +71,6 @@ class ScriptedResponse:
     fault: StreamFault | None = None
     chunk_chars: int = 8
     raw: tuple[str, str] | None = None  # (body, content type): sent exactly as it is
-
-
-def presented_key(headers: dict[str, str]) -> str | None:
-    """The API key a request carries (x-api-key, or a bearer token)."""
-    return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ") or None
 
 
 def error_body(error_type: str, message: str) -> dict[str, Any]:
@@ -163,7 +161,7 @@ class FakeMessagesServer(FakeApiServer):
         if scripted.raw is not None:
             return Response(scripted.raw[0], status_code=scripted.status, media_type=scripted.raw[1], headers=headers)
         if scripted.body is not None:
-            return json_error(scripted.status, scripted.body, headers)
+            return json_error(scripted.status, with_presented_key(scripted.body, recorded.headers), headers)
         message = self._message(body.get("model", "claude-fake"), scripted)
         if body.get("stream"):
             return sse_response(_events(message, scripted), fault=scripted.fault, headers=headers)

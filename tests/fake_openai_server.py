@@ -2,7 +2,8 @@
 
 `POST /v1/chat/completions` (streamed as `data:` chunks ending in `[DONE]` when the
 request asks, else one JSON completion) and `GET /v1/models`. Answers come from a queue
-(`push_text`, `push_tool_calls`, `push_error`, ...); an empty queue answers "ok".
+(`push_text`, `push_tool_calls`, `push_error`, ...); an empty queue answers "ok". An
+error message holding `PRESENTED_KEY` echoes the request's key (see fake_api_server).
 
 Each answer can play a compatible server's quirk (`Quirks`): no usage at all, usage on
 the last choice chunk, reasoning in `reasoning_content` or `reasoning`, tool calls
@@ -41,6 +42,7 @@ try:
         json_error,
         pieces,
         sse_response,
+        with_presented_key,
     )
 except ImportError:  # run by hand as a file (see above): tests/ itself is on sys.path, not the checkout
     from fake_api_server import (
@@ -50,6 +52,7 @@ except ImportError:  # run by hand as a file (see above): tests/ itself is on sy
         json_error,
         pieces,
         sse_response,
+        with_presented_key,
     )
 
 __all__ = ["FakeOpenAIServer", "Quirks", "RecordedRequest", "ScriptedCompletion", "StreamFault", "openai_error"]
@@ -138,7 +141,7 @@ class FakeOpenAIServer(FakeApiServer):
             return json_error(400, openai_error(problems[0]))
         scripted = self.next_answer(ScriptedCompletion(text=DEFAULT_TEXT))
         if scripted.body is not None:
-            return json_error(scripted.status, scripted.body, scripted.headers)
+            return json_error(scripted.status, with_presented_key(scripted.body, recorded.headers), scripted.headers)
         model = body.get("model", "fake-model")
         calls = self._calls(scripted)
         if body.get("stream"):

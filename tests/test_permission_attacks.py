@@ -38,6 +38,12 @@ def _file_call(tool, path: str, tmp_path, **rules) -> str:
     return runtime.decide(tool, tool.input_model.model_validate(args), tmp_path).effect
 
 
+def _assert_real_yet_denied(command: str, tmp_path) -> None:
+    """The trick does run `rm` with bash here, and the deny rule on rm catches it."""
+    assert _really_removes(command, tmp_path)
+    assert _bash(command, tmp_path, **DENY_RM) == "deny"
+
+
 def _really_removes(command: str, tmp_path) -> bool:
     """Run `command` with bash in a scratch directory holding `victim`; did it go?"""
     scratch = tmp_path / "scratch"
@@ -132,8 +138,7 @@ async def test_always_answer_on_a_command_with_expansions_grants_nothing_for_lat
 
 @pytest.mark.parametrize("command", ["'r''m' victim", "r\\m victim", '"rm" victim', 'r"m" victim', "\\rm victim", "''rm victim"])
 def test_quoting_tricks_do_not_dodge_a_deny_rule(tmp_path, command):
-    assert _really_removes(command, tmp_path)
-    assert _bash(command, tmp_path, **DENY_RM) == "deny"
+    _assert_real_yet_denied(command, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -174,6 +179,165 @@ def test_wrappers_do_not_dodge_a_deny_rule(tmp_path, command):
 @pytest.mark.parametrize(
     "command",
     [
+        "flock lockfile rm victim",
+        "flock -xn lockfile rm victim",
+        "flock --timeout=5 lockfile rm victim",
+        "flock -- lockfile rm victim",
+        "flock lockfile -c 'rm victim'",
+        "taskset 1 rm victim",
+        "taskset -c 0 rm victim",
+        "taskset --cpu-list 0 rm victim",
+        "taskset -a 1 rm victim",
+        "script -qc 'rm victim' /dev/null",
+        "script /dev/null -qc 'rm victim'",
+        "script --command='rm victim' -q /dev/null",
+        "nice --adjustment=5 rm victim",
+        "nice -n5 rm victim",
+        "ionice -c 3 rm victim",
+        "ionice -c3 -t rm victim",
+        "chrt -o 0 rm victim",
+        "chrt --other 0 rm victim",
+        "chrt -b 0 rm victim",
+        "setsid --wait rm victim",
+        "stdbuf --output=L -e0 rm victim",
+        "timeout --sig=KILL 5 rm victim",
+        "timeout -k 5 -s KILL 5 rm victim",
+        "prlimit --nofile=1024 rm victim",
+        "prlimit -n1024 rm victim",
+        "strace -f -o /dev/null rm victim",
+        "strace -o '|rm victim' true",
+        "valgrind -q rm victim",
+        "/usr/bin/time -f %e rm victim",
+        "echo victim | xargs -I{} rm {}",
+        "echo victim | xargs --max-lines=1 rm",
+        "env --chdir=. rm victim",
+        "env -S 'rm victim'",
+        "ssh -o ProxyCommand='rm victim' nowhere",
+        "ssh -oProxyCommand='rm victim' nowhere",
+    ],
+)
+def test_runners_do_not_dodge_a_deny_rule(tmp_path, command):
+    _assert_real_yet_denied(command, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # Runners that need privileges, a terminal, a network or a program not installed here.
+        "su root -c 'rm victim'",
+        "su -c'rm victim'",
+        "su -c 'echo x' root -c 'rm victim'",
+        "su -s /bin/rm root victim",
+        "runuser -u root -- rm victim",
+        "runuser root -c 'rm victim'",
+        "sg root 'rm victim'",
+        "sg root -c 'rm victim'",
+        "chroot --skip-chdir / rm victim",
+        "unshare --fork rm victim",
+        "nsenter --preserve-credentials rm victim",
+        "setpriv --reuid=0 rm victim",
+        "bwrap --dev-bind / / rm victim",
+        "watch -n 1 rm victim",
+        "watch -x rm victim",
+        "ssh host rm victim",
+        "ssh -p 2222 host -t rm victim",
+        "ssh host 'cd /; rm victim'",
+        "sshpass -p secret rm victim",
+        "parallel rm ::: victim",
+        "parallel 'echo {}; rm victim' ::: a",
+        "ltrace -o /dev/null rm victim",
+        "catchsegv rm victim",
+        "unbuffer -p rm victim",
+        "chpst -u nobody rm victim",
+        "cpulimit -l 50 -- rm victim",
+        "numactl --cpunodebind=0 rm victim",
+        "firejail rm victim",
+        "systemd-run rm victim",
+        "doas -u root rm victim",
+        "sudo -E rm victim",
+    ],
+)
+def test_runners_that_cannot_run_here_do_not_dodge_a_deny_rule(tmp_path, command):
+    assert _bash(command, tmp_path, **DENY_RM) == "deny"
+
+
+@pytest.mark.parametrize(
+    ("command", "runs_rm_here"),
+    [
+        ("gdb -batch -ex 'shell rm victim'", True),
+        ("gdb -batch -ex run --args rm victim", True),
+        ("echo 'rm victim' | newgrp root", False),
+        ("script -q /dev/null", False),
+        ("su root", False),
+        ("ssh host", False),
+        ("expect -c 'spawn rm victim'", False),
+        ("parallel ::: 'rm victim'", False),
+        ("flock \"$LOCK\" rm victim", False),
+        ("taskset --no-such-option 1 rm victim", False),
+        ("firejail --quiet rm victim", False),
+        ("SHELL=/usr/bin/python3 flock lockfile -c 'import os'", False),
+        ("bwrap --args 3 rm victim", False),
+    ],
+)
+def test_runners_whose_command_cannot_be_known_fail_closed_for_a_deny_rule(tmp_path, command, runs_rm_here):
+    if runs_rm_here:
+        assert _really_removes(command, tmp_path)
+    decision = PermissionRuntime.from_texts(**DENY_RM).decide(BASH, BASH.input_model.model_validate({"command": command}), tmp_path)
+    assert decision.effect == "deny" and "treated as matching" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c alias.x='!rm victim' x",
+        "git -c alias.x=!sh x <<< 'rm victim'",
+        "git -c alias.x='!f() { rm \"$1\"; }; f' x victim",
+        "git -c alias.x='-c alias.y=!rm\\ victim y' x",
+        "git init -q . && git -c core.fsmonitor='rm victim' status",
+        "printf '[alias]\\n\\tfrob = !rm victim\\n' > .gitconfig && git frob",
+    ],
+)
+def test_git_aliases_and_settings_do_not_dodge_a_deny_rule(tmp_path, command):
+    _assert_real_yet_denied(command, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git frob",  # not a git command: it may be an alias from ~/.gitconfig or .git/config
+        "git -c core.pager='rm victim' -p log",
+        "git -c core.sshCommand='rm victim' fetch",
+        "git -c include.path=/tmp/evil status",
+        "git --config-env=alias.x=CMD x",
+        "git -c alias.x='-c core.fsmonitor=rm\\ victim status' x",
+        "git bisect run rm victim",
+        "git submodule foreach 'rm victim'",
+        "git rebase -x 'rm victim' main",
+        "git rebase --exec='rm victim' main",
+        "git difftool --extcmd='rm victim'",
+        "git grep -O'rm victim' TODO",
+        "git clone -u 'rm victim' host:repo",
+        "git fetch --upload-pack='rm victim' origin",
+        "git push --receive-pack='rm victim' origin",
+        "git clone -c core.fsmonitor='rm victim' host:repo",
+        "git fetch \"$OPTS\" origin",
+        "git for-each-repo --config=k -c alias.x='!rm victim' x",
+        "git filter-branch --tree-filter 'rm victim' HEAD",
+        "GIT_PAGER='rm victim' git -p log",
+        "PAGER='rm victim' man ls",
+        "GIT_SSH_COMMAND='rm victim' git fetch",
+        "export GIT_EDITOR='rm victim'; git commit",
+        "env GIT_EDITOR='rm victim' git commit",
+        "GIT_CONFIG_COUNT=1 git status",
+    ],
+)
+def test_git_commands_that_run_other_commands_are_caught_by_a_deny_rule(tmp_path, command):
+    assert _bash(command, tmp_path, **DENY_RM) == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
         'bash -c "rm -rf victim"',
         "sh -c 'rm victim'",
         "bash -ec 'rm victim'",
@@ -184,8 +348,7 @@ def test_wrappers_do_not_dodge_a_deny_rule(tmp_path, command):
     ],
 )
 def test_shell_c_strings_are_read_for_denied_commands(tmp_path, command):
-    assert _really_removes(command, tmp_path)
-    assert _bash(command, tmp_path, **DENY_RM) == "deny"
+    _assert_real_yet_denied(command, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -219,14 +382,12 @@ def test_eval_and_code_running_builtins_fail_closed_for_a_deny_rule(tmp_path, co
     ],
 )
 def test_subshells_and_compound_commands_do_not_hide_a_denied_command(tmp_path, command):
-    assert _really_removes(command, tmp_path)
-    assert _bash(command, tmp_path, **DENY_RM) == "deny"
+    _assert_real_yet_denied(command, tmp_path)
 
 
 @pytest.mark.parametrize("command", ["f() { rm victim; }; f", "function f { rm victim; }; f", "f() ( rm victim ); f"])
 def test_a_function_calling_a_denied_command_is_caught(tmp_path, command):
-    assert _really_removes(command, tmp_path)
-    assert _bash(command, tmp_path, **DENY_RM) == "deny"
+    _assert_real_yet_denied(command, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -354,6 +515,10 @@ def test_protected_paths_are_not_writable_through_modes_or_broad_rules(tmp_path,
         ("allow", "Bash(bash:*)", "allow the commands themselves"),
         ("allow", "Bash(xargs:*)", "allow the commands themselves"),
         ("allow", "Bash(eval:*)", "allow the commands themselves"),
+        ("allow", "Bash(flock:*)", "allow the commands themselves"),
+        ("allow", "Bash(taskset:*)", "allow the commands themselves"),
+        ("allow", "Bash(script:*)", "allow the commands themselves"),
+        ("allow", "Bash(ssh:*)", "allow the commands themselves"),
         ("deny", "B*(rm:*)", "name the tool"),
         ("allow", "*(src/**)", "name the tool"),
     ],
@@ -400,6 +565,55 @@ def test_legitimate_commands_still_match_their_allow_rules(tmp_path, rule, comma
 )
 def test_legitimate_commands_are_not_caught_by_an_unrelated_deny_rule(tmp_path, command):
     assert _bash(command, tmp_path, **DENY_RM) == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "flock /tmp/build.lock make test",
+        "taskset -c 0 pytest -q",
+        "taskset -p 1",
+        "chrt -p 1",
+        "ionice -p 1",
+        "timeout 60 pytest",
+        "nice -n 10 make",
+        "script -qc 'make test' /dev/null",
+        "strace -f -o trace.txt make",
+        "prlimit --nofile=1024 make",
+        "ssh host ls -la",
+        "xargs -I{} cat {}",
+        "git log --oneline",
+        "git -c color.ui=never diff",
+        "git -c user.name=a -c user.email=b commit -m fix",
+        "git -c alias.st=status st",
+        "GIT_EDITOR=true git rebase --continue",
+        "git rebase main",
+        "git bisect run make test",
+        "git submodule update --init",
+        "git fetch origin",
+    ],
+)
+def test_runners_running_other_commands_are_not_caught_by_an_unrelated_deny_rule(tmp_path, command):
+    assert _bash(command, tmp_path, **DENY_RM) == "allow"
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(git:*)", "git -c alias.x='!rm victim' x"),
+        ("Bash(git:*)", "git frob"),
+        ("Bash(git:*)", "git -c core.pager=less log"),
+        ("Bash(git rebase:*)", "git rebase -x 'rm victim' main"),
+        ("Bash(git bisect:*)", "git bisect run rm victim"),
+    ],
+)
+def test_an_allow_prefix_does_not_allow_what_a_command_it_covers_runs(tmp_path, rule, command):
+    assert _bash(command, tmp_path, allow=[rule]) == "ask"
+
+
+def test_an_allow_prefix_that_names_the_command_a_runner_runs_still_allows_it(tmp_path):
+    assert _bash("git bisect run make test", tmp_path, allow=["Bash(git bisect run make:*)"]) == "allow"
+    assert _bash("git status --short", tmp_path, allow=["Bash(git:*)"]) == "allow"
 
 
 def test_an_explicit_rule_or_the_users_answer_allows_a_protected_write(tmp_path):

@@ -393,12 +393,24 @@ def test_fork_keeps_rules_but_drops_grants(tmp_path):
     args = BASH.input_model.model_validate({"command": "make"})
     runtime.answer(BASH, args, tmp_path, allow=True, always=True)
     assert runtime.decide(BASH, args, tmp_path).effect == "allow"
-    child = runtime.fork(scope="subagent:x")
+    child = runtime.fork(scope="subagent:x", refused=runtime.refused_calls())
     assert child is not runtime and child.rules == runtime.rules and child.rules is not runtime.rules
     assert (child.mode, child.headless, child.scope) == (runtime.mode, runtime.headless, "subagent:x")
     assert child.grants == [] and runtime.grants
     assert child.decide(BASH, args, tmp_path).effect == "ask"
     assert _bash(child, tmp_path, "rm -rf x") == "deny"
+
+
+def test_fork_carries_the_calls_the_user_refused_and_a_later_yes_takes_one_back(tmp_path):
+    runtime = PermissionRuntime.from_texts(mode="default")
+    refused, allowed = ({"command": "make clean"}, {"command": "make"})
+    for inp in (refused, allowed):
+        runtime.answer(BASH, BASH.input_model.model_validate(inp), tmp_path, allow=False)
+    runtime.answer(BASH, BASH.input_model.model_validate(allowed), tmp_path, allow=True)
+    child = runtime.fork(scope="subagent:x", refused=runtime.refused_calls())
+    assert _decide(child, BASH, tmp_path, **refused).source == "user"
+    assert _bash(child, tmp_path, "make clean") == "deny" and _bash(child, tmp_path, "make") == "ask"
+    assert _bash(runtime, tmp_path, "make clean") == "ask"  # the session that was refused asks again
 
 
 def test_an_audit_log_whose_directory_was_removed_is_written_in_a_new_one(tmp_path):
@@ -412,7 +424,7 @@ def test_an_audit_log_whose_directory_was_removed_is_written_in_a_new_one(tmp_pa
 
 def test_fork_shares_the_audit_log_with_the_scope_recorded(tmp_path):
     runtime = PermissionRuntime.from_texts(mode="bypass", audit=AuditLog(tmp_path / "audit.jsonl"))
-    child = runtime.fork(scope="subagent:r.0")
+    child = runtime.fork(scope="subagent:r.0", refused=runtime.refused_calls())
     _bash(child, tmp_path, "ls")
     lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [e["scope"] for e in lines] == ["subagent:r.0"]

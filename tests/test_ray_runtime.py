@@ -276,6 +276,32 @@ async def test_headless_subagent_permission_question_is_denied_with_a_clear_resu
     assert not _of_type(events, "permission_requested")
 
 
+async def test_a_call_the_user_denied_at_the_root_is_denied_in_a_subagent_actor_without_asking(ray_cluster, tmp_path):
+    asked: list = []
+
+    async def approver(request):
+        asked.append(request)
+        return PermissionAnswer(allow=True)  # if the child asked, the file would be made
+
+    script = _write_script(
+        tmp_path,
+        [{"tool_calls": [_bash("echo hi > made.txt")]}, {"tool_calls": [_agent_call("writer")]}],
+        subagents={"writer": {"turns": [{"tool_calls": [_bash("echo hi > made.txt")]}], "final_text": "could not"}},
+        final="root done",
+    )
+    settings = _settings(tmp_path, script, permissions={"mode": "default", "allow": ["Agent"]})
+    events: list = []
+    ws = _workspace(tmp_path)
+    remote = await open_remote_session(OpenSpec(settings, ws), emit=events.append, approver=approver)
+    assert (await remote.run_turn("go")).reason == "permission"
+    outcome = await remote.answer_permission(False)
+
+    assert (outcome.reason, outcome.final_text) == ("end_turn", "root done") and asked == []
+    (denied,) = [e for e in _of_type(events, "tool_result") if e.session_id != remote.session_id]
+    assert denied.is_error and "the user denied this same call in a parent session" in denied.content
+    assert not (ws / "made.txt").exists()
+
+
 # -- the compactor pool ------------------------------------------------------------------
 
 

@@ -206,6 +206,17 @@ async def test_grants_come_back_when_the_permission_rules_are_unchanged(tmp_path
     assert [g.text for g in second.kit.permissions.grants] == ["Write(out.txt)"]
 
 
+async def test_the_calls_the_user_refused_come_back_even_when_the_permission_rules_changed(tmp_path):
+    ws = make_workspace(tmp_path)
+    write_script(tmp_path, [{"tool_calls": [write_call()]}, {"text": "not written"}])
+    first, _ = built_session(_settings(tmp_path, ws, {"mode": "default"}), ws)
+    assert (await first.run_turn("write it")).reason == "permission"
+    await first.answer_permission(False)
+    second, _, _, _ = await _resume(_settings(tmp_path, ws, {"mode": "default", "deny": ["Bash(rm:*)"]}), ws, first.session_id)
+    refused = second.kit.permissions.refused_calls()
+    assert refused == first.kit.permissions.refused_calls() and refused.has("Write", "out.txt")
+
+
 async def test_grants_are_dropped_with_a_notice_when_the_permission_rules_changed(tmp_path):
     ws = make_workspace(tmp_path)
     first = await _granted_session(tmp_path, ws, {"mode": "default"})

@@ -127,9 +127,11 @@ def _tree(tmp_path, root_model, child_model, *, max_depth=3, tools=None, tree_ma
         spawner_factory=in_process_spawners,
     )
     spawner = InProcessSpawner(blueprint, parent_id="root", parent_budget=tree)
-    registry = ToolRegistry([*base_tools, AgentTool(spawner, depth=0, max_depth=blueprint.subagents.max_depth)])
+    permissions = PermissionRuntime.from_texts(mode="bypass")
+    agent = AgentTool(spawner, depth=0, max_depth=blueprint.subagents.max_depth, permissions=permissions)
+    registry = ToolRegistry([*base_tools, agent])
     session, _ = local_session(tmp_path, root_model, registry=registry, system_prompt="root sys", session_id="root",
-                               events=events, budget=tree)
+                               events=events, budget=tree, permissions=permissions)
     return session, spawner, events
 
 
@@ -356,6 +358,74 @@ async def test_child_ask_denied_by_the_approver_does_not_run(tmp_path):
     (denied,) = _child_results(events, root)
     assert denied.is_error and "Permission denied: denied by the user" in denied.content
     assert not (workspace / "made.txt").exists()
+
+
+_WRITE = {"name": "Bash", "input": {"command": "echo hi > made.txt"}}
+
+
+def _asking_tree(tmp_path, turns: list[dict], subagents: dict, *, answer: bool):
+    """A root in default mode (Agent allowed) whose children's questions get `answer`; the
+    questions are kept in the list returned last."""
+    asked: list = []
+
+    async def approver(request):
+        asked.append(request)
+        return PermissionAnswer(allow=answer)
+
+    script = _write_script(tmp_path, turns, subagents=subagents)
+    root, events, workspace = _build(tmp_path, script, permissions={"mode": "default", "allow": ["Agent"]},
+                                     child_approver=approver)
+    return root, events, workspace, asked
+
+
+async def test_a_call_the_user_denied_in_the_parent_is_denied_in_the_child_without_asking(tmp_path):
+    root, events, workspace, asked = _asking_tree(  # a child that asked would be allowed
+        tmp_path, [{"tool_calls": [_WRITE]}, {"tool_calls": [_agent_call("writer")]}],
+        {"writer": {"turns": [{"tool_calls": [_WRITE]}], "final_text": "could not"}}, answer=True)
+    assert (await root.run_turn("go")).reason == "permission"
+    assert (await root.answer_permission(False)).reason == "end_turn"
+    assert asked == []
+    (denied,) = _child_results(events, root)
+    assert denied.is_error and "the user denied this same call in a parent session" in denied.content
+    assert not (workspace / "made.txt").exists()
+
+
+async def test_a_call_the_user_denied_in_the_root_is_denied_in_a_grandchild_without_asking(tmp_path):
+    root, events, workspace, asked = _asking_tree(
+        tmp_path, [{"tool_calls": [_WRITE]}, {"tool_calls": [_agent_call("middle")]}],
+        {"middle": {"turns": [{"tool_calls": [_agent_call("leaf")]}], "final_text": "middle done"},
+         "leaf": {"turns": [{"tool_calls": [_WRITE]}], "final_text": "could not"}}, answer=True)
+    await root.run_turn("go")
+    await root.answer_permission(False)
+    assert asked == []
+    (denied,) = [r for r in _child_results(events, root) if r.name == "Bash"]
+    assert denied.session_id.count(".") == 2  # the grandchild's call
+    assert denied.is_error and "denied this same call in a parent session" in denied.content
+    assert not (workspace / "made.txt").exists()
+
+
+async def test_a_call_the_user_denied_in_a_child_is_denied_in_its_own_children_without_asking(tmp_path):
+    root, events, _, asked = _asking_tree(
+        tmp_path, [{"tool_calls": [_agent_call("middle")]}],
+        {"middle": {"turns": [{"tool_calls": [_WRITE]}, {"tool_calls": [_agent_call("leaf")]}]},
+         "leaf": {"turns": [{"tool_calls": [_WRITE]}], "final_text": "could not"}}, answer=False)
+    await root.run_turn("go")
+    (question,) = asked  # the middle child's; the leaf is not asked again
+    assert question.session_id.count(".") == 1
+    leaf_result = [r for r in _child_results(events, root) if r.name == "Bash" and r.session_id.count(".") == 2]
+    assert leaf_result[0].is_error and "denied this same call in a parent session" in leaf_result[0].content
+
+
+async def test_a_call_granted_always_in_the_parent_is_asked_again_in_the_child(tmp_path):
+    root, events, _, asked = _asking_tree(
+        tmp_path, [{"tool_calls": [_WRITE]}, {"tool_calls": [_agent_call("writer")]}],
+        {"writer": {"turns": [{"tool_calls": [_WRITE]}], "final_text": "wrote it"}}, answer=True)
+    assert (await root.run_turn("go")).reason == "permission"
+    assert (await root.answer_permission(True, always=True)).reason == "end_turn"
+    (question,) = asked
+    assert question.session_id != root.session_id and question.input == _WRITE["input"]
+    decided = _of_type(events, "permission_decided", question.session_id)
+    assert [(d.effect, d.source) for d in decided] == [("ask", "mode"), ("allow", "user")]
 
 
 async def test_headless_child_ask_is_denied_with_a_clear_result_and_does_not_run(tmp_path):

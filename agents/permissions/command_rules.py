@@ -9,7 +9,9 @@ the line is read):
 - allow (and a user's "always" grant): only a line that is ONE simple command of literal
   words can match, compared word by word after quote removal (`git 'status'` is
   `git status`). A pipeline, a list, a redirection, an expansion or a substitution is
-  never allowed by a rule; it is asked about (or denied when headless).
+  never allowed by a rule; it is asked about (or denied when headless). A prefix allows
+  only a line whose commands are all knowable and named by it: `Bash(git:*)` does not
+  allow `git -c alias.x='!rm -rf ~' x`, nor `git frob` (which may be an alias).
 - deny and ask: the pattern matches if ANY command in the line matches it, wherever it
   is (pipelines, lists, subshells, substitutions, `bash -c` strings) and whatever wraps
   it (`env`, `sudo`, `nice -n 5`, `xargs`, `/bin/rm` for `rm`, leading `FOO=1`). A word
@@ -44,11 +46,17 @@ class CommandPattern:
     prefix: bool  # `:*`: further arguments may follow
 
     def allows(self, line: ShellLine) -> bool:
-        """An allow rule: the line is one simple literal command with these words."""
-        if line.simple is None:
+        """An allow rule: the line is one simple literal command with these words; for a
+        prefix, one whose reading is knowable and runs nothing the prefix does not name."""
+        simple = line.simple
+        if simple is None:
             return False
         n = len(self.words)
-        return line.simple[:n] == self.words and (self.prefix or len(line.simple) == n)
+        if not self.prefix:
+            return simple == self.words
+        return simple[:n] == self.words and line.unknowable is None and all(
+            _names_within(c, simple, n) for c in line.delegated
+        )
 
     def catches(self, line: ShellLine) -> bool:
         """A deny or ask rule: some command in the line may be this one, or some command
@@ -73,6 +81,14 @@ class CommandPattern:
                 return False
         rest = command[len(self.words) :]
         return self.prefix or (not literally and all(w is None for w in rest))  # an expansion may be empty
+
+
+def _names_within(command: tuple[Word, ...], simple: tuple[str, ...], n: int) -> bool:
+    """Whether a command a runner runs is the tail of the line starting inside the
+    prefix's `n` words (`uv run pytest -q` under `Bash(uv run pytest:*)` runs `pytest -q`,
+    which the prefix names; `git -c alias.x=!sh x` under `Bash(git:*)` runs `sh`, which it
+    does not)."""
+    return any(command == simple[k:] for k in range(1, n))
 
 
 def parse_command_pattern(text: str, pattern: str, effect: str) -> CommandPattern:

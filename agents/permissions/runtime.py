@@ -1,7 +1,9 @@
 """PermissionRuntime: decides, for each validated tool call, allow / deny / ask.
 
-Order: deny rules, then session grants, then ask rules, then allow rules, then the
-mode's default — so `ask: Bash(git push:*)` still asks when `allow: Bash` is set. Modes: `default` asks before anything that is not read-only;
+Order: deny rules, then calls the user refused in a parent session (a subagent denies
+them without asking, agents.permissions.refusals), then session grants, then ask rules,
+then allow rules, then the mode's default — so `ask: Bash(git push:*)` still asks when
+`allow: Bash` is set. Modes: `default` asks before anything that is not read-only;
 `accept-edits` also allows local file edits (Bash still asks); `bypass` allows all
 that no deny rule forbids; `plan` allows read-only tools only. Headless runs have no
 one to ask: `deny-asks` turns every ask into a deny, `allow-list` denies whatever no
@@ -27,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from agents.permissions.refusals import RefusedCalls
 from agents.permissions.rules import SHELL_TOOL, Effect, Rule, parse_rules
 from agents.permissions.shell_line import read_line
 from agents.permissions.shell_words import SAFE_CHARS
@@ -107,6 +110,8 @@ class PermissionRuntime:
     audit: AuditLog = field(default_factory=AuditLog)
     grants: list[Rule] = field(default_factory=list)
     scope: str = "root"
+    refusals: RefusedCalls = field(default_factory=RefusedCalls)  # the user's "no" answers in this session
+    inherited: RefusedCalls = field(default_factory=RefusedCalls)  # refused above it: denied without asking
 
     @classmethod
     def from_texts(
@@ -128,9 +133,16 @@ class PermissionRuntime:
             audit=audit or AuditLog(),
         )
 
-    def fork(self, scope: str) -> PermissionRuntime:
-        """For a subagent: the same rules and denials, no grants, nothing pending."""
-        return PermissionRuntime(rules=list(self.rules), mode=self.mode, headless=self.headless, audit=self.audit, scope=scope)
+    def fork(self, scope: str, *, refused: RefusedCalls) -> PermissionRuntime:
+        """For a subagent: the same rules, no grants, nothing pending, and the calls its
+        parent's user refused (`refused`: the parent's `refused_calls()`, which comes with
+        the spawn request) denied without asking."""
+        return PermissionRuntime(rules=list(self.rules), mode=self.mode, headless=self.headless, audit=self.audit,
+                                 scope=scope, inherited=refused)
+
+    def refused_calls(self) -> RefusedCalls:
+        """What a child of this session inherits: the calls refused here and above."""
+        return self.inherited | self.refusals
 
     def decide(self, tool: Tool, args: BaseModel, workspace: Path) -> Decision:
         subject = permission_subject(tool, args, workspace)
@@ -148,6 +160,8 @@ class PermissionRuntime:
         elif allow and always:
             text = f"{tool.name}({subject})" if subject is not None else tool.name
             self.grants.append(Rule("allow", tool.name, subject, text, exact=True))
+        # The latest answer counts for the children spawned from now on.
+        self.refusals = self.refusals.removing(tool.name, subject) if allow else self.refusals.adding(tool.name, subject)
         decision = Decision("allow" if allow else "deny", "user", reason)
         self._audit(tool.name, subject, decision)
         return decision
@@ -160,11 +174,8 @@ class PermissionRuntime:
     def _decide(self, tool: Tool, subject: str | None) -> Decision:
         guarded = _guarded_part(tool, subject)
         for effect in ("deny", "ask", "allow"):
-            if effect == "ask":
-                # The user's own "always" answer outranks an ask rule for that exact call.
-                for grant in self.grants:
-                    if grant.matches(tool.name, subject):
-                        return Decision("allow", "grant", f"granted this session: {grant.text}", grant.text)
+            if effect == "ask" and (answered := self._answered(tool, subject)) is not None:
+                return answered
             for rule in self.rules:
                 if rule.effect != effect or not rule.matches(tool.name, subject):
                     continue
@@ -177,6 +188,16 @@ class PermissionRuntime:
         if guarded is not None and decision.effect != "deny":
             decision = Decision("ask", "mode", _protected_reason(tool, subject, guarded))
         return self._headless_ask(tool, subject, decision)
+
+    def _answered(self, tool: Tool, subject: str | None) -> Decision | None:
+        """The user's own answers, which outrank ask and allow rules: a call refused in a
+        parent session, then an "always" grant for this exact call."""
+        if self.inherited.has(tool.name, subject):
+            return Decision("deny", "user", "the user denied this same call in a parent session; a subagent does not ask again")
+        for grant in self.grants:
+            if grant.matches(tool.name, subject):
+                return Decision("allow", "grant", f"granted this session: {grant.text}", grant.text)
+        return None
 
     def _headless_ask(self, tool: Tool, subject: str | None, decision: Decision) -> Decision:
         """A headless run has no one to ask: an ask (by rule or by mode) becomes a deny."""

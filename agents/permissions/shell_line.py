@@ -23,8 +23,10 @@ What a line yields (`ShellLine`):
   (checked twice: by the strict grammar in shell_words and by this parse, which must
   agree) — the only kind of line an allow rule may cover;
 - `commands`: every command found anywhere (pipelines, lists, subshells, functions,
-  substitutions, `bash -c` strings, after wrappers such as `env` or `sudo`), each as its
-  words with `None` for a word not known before it runs;
+  substitutions, `bash -c` strings, after runners such as `env`, `sudo`, `flock`, `ssh`,
+  git aliases), each as its words with `None` for a word not known before it runs;
+- `delegated`: those of them that a runner runs (`rm x` in `timeout 5 rm x`, every
+  command of a `bash -c` string): an allow prefix rule must not reach them;
 - `unknowable`: why some command cannot be known statically (a command name that is
   an expansion, `eval`, arithmetic over variables, which bash may evaluate as code,
   a parse error); a deny or ask rule then treats the line as matching.
@@ -39,14 +41,16 @@ from dataclasses import dataclass, field
 import tree_sitter
 import tree_sitter_bash
 
+from agents.permissions.runner_spec import Text, Unknown, Word
+from agents.permissions.shell_variables import variable_runs
 from agents.permissions.shell_words import (
     has_brace_expansion,
     simple_words,
     unescape_double_quoted,
     unescape_word,
 )
-from agents.permissions.shell_wrappers import Word, evaluated_variable, expand_command
-from agents.permissions.visible import hidden_characters
+from agents.permissions.shell_wrappers import expand_command
+from agents.visible import hidden_characters
 
 __all__ = ["CommandWord", "ShellLine", "SimpleCommand", "read_line", "simple_command"]
 
@@ -84,6 +88,7 @@ class ShellLine:
     simple: tuple[str, ...] | None
     commands: tuple[tuple[Word, ...], ...]
     unknowable: str | None
+    delegated: tuple[tuple[Word, ...], ...] = ()
 
 
 @functools.lru_cache(maxsize=64)  # a decision reads its line a few times; lines can be long
@@ -94,7 +99,8 @@ def read_line(command: str) -> ShellLine:
     simple = simple_words(command)
     if simple is not None and reader.sole_simple != simple:
         simple = None  # the two readings disagree: not simple enough to allow
-    return ShellLine(simple=simple, commands=tuple(reader.commands), unknowable=reader.why)
+    return ShellLine(simple=simple, commands=tuple(reader.commands), unknowable=reader.why,
+                     delegated=tuple(reader.delegated))
 
 
 @dataclass(frozen=True)
@@ -154,12 +160,23 @@ class _Reader:
     """Walks a parse tree, collecting commands (it is the Sink the wrapper table feeds)."""
 
     commands: list[tuple[Word, ...]] = field(default_factory=list)
+    delegated: list[tuple[Word, ...]] = field(default_factory=list)
     why: str | None = None
     sole_simple: tuple[str, ...] | None = None
     depth: int = -1
+    in_runner: int = 0  # reading text a runner hands to a shell
 
-    def add(self, words: tuple[Word, ...]) -> None:
+    def add(self, words: tuple[Word, ...], depth: int = 0) -> None:
         self.commands.append(words)
+        if depth or self.in_runner:
+            self.delegated.append(words)
+
+    def line(self, text: str) -> None:
+        self.in_runner += 1
+        try:
+            self.nested(text)
+        finally:
+            self.in_runner -= 1
 
     def unknowable(self, why: str) -> None:
         if self.why is None:
@@ -246,8 +263,21 @@ class _Reader:
 
     def _assignment(self, node: tree_sitter.Node, src: bytes) -> None:
         name = node.child_by_field_name("name")
-        if name is not None and evaluated_variable(_text(name, src)):
-            self.unknowable(f"it sets {_text(name, src)}, which bash runs as code")
+        if name is not None:
+            value = node.child_by_field_name("value")
+            self._sets(_text(name, src), _value(value, src) if value is not None else "")
+
+    def _sets(self, name: str, value: Word) -> None:
+        """A variable set to `value` (None: not known before it runs): bash code, a command
+        line a program runs (read as one), or nothing to read."""
+        run = variable_runs(name, value)
+        if isinstance(run, Unknown):
+            self.unknowable(run.why)
+        elif isinstance(run, Text):
+            if run.text is None:
+                self.unknowable(f"it sets {name}, whose value a program runs, to text that is not a literal")
+            else:
+                self.line(run.text)
 
     def _names(self, name: str, args: list[Word]) -> None:
         """Builtins that take variable names: a name with a subscript, or one not known
@@ -262,8 +292,13 @@ class _Reader:
                 self.unknowable(f"{name} -i evaluates what is assigned as arithmetic, which can run commands")
         if any(t is None or "[" in t for t in targets):
             self.unknowable(f"{name} names a variable that is not a plain literal")
-        elif any(evaluated_variable(t.partition("=")[0]) for t in targets if t is not None):
-            self.unknowable(f"{name} sets a variable that bash runs as code")
+            return
+        for target in targets:
+            variable, eq, value = (target or "").partition("=")
+            if eq:
+                self._sets(variable, value)
+            elif name in ("read", "printf", "wait"):  # the value comes from input or output
+                self._sets(variable, None)
 
     def _test(self, node: tree_sitter.Node, src: bytes) -> None:
         double = _text(node, src).startswith("[[")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import string
 
-from agents.permissions.visible import hidden_characters
+from agents.visible import hidden_characters
 
 __all__ = ["SAFE_CHARS", "has_brace_expansion", "simple_words", "unescape_double_quoted", "unescape_word"]
 

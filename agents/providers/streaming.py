@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 from agents.config import ProviderSettings
 from agents.errors import ModelTimeout, Overloaded
 from agents.ports import ModelRequest, ModelResponse
+from agents.redaction import remember
 
 __all__ = [
     "CallPolicy",
@@ -234,7 +235,9 @@ class StreamedClient:
         self.model = model
         self.name = f"{self.provider}:{model}"
         self.base_url = base_url or self._configured_base_url(settings) or os.environ.get(self._base_url_env) or None
-        key = api_key or os.environ.get(self._api_key_env) or self._keyless()
+        given = api_key or os.environ.get(self._api_key_env)
+        remember(given)  # an error body that echoes it is redacted (agents.redaction)
+        key = given or self._keyless()
         self.policy = CallPolicy.from_settings(settings)
         self._sleep = sleep
         self._sent = 0

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from agents.compaction import STRATEGIES, make_strategy
 from agents.directories import output_directory
 from agents.errors import ConfigError
+from agents.visible import reveal
 from benchmarks.traces import FORMATS
 
 from .cache_model import CacheSettings
@@ -167,16 +168,17 @@ def run_compaction(args: argparse.Namespace) -> int:
     origin = provenance([] if inputs.synthetic else [t.path for _, t in inputs.traces])
     err = Console(stderr=True)
     for path, reason in inputs.skipped:
-        print(f"skipping {path}: {reason}", file=sys.stderr)
+        print(reveal(f"skipping {path}: {reason}"), file=sys.stderr)
     for path in inputs.ignored:
-        print(f"skipping {path}: not a trace in a format the benchmark reads ({SUPPORTED})", file=sys.stderr)
+        print(reveal(f"skipping {path}: not a trace in a format the benchmark reads ({SUPPORTED})"), file=sys.stderr)
     total = len(inputs.traces) * len(config.strategies)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    # A trace's label is a file name: shown revealed, and never read as markup.
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
         task = bar.add_task("replaying", total=total)
 
         def advance(result) -> None:
-            bar.update(task, advance=1, description=f"{result.trace[:40]} · {result.strategy}")
+            bar.update(task, advance=1, description=reveal(f"{result.trace[:40]} · {result.strategy}", one_line=True))
 
         if args.local:
             measured, runtime = run_local(inputs.traces, config, advance), "in-process (--local)"
@@ -212,12 +214,13 @@ def run_compaction(args: argparse.Namespace) -> int:
 
 
 def _live(args: argparse.Namespace, config: BenchConfig, err: Console) -> dict:
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    # A task id comes from the task file: shown revealed, and never read as markup.
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
         task = bar.add_task("live tasks", total=None)
 
         def finished(spec: str, task_id: str, status: str) -> None:
-            bar.update(task, advance=1, description=f"live · {spec} · {task_id}: {status}")
+            bar.update(task, advance=1, description=reveal(f"live · {spec} · {task_id}: {status}", one_line=True))
 
         return run_live(
             args.live, strategies=config.strategies, baseline=config.baseline, out=args.out, model=args.model,

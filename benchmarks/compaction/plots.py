@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from agents.config import CompactSettings  # noqa: E402
+from agents.visible import reveal  # noqa: E402
 
 __all__ = ["label_offsets", "pareto_front", "write_plots"]
 
@@ -207,7 +208,8 @@ def _tokens(doc: dict[str, Any], path: Path) -> None:
     handles, labels = flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", fontsize=7, ncol=4)
     fig.suptitle(f"Input tokens per model call, {doc['settings']['context_window']:,}-token window"
-                 f"{f' (longest trace: {longest})' if longest else ''}{_suffix(doc)}", fontsize=9, x=0.01, ha="left")
+                 f"{f' (longest trace: {reveal(longest, one_line=True)})' if longest else ''}{_suffix(doc)}",
+                 fontsize=9, x=0.01, ha="left")  # a trace's label is a file name: its hidden characters shown
     fig.supxlabel("model call", fontsize=8)
     fig.supylabel("input tokens", fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.96))

@@ -1,5 +1,11 @@
 """The benchmark's outputs: one JSON document and a markdown report (terminal tables:
-`terminal.py`)."""
+`terminal.py`).
+
+Trace labels, paths, errors and missed evidence items come from the traces, which
+nobody vetted: every table cell is one line with its pipes escaped, and the whole
+report is revealed (agents.visible), so no escape sequence or carriage return in a
+trace reaches a terminal that shows the file.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import benchmarks.compaction as package
+from agents.visible import markdown_cell, reveal
 
 from .data import Inputs
 from .metrics import RunMetrics
@@ -125,7 +132,7 @@ def summary_cells(s: dict) -> list[str]:
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(markdown_cell(str(c)) for c in row) + " |" for row in rows]
     return lines
 
 
@@ -149,7 +156,7 @@ def _settings_lines(doc: dict[str, Any]) -> list[str]:
     s = doc["settings"]
     cache = s["cache"]
     return [
-        f"- data: {doc['data']}",
+        reveal(f"- data: {doc['data']}", one_line=True),
         f"- traces: {len(doc['traces'])} measured, {len(doc['skipped'])} skipped, {len(doc['ignored'])} non-trace files ignored",
         f"- strategies: {', '.join(s['strategies'])}; baseline: {s['baseline']}",
         f"- context window: {s['context_window']:,} tokens (a call over {s['context_window'] - 4096:,} = window − 4,096 "
@@ -236,7 +243,7 @@ def _missed_lines(doc: dict[str, Any], limit: int = 3) -> list[str]:
             continue
         shown = "; ".join(f"call {m['call']}: " + ", ".join(f"`{i}`" for i in m["items"][:6])
                           + (f" (+{len(m['items']) - 6})" if len(m["items"]) > 6 else "") for m in r["missed"][:limit])
-        lines.append(f"- {r['trace']} · {r['strategy']} ({len(r['missed'])} calls): {shown}")
+        lines.append(reveal(f"- {r['trace']} · {r['strategy']} ({len(r['missed'])} calls): {shown}", one_line=True))
     return lines
 
 
@@ -283,8 +290,9 @@ def markdown_report(doc: dict[str, Any]) -> str:
                   f"{live['model'] or 'the tasks’ own'}). Pass rate: mean over tasks [95% bootstrap]; flips are paired "
                   f"per task against {live['baseline']} (errors are not comparable).", ""]
         lines += _md_table(LIVE_COLUMNS, live_rows(live))
-        lines += [f"- invalid task line: {text}" for text in live["invalid"]]
+        lines += [reveal(f"- invalid task line: {text}", one_line=True) for text in live["invalid"]]
     if doc["skipped"]:
-        lines += ["", "## Skipped inputs", ""] + [f"- `{x['path']}`: {x['reason']}" for x in doc["skipped"]]
+        lines += ["", "## Skipped inputs", ""] + [reveal(f"- `{x['path']}`: {x['reason']}", one_line=True)
+                                                   for x in doc["skipped"]]
     lines += ["", *_rerun_lines(doc), "", _definitions(), ""]
-    return "\n".join(lines)
+    return reveal("\n".join(lines))

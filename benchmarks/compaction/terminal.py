@@ -1,4 +1,8 @@
-"""The terminal tables (rich): the summary, and the live runs when there are any."""
+"""The terminal tables (rich): the summary, and the live runs when there are any.
+
+Trace labels, paths and errors come from the traces: every cell and line is revealed
+(agents.visible) and given to rich as `Text`, so it is never read as markup.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from agents.visible import reveal
 
 from .report import LIVE_COLUMNS, SYNTHETIC_NOTE, live_rows, summary_cells
 
@@ -19,17 +26,21 @@ TERMINAL_COLUMNS = (
 _PICK = (0, 1, 2, 3, 4, 5, 6, 9, 10, 13, 14, 15)
 
 
-def _terminal_row(s: dict) -> list[str]:
+def _text(text: str) -> Text:
+    return Text(reveal(text))
+
+
+def _terminal_row(s: dict) -> list[Text]:
     """Like the markdown row, fewer columns, each interval under its value."""
     cells = summary_cells(s)
-    return [cells[i].replace(" [", "\n[") for i in _PICK]
+    return [_text(reveal(cells[i], one_line=True).replace(" [", "\n[")) for i in _PICK]
 
 
 def print_table(doc: dict[str, Any], console: Console) -> None:
     title = f"Compaction strategies — {len(doc['traces'])} traces, context window {doc['settings']['context_window']:,}"
     if doc["synthetic"]:
         title += f" — {SYNTHETIC_NOTE}"
-    table = Table(title=title, title_justify="left")
+    table = Table(title=_text(title), title_justify="left")
     for name in TERMINAL_COLUMNS:
         table.add_column(name, overflow="fold")
     for s in doc["summary"]:
@@ -37,25 +48,25 @@ def print_table(doc: dict[str, Any], console: Console) -> None:
     console.print(table)
     exceed = [s["strategy"] for s in doc["summary"] if s["exceeds_window"]]
     if exceed:
-        console.print(f"⚠ exceed the window on some call (infeasible): {', '.join(exceed)}")
-    console.print(f"ratios: median over traces [95% bootstrap of {doc['settings']['cluster']} clusters]; recalls: mean; "
-                  f"p: Wilcoxon signed-rank vs base, Holm-adjusted; base = {doc['settings']['baseline']}; "
-                  f"wall time {doc['wall_time_s']:.1f} s ({doc['runtime']})")
+        console.print(_text(f"⚠ exceed the window on some call (infeasible): {', '.join(exceed)}"))
+    console.print(_text(f"ratios: median over traces [95% bootstrap of {doc['settings']['cluster']} clusters]; recalls: "
+                        f"mean; p: Wilcoxon signed-rank vs base, Holm-adjusted; base = {doc['settings']['baseline']}; "
+                        f"wall time {doc['wall_time_s']:.1f} s ({doc['runtime']})"))
     for item in doc["skipped"]:
-        console.print(f"skipped {item['path']}: {item['reason']}")
+        console.print(_text(f"skipped {item['path']}: {item['reason']}"))
     for r in doc["runs"]:
         if r["error"]:
-            console.print(f"failed {r['trace']} under {r['strategy']}: {r['error']}")
+            console.print(_text(f"failed {r['trace']} under {r['strategy']}: {r['error']}"))
 
 
 def print_live(doc: dict[str, Any], console: Console) -> None:
     live = doc.get("live")
     if not live:
         return
-    table = Table(title=f"Live: {live['tasks']} tasks from {live['tasks_file']} per strategy (base = {live['baseline']})",
-                  title_justify="left")
+    table = Table(title=_text(f"Live: {live['tasks']} tasks from {live['tasks_file']} per strategy "
+                              f"(base = {live['baseline']})"), title_justify="left")
     for name in LIVE_COLUMNS:
         table.add_column(name, no_wrap=True)
     for row in live_rows(live):
-        table.add_row(*row)
+        table.add_row(*(_text(reveal(cell, one_line=True)) for cell in row))
     console.print(table)

@@ -31,6 +31,7 @@ from typing import Any
 
 from agents.directories import output_directory
 from agents.errors import ConfigError
+from cluster.console import say
 from cluster.eval.environments import DEFAULT_HOSTS, registry_host
 from cluster.eval.hosts import LocalHost
 from cluster.eval.progress import JsonReporter, ProgressReporter
@@ -145,11 +146,11 @@ class EvalCommand:
             summary = asyncio.run(_stoppable(runner.run()))
         except (KeyboardInterrupt, asyncio.CancelledError) as exc:
             reporter.close()
-            print(f"workingset: interrupted; the results so far are in {runner.out.root}; "
-                  "run the same command again to resume", file=sys.stderr)
+            say(f"workingset: interrupted; the results so far are in {runner.out.root}; "
+                "run the same command again to resume", file=sys.stderr)
             return 130 if isinstance(exc, KeyboardInterrupt) else 143
         if not args.json:
-            print(f"results: {runner.out.results}\nreport:  {runner.out.report}")
+            say(f"results: {runner.out.results}\nreport:  {runner.out.report}")
         return 1 if invalid or summary["statuses"]["error"] or summary["stopped"] else 0
 
 

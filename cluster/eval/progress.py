@@ -23,6 +23,9 @@ and ETA — with one line per finished task above it.
 Every object also has `ts` (Unix time). The agents' own events are not in this stream:
 each task's are in `<out>/events/<task>.jsonl`.
 
+Task ids, errors, notes and file names come from task files, agents and tools: every
+line shows them revealed (agents.visible) and as `Text`, never as markup.
+
 While the progress bar is up, what Ray logs in this process (the `ray` logger: a task
 retried by Ray, a worker that died) is printed above the bar through the same console,
 not written across it; the Ray runtime's own C++ warnings are held back below errors
@@ -38,7 +41,6 @@ import time
 from typing import Any, Protocol, TextIO
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -48,7 +50,9 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
+from agents.visible import reveal
 from cluster.eval.report import describe_cost
 
 __all__ = ["JsonReporter", "ProgressReporter", "Reporter"]
@@ -87,10 +91,16 @@ class _AboveTheBar(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         first = record.getMessage().strip().splitlines()
-        self.console.print(f"[dim]ray: {escape(first[0] if first else '')}[/]")
+        self.console.print(_line("dim", f"ray: {first[0] if first else ''}"))
 
 
 _STYLE = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow", "budget": "yellow"}
+
+
+def _line(style: str, text: str) -> Text:
+    """One line above the bar: task ids, errors and file names come from task files,
+    agents and tools, so revealed on one line and never read as markup."""
+    return Text(reveal(text, one_line=True), style=style)
 
 
 class ProgressReporter:
@@ -141,26 +151,26 @@ class ProgressReporter:
     def _on_eval_started(self, *, to_run: int, skipped: int, tasks: int, out: str, selection: str | None = None,
                          **_: Any) -> None:
         if selection:
-            self.console.print(f"[dim]selected: {escape(selection)}[/]")
+            self.console.print(_line("dim", f"selected: {selection}"))
         if skipped:
-            self.console.print(f"[dim]{skipped} of {tasks} tasks already finished in {escape(out)}; skipped[/]")
+            self.console.print(_line("dim", f"{skipped} of {tasks} tasks already finished in {out}; skipped"))
         self.progress.start()
         self._route_ray_logs()
         self.bar = self.progress.add_task("eval", total=to_run, counts=self._counts())
 
     def _on_task_invalid(self, *, message: str, line: int, field: str | None = None, text: str = "", **_: Any) -> None:
-        self.progress.console.print(f"[yellow]skipped: {escape(text or message)}[/]")
+        self.progress.console.print(_line("yellow", f"skipped: {text or message}"))
 
     def _on_notice(self, *, text: str, **_: Any) -> None:
-        self.progress.console.print(f"[yellow]{escape(text)}[/]")
+        self.progress.console.print(_line("yellow", text))
 
     def _on_task_changed(self, *, task_id: str, **_: Any) -> None:
-        self.progress.console.print(f"[yellow]↻ {escape(task_id)}: its row in the task file changed since its "
-                                    "result; running it again[/]")
+        self.progress.console.print(_line("yellow", f"↻ {task_id}: its row in the task file changed since its "
+                                                     "result; running it again"))
 
     def _on_batch_stopped(self, *, cap_usd: float, spent_usd: float, not_started: int, **_: Any) -> None:
-        self.progress.console.print(f"[yellow]batch cost cap ${cap_usd:.4f} reached (${spent_usd:.4f} spent): "
-                                    f"{not_started} tasks not started; running tasks finish[/]")
+        self.progress.console.print(_line("yellow", f"batch cost cap ${cap_usd:.4f} reached (${spent_usd:.4f} spent): "
+                                                     f"{not_started} tasks not started; running tasks finish"))
 
     def _on_task_started(self, **_: Any) -> None:
         self.running += 1
@@ -168,7 +178,7 @@ class ProgressReporter:
 
     def _on_task_retry(self, *, task_id: str, reason: str, node_lost: bool = False, **_: Any) -> None:
         again = "running it again from its start on another node" if node_lost else "running it once more"
-        self.progress.console.print(f"[yellow]↻ {escape(task_id)}: {escape(reason)}; {again}[/]")
+        self.progress.console.print(_line("yellow", f"↻ {task_id}: {reason}; {again}"))
 
     def _on_task_finished(self, *, task_id: str, status: str, result: dict, **_: Any) -> None:
         self.running -= 1
@@ -177,12 +187,13 @@ class ProgressReporter:
         tokens = sum(result.get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"))
         self.tokens += tokens
         self.cost += result.get("cost_usd", 0.0)
-        detail = f" · {escape(result['error'])}" if result.get("error") else ""
+        detail = f" · {result['error']}" if result.get("error") else ""
         cost = describe_cost(result.get("cost_usd", 0.0), result.get("unpriced_calls", 0), result.get("pricing"))
-        self.progress.console.print(
-            f"[{_STYLE.get(status, 'white')}]{status:>7}[/] {escape(task_id)} · {result.get('turns', 0)} turns · "
-            f"{tokens:,} tok · {cost} · {result.get('wall_s', 0.0):.1f} s{detail}"
-        )
+        self.progress.console.print(Text.assemble(
+            _line(_STYLE.get(status, "white"), f"{status:>7}"),
+            _line("", f" {task_id} · {result.get('turns', 0)} turns · {tokens:,} tok · {cost} · "
+                      f"{result.get('wall_s', 0.0):.1f} s{detail}"),
+        ))
         self._refresh(advance=1)
 
     def _on_eval_finished(self, *, summary: dict, interrupted: bool, **_: Any) -> None:

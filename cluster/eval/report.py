@@ -18,6 +18,10 @@ cost cap (--batch-max-cost) stopped it starting tasks.
                           test command's exit code; with_outcome_hooks counts per-test grades
                           in which a plugin outside pytest implemented an outcome hook
 
+Everything in `report.md` that came from outside (task ids, errors, notes, file names,
+the task file's name, filters) is one line with hidden characters revealed and pipes
+escaped: it can neither act on a terminal that shows the file nor break a table.
+
 Cost counts only calls of known price. A run of a scripted model or of a model whose
 price is unknown shows as such ("scripted", "unknown price"), never as $0; when no
 task was priced the cost figures are None ("–").
@@ -31,6 +35,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from agents.visible import markdown_cell, reveal
 from cluster.eval.durable import write_atomic
 from cluster.eval.results import STATUSES, ResultRow
 
@@ -171,9 +176,16 @@ def _seconds(value: float | None) -> str:
 
 
 def _cell(text: str | None, limit: int = 120) -> str:
+    """Task ids, errors, notes and file names come from task files, agents and tools:
+    one line, hidden characters revealed, pipes escaped (agents.visible.markdown_cell)."""
     text = " ".join((text or "").split())
     text = text if len(text) <= limit else text[: limit - 1] + "…"
-    return text.replace("|", "\\|")
+    return markdown_cell(text)
+
+
+def _one_line(text: str) -> str:
+    """The same outside a table (in a code span, where a backslash would show): one line, revealed."""
+    return reveal(" ".join(text.split()), one_line=True)
 
 
 def _row_note(row: ResultRow) -> str:
@@ -214,7 +226,7 @@ def _grades_line(s: dict) -> str:
 def _task_line(row: ResultRow) -> str:
     cost = describe_cost(row.cost_usd, row.unpriced_calls, row.pricing)
     return (f"| {_cell(row.task_id, 60)} | {row.status} | {_required(row)} | {row.turns} | {row.tokens:,} | {cost} | "
-            f"{_seconds(row.wall_s)} | {row.compactions} | {row.patch_path or '–'} | {_row_note(row)} |")
+            f"{_seconds(row.wall_s)} | {row.compactions} | {_cell(row.patch_path or '–', 300)} | {_row_note(row)} |")
 
 
 def _task_tables(summary: dict, rows: list[ResultRow]) -> list[str]:
@@ -234,9 +246,9 @@ def _run_lines(s: dict) -> list[str]:
     lines = []
     if s.get("selection"):
         sel = s["selection"]
-        parts = [f"`{sel['task_file']}`", *(f"--filter `{p}`" for p in sel["filters"])]
+        parts = [f"`{_one_line(sel['task_file'])}`", *(f"--filter `{_one_line(p)}`" for p in sel["filters"])]
         if sel["slice"] is not None:
-            parts.append(f"--slice `{sel['slice']}`")
+            parts.append(f"--slice `{_one_line(sel['slice'])}`")
         lines += ["", f"Selection of the last run: {', '.join(parts)}: {sel['selected']} of {sel['in_file']} tasks"]
     stopped = s.get("stopped")
     if stopped:
@@ -256,7 +268,7 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
     lines = [
         "# Evaluation report",
         "",
-        f"Model `{s['model']}` · {s['tasks']} tasks{in_files}: {s['finished']} finished, {s['pending']} pending, "
+        f"Model `{_one_line(s['model'])}` · {s['tasks']} tasks{in_files}: {s['finished']} finished, {s['pending']} pending, "
         f"{s['invalid_lines']} invalid lines{state} · {s['generated_at']}",
         *_run_lines(s),
         "",
@@ -273,11 +285,11 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         f"| patches touching tests | {s['touching_tests']} ({s['passed_touching_tests']} of them passed) |",
         f"| compactions | {s['compactions']} |",
         f"| retries · actor restarts · node losses | {s['retries']} · {s['actor_restarts']} · {s['node_losses']} |",
-        *([f"| tasks per node | {', '.join(f'{n}: {k}' for n, k in s['nodes'].items())} |"] if s["nodes"] else []),
+        *([f"| tasks per node | {_cell(', '.join(f'{n}: {k}' for n, k in s['nodes'].items()), 1000)} |"] if s["nodes"] else []),
         "",
         *_task_tables(s, rows),
     ]
     if invalid:
         lines += ["", "## Lines of the task file that were not run", ""]
         lines += [f"- {_cell(text, 300)}" for text in invalid]
-    write_atomic(path, "\n".join(lines) + "\n")
+    write_atomic(path, reveal("\n".join(lines) + "\n"))  # the lines outside tables too

@@ -38,6 +38,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from agents.errors import ConfigError
+from agents.visible import reveal
 from cluster.eval.durable import append_line, repair_jsonl, write_atomic
 from cluster.eval.tasks import Task
 from cluster.eval.verdicts.grade import Grade
@@ -135,7 +136,7 @@ class ResultsFile:
         return latest, counts
 
     def append(self, row: ResultRow) -> None:
-        append_line(self.path, row.model_dump_json())
+        append_line(self.path, reveal(row.model_dump_json()))  # the same values, no raw control byte
 
     def repair(self) -> str | None:
         """Cut lines that are not rows (a torn last line) out of the file, kept aside;

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from agents.config import WorkingsetSettings, load_workspace_settings
 from agents.errors import ConfigError
+from cluster.console import say
 from cluster.eval.layout import OutDir
 from cluster.eval.tasks import Task
 from cluster.flags import setting_overrides
@@ -50,7 +51,7 @@ def eval_settings(args: argparse.Namespace) -> WorkingsetSettings:
     permissions.update(mode="accept-edits", headless="deny-asks", allow=[*EVAL_ALLOW, *permissions.get("allow", [])])
     loaded = load_workspace_settings(cwd, flags, trusted=True if getattr(args, "trust_workspace", False) else None)
     if loaded.notice:
-        print(f"workingset: notice: {loaded.notice}", file=sys.stderr)
+        say(f"workingset: notice: {loaded.notice}", file=sys.stderr)
     return loaded.settings
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from agents.compaction.ledger import CompactionEvent
 from agents.events import ModelCall, Notice, SubagentFinished
 from agents.ports import Usage
+from agents.visible import reveal
 
 __all__ = ["TaskStats"]
 
@@ -60,7 +61,7 @@ class TaskStats:
 
     def __call__(self, event: BaseModel) -> None:
         if self._log is not None:
-            self._log.write(event.model_dump_json() + "\n")
+            self._log.write(reveal(event.model_dump_json()) + "\n")  # the same values, no raw control byte
         is_root = "." not in getattr(event, "session_id", "")
         changed = False
         if isinstance(event, ModelCall) and is_root:

@@ -18,7 +18,10 @@ from tools.protected import PROTECTED_DIRS
 from tools.sandbox.cgroups import CgroupVersion
 from tools.sandbox.view import default_toolchains
 
-__all__ = ["DEFAULT_SANDBOX_ID", "SandboxLimits", "SandboxOptions", "check_inside_workspace", "check_pass_env"]
+__all__ = [
+    "DEFAULT_SANDBOX_ID", "SandboxLimits", "SandboxOptions", "check_inside_workspace", "check_pass_env",
+    "looks_like_credential",
+]
 
 MiB = 1024**2
 # Outside the ranges distributions, systemd and subuid allocation hand out, and not the
@@ -28,10 +31,15 @@ DEFAULT_SANDBOX_ID = 90_000
 _CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
 
+def looks_like_credential(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (API_KEY, AUTH_TOKEN, ...)."""
+    return any(word in name.upper() for word in _CREDENTIAL_WORDS)
+
+
 def check_pass_env(names: tuple[str, ...] | list[str]) -> None:
     """Names passed into the sandbox must not look like credentials; raises ValueError."""
     for name in names:
-        if any(word in name.upper() for word in _CREDENTIAL_WORDS):
+        if looks_like_credential(name):
             raise ValueError(
                 f"{name} looks like a credential, and the sandbox never passes credentials to commands; "
                 "give a test a dummy value in its own setup instead"
