@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Awaitable
 from pathlib import Path
@@ -66,6 +67,13 @@ class _NodeStages(TaskStages):
 
     def where(self) -> tuple[str, str]:
         return self.node or "", str(self.out.root)
+
+    def tidy(self) -> None:
+        """At the batch's end: this node's directory for the batch goes (its files came
+        back to the out directory; environments are kept elsewhere), unless the batch keeps
+        workspaces."""
+        if not self.config.keep_workspaces:
+            shutil.rmtree(self.out.root, ignore_errors=True)
 
 
 TaskNode = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(_NodeStages)
@@ -122,6 +130,9 @@ class RaySite:
 
     async def setup(self, task: Task, ws: Workspace, name: str, venv: Path | None) -> None:
         await _unwrapped(self.actor.setup.remote(task, ws, name, venv))
+
+    async def apply(self, ws: Workspace, patch: bytes, timeout_s: float) -> None:
+        await _unwrapped(self.actor.apply.remote(ws, patch, timeout_s))
 
     async def patch(self, ws: Workspace) -> Patch:
         return await _unwrapped(self.actor.patch.remote(ws))

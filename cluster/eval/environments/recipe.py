@@ -11,9 +11,11 @@ succeeded without it made the same environment.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import pwd
 import sys
 import tomllib
 from dataclasses import asdict, dataclass
@@ -42,9 +44,14 @@ def _version_places() -> list[Path]:
     they answer only for the version pyenv is set to), pyenv's and uv's versions, and
     the system's directories."""
     places = [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p and "shims" not in Path(p).parts]
-    for root in (os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv"),):
-        places += sorted(Path(root, "versions").glob("*/bin"), reverse=True)
-    places += sorted((Path.home() / ".local/share/uv/python").glob("cpython-*/bin"), reverse=True)
+    homes = [Path.home()]
+    with contextlib.suppress(KeyError):  # the account's own home, whatever HOME says
+        homes.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    roots = [Path(os.environ["PYENV_ROOT"])] if os.environ.get("PYENV_ROOT") else []
+    for root in dict.fromkeys([*roots, *(home / ".pyenv" for home in homes)]):
+        places += sorted((root / "versions").glob("*/bin"), reverse=True)
+    for home in dict.fromkeys(homes):
+        places += sorted((home / ".local/share/uv/python").glob("cpython-*/bin"), reverse=True)
     return [*places, Path("/usr/local/bin"), Path("/usr/bin")]
 
 
