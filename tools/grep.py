@@ -144,14 +144,15 @@ class _Search:
 
     def file(self, fd: int, shown: str) -> None:
         """Search one open file (the fd is closed here)."""
-        with os.fdopen(fd, "rb") as f:
+        try:
             if os.fstat(fd).st_size > self.max_bytes:
                 self.skipped_large += 1
                 return
-            try:
-                data = f.read(self.max_bytes + 1)
-            except OSError:
-                return  # unreadable (an I/O error): skipped like a vanished file
+            data = _read_at_most(fd, self.max_bytes + 1)
+        except OSError:
+            return  # unreadable (an I/O error): skipped like a vanished file
+        finally:
+            os.close(fd)
         self.searched += 1
         if b"\0" in data[:BINARY_SNIFF_BYTES] or len(data) > self.max_bytes:
             return
@@ -168,26 +169,36 @@ class _Search:
                 found = self.regex.search(data, pos, end)
                 if found is None:
                     break
-                start = data.rfind(b"\n", 0, found.start()) + 1
+                first, last = found.span()
+                start = data.rfind(b"\n", 0, first) + 1
                 if start >= end:
                     break  # an empty match where the next chunk (or the file's end) starts
-                stop = data.find(b"\n", start, end)
+                stop = data.find(b"\n", last, end)  # never_nl: the match ends on its line
                 stop = end if stop < 0 else stop
-                line_no += data.count(b"\n", counted, start)
-                counted = start
-                self._hit(shown, line_no, data[start:stop])
+                if len(self.lines) < self.cap:
+                    line_no += data.count(b"\n", counted, start)
+                    counted = start
+                    self._show(shown, line_no, data[start:stop])
+                else:
+                    self.cut += 1  # keep counting, so the note says how much was cut
                 pos = stop + 1
             pos = max(pos, end)
             self.stopped = self.deadline.passed()
 
-    def _hit(self, shown: str, line_no: int, line: bytes) -> None:
-        if len(self.lines) >= self.cap:
-            self.cut += 1  # keep counting, so the note says how much was cut
-            return
+    def _show(self, shown: str, line_no: int, line: bytes) -> None:
         text = line.decode("utf-8", errors="replace")
         if len(text) > MAX_LINE_CHARS:
             text = text[:MAX_LINE_CHARS] + " [...]"
         self.lines.append(f"{shown}:{line_no}:{text}")
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit and (chunk := os.read(fd, limit - total)):
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def _search(ctx: ToolContext, args: GrepInput, search: _Search, wanted: Callable[[str], bool] | None) -> tuple[str, _Search]:
