@@ -22,22 +22,26 @@ import re
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeGuard, get_args
+from typing import Annotated, Any, Literal, TypeGuard, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import WorkingsetError
 from agents.system_prompt import Section
 
 __all__ = [
+    "MEMORY_INDEX_MAX_ENTRIES",
     "MEMORY_TYPES",
     "FrontMatterError",
+    "MemoryName",
+    "MemoryNameError",
     "MemoryNotFound",
     "MemoryRecord",
     "MemoryStore",
     "MemoryStoreError",
     "MemoryType",
+    "memory_name",
     "memory_section",
     "project_slug",
     "split_front_matter",
@@ -49,17 +53,39 @@ MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
 
 def is_memory_type(value: str) -> TypeGuard[MemoryType]:
     return value in MEMORY_TYPES
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # always fullmatch: "$" would let "name\n" through
 DESCRIPTION_MAX = 200  # chars of a description shown in the index
 NAME_RULE = "1-64 characters of lowercase letters, digits, '-' or '_', starting with a letter or digit"
+MEMORY_INDEX_MAX_ENTRIES = 200  # records the system prompt's index shows; MemoryList shows them all
 
 
 class MemoryStoreError(WorkingsetError):
     """A memory operation failed; the message names the record and the fix."""
 
 
+class MemoryNameError(MemoryStoreError, ValueError):
+    """A record name that is not one (a ValueError too, so pydantic reports it as the field's error)."""
+
+
 class MemoryNotFound(MemoryStoreError):
     """No record of that name; the message lists the ones that exist."""
+
+
+def memory_name(name: str) -> str:
+    """`name` if it is a record name, else MemoryNameError saying the rule. Every way a name
+    comes in (the memory tools' input, `workingset memory`, a record's front-matter, the
+    store) passes here, so a name with a newline, a '/' or '..' never reaches a file path."""
+    if _NAME.fullmatch(name) is not None:
+        return name
+    shown = repr(name) if len(name) <= 80 else f"{name[:60]!r}... ({len(name)} characters)"
+    suggestion = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_")[:64]
+    hint = f"; e.g. {suggestion!r}" if suggestion and _NAME.fullmatch(suggestion) else ""
+    raise MemoryNameError(f"invalid memory name {shown}: use {NAME_RULE}{hint}")
+
+
+MemoryName = Annotated[str, AfterValidator(memory_name)]
 
 
 class FrontMatterError(WorkingsetError, ValueError):
@@ -101,7 +127,7 @@ class MemoryRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str = Field(pattern=NAME_RE.pattern, description="File-safe name; the file is <name>.md.")
+    name: MemoryName = Field(description="File-safe name; the file is <name>.md.")
     type: MemoryType = Field(description="user, feedback, project or reference.")
     description: str = Field(min_length=1, description="One line; what the index shows.")
     created: datetime = Field(description="When the record was first written (UTC).")
@@ -137,11 +163,7 @@ class MemoryStore:
         self.directory = self.home / "projects" / project_slug(self.workspace) / "memory"
 
     def path_for(self, name: str) -> Path:
-        if not NAME_RE.match(name):
-            suggestion = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_")[:64]
-            hint = f"; e.g. {suggestion!r}" if suggestion and NAME_RE.match(suggestion) else ""
-            raise MemoryStoreError(f"invalid memory name {name!r}: use {NAME_RULE}{hint}")
-        return self.directory / f"{name}.md"
+        return self.directory / f"{memory_name(name)}.md"
 
     def _read(self, path: Path) -> MemoryRecord:
         """Parse one file; MemoryStoreError naming the file and the problem if it is broken."""
@@ -257,21 +279,17 @@ CHILD_RULES = """\
 You are a subagent: memory is read-only for you (MemoryList, MemoryShow). If a record proved stale, or you learned something worth remembering, say so in your final answer; the root agent updates memory."""
 
 
-def memory_section(store: MemoryStore, max_index_chars: int = 4000, is_root: bool = True) -> Section:
-    """The "memory" section: the rules, then the index, cut at `max_index_chars` with a marker."""
+def memory_section(store: MemoryStore, max_entries: int = MEMORY_INDEX_MAX_ENTRIES, is_root: bool = True) -> Section:
+    """The "memory" section: the rules, then the index of the first `max_entries` records
+    (each line holds at most DESCRIPTION_MAX chars of description), and a marker saying
+    how many more there are."""
     records, problems = store.list()
-    lines: list[str] = []
-    used = 0
-    for shown, record in enumerate(records):
-        line = record.index_line()
-        if used + len(line) + 1 > max_index_chars:
-            lines.append(
-                f"[index cut: {len(records) - shown} of {len(records)} records not shown "
-                f"(cap {max_index_chars} chars); MemoryList lists them all]"
-            )
-            break
-        lines.append(line)
-        used += len(line) + 1
+    lines = [record.index_line() for record in records[:max_entries]]
+    if len(records) > max_entries:
+        lines.append(
+            f"[{len(records) - max_entries} more records not shown (the index shows the first "
+            f"{max_entries} of {len(records)}); MemoryList lists them all]"
+        )
     if not records:
         lines.append("(no records yet)")
     if problems:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.memory import MemoryStore, MemoryStoreError
+from agents.memory import NAME_RULE, MemoryName, MemoryStore, MemoryStoreError
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 
 __all__ = [
@@ -23,7 +23,8 @@ __all__ = [
     "MemoryWriteTool",
 ]
 
-_NAME = Field(min_length=1, max_length=64, description="Record name: lowercase letters, digits, '-' or '_'.")
+# The name's one check is agents.memory.memory_name (MemoryName), as everywhere a name comes in.
+_NAME = Field(description=f"Record name: {NAME_RULE}.")
 
 
 class MemoryListInput(BaseModel):
@@ -37,7 +38,7 @@ class MemoryShowInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = _NAME
+    name: MemoryName = _NAME
 
 
 class MemoryWriteInput(BaseModel):
@@ -45,7 +46,7 @@ class MemoryWriteInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = _NAME
+    name: MemoryName = _NAME
     type: Literal["user", "feedback", "project", "reference"] = Field(
         description="user: who the user is; feedback: how they want you to work; "
         "project: context not in the code; reference: where outside things live."
@@ -61,7 +62,7 @@ class MemoryDeleteInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = _NAME
+    name: MemoryName = _NAME
 
 
 class _MemoryTool:

@@ -36,6 +36,7 @@ from tools.host_read import is_present, list_beneath, read_text_beneath
 __all__ = [
     "LoadSkillInput",
     "LoadSkillTool",
+    "SKILL_CATALOG_MAX_ENTRIES",
     "Skill",
     "SkillScope",
     "discover_skills",
@@ -45,8 +46,9 @@ __all__ = [
 
 SkillScope = Literal["project", "claude", "global", "plugin"]
 SKILL_FILE = "SKILL.md"
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")  # fullmatch: "$" would let "name\n" through
 CATALOG_DESCRIPTION_MAX = 300  # chars of one description shown in the catalog
+SKILL_CATALOG_MAX_ENTRIES = 100  # skills the catalog lists; LoadSkill loads any of them
 SKILL_MAX_BYTES = 1_000_000
 
 CATALOG_INTRO = (
@@ -98,7 +100,7 @@ def _load(root: Path, path: Path, scope: SkillScope, prefix: str = "") -> Skill:
         raise ValueError(f"not read: a link leading outside {root} or not a regular file")
     meta, _ = split_front_matter(text)
     name, description = meta.get("name"), meta.get("description")
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ValueError(f"front-matter 'name' must be 1-64 letters, digits, '-', '_', '.' or ':' (got {name!r})")
     if not isinstance(description, str) or not description.strip():
         raise ValueError("front-matter 'description' is missing or empty; say when to use the skill")
@@ -147,17 +149,23 @@ def discover_skills(
     return sorted(found.values(), key=lambda s: s.name), problems
 
 
-def skill_catalog_section(skills: Iterable[Skill]) -> Section | None:
-    """The "skills" section: name + description per skill; None when there are none."""
+def skill_catalog_section(skills: Iterable[Skill], max_entries: int = SKILL_CATALOG_MAX_ENTRIES) -> Section | None:
+    """The "skills" section: name + description of the first `max_entries` skills (a
+    workspace may hold any number), a marker saying how many more; None when there are none."""
     skills = list(skills)
     if not skills:
         return None
     lines = [CATALOG_INTRO, ""]
-    for skill in skills:
+    for skill in skills[:max_entries]:
         text = skill.description
         if len(text) > CATALOG_DESCRIPTION_MAX:
             text = text[: CATALOG_DESCRIPTION_MAX - 1].rstrip() + "…"
         lines.append(f"- {skill.name}: {text}")
+    if len(skills) > max_entries:
+        lines.append(
+            f"[{len(skills) - max_entries} more skills not shown (the catalog shows the first {max_entries} "
+            f"of {len(skills)}); LoadSkill with a name not listed here lists every skill's name]"
+        )
     roots = dict.fromkeys(str(s.path.parent.parent) for s in skills)
     return Section("skills", "Skill Catalog", ", ".join(roots), "\n".join(lines))
 

@@ -21,6 +21,7 @@ from tools.host_read import is_present, read_text_beneath
 
 __all__ = [
     "BASE_INSTRUCTIONS",
+    "INSTRUCTIONS_MAX_CHARS",
     "Section",
     "SystemPrompt",
     "environment_section",
@@ -40,6 +41,7 @@ You are a coding agent working in a repository through tools.
 
 SECTION_ORDER = ("base", "tools", "skills", "environment", "project", "memory", "goal")
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".workingset/INSTRUCTIONS.md")
+INSTRUCTIONS_MAX_CHARS = 20_000  # of all instruction files together, in the system prompt
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ def read_project_instructions(cwd: Path, max_bytes: int = 1_000_000) -> tuple[li
     return found, problems
 
 
-def project_instructions_section(found: list[tuple[Path, str]], max_chars: int = 20_000) -> Section | None:
+def project_instructions_section(found: list[tuple[Path, str]], max_chars: int = INSTRUCTIONS_MAX_CHARS) -> Section | None:
     """The "project" section from `read_project_instructions`, capped at `max_chars`."""
     if not found:
         return None

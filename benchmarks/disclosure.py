@@ -111,7 +111,7 @@ def measure(records: int, skills: int, seed: int) -> dict[str, int]:
         index = capped.text.split("\n## Index\n", 1)[1]
         shown = sum(1 for line in index.splitlines() if line.startswith("- "))
         disclosed = SystemPrompt.assemble([*common, skill_catalog_section(found), capped])
-        uncapped = SystemPrompt.assemble([*common, skill_catalog_section(found), memory_section(store, 10**9)])
+        uncapped = SystemPrompt.assemble([*common, skill_catalog_section(found, 10**9), memory_section(store, 10**9)])
         inlined = SystemPrompt.assemble([*common, *inlined_sections(store, found)])
         return {
             "disclosed": counter.count_text(disclosed.text),

@@ -2,13 +2,14 @@
 local tools, random conversations, session states for the snapshot store, what a compaction
 strategy is run with (a recording summarizer, its env and request, a conversation of tool
 calls), trusting a workspace the way `workingset trust` does, an eval host whose agent is a
-Python function, a directory committed as a git repository, and a scripted fan-out of
-subagents."""
+Python function, a directory committed as a git repository, a scripted fan-out of
+subagents, and a directory tree deeper than any path can name."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import subprocess
 from collections.abc import Callable
@@ -348,3 +349,19 @@ def commit_all(repo: Path, message: str = "base") -> str:
     git("add", "-A")
     git("commit", "-qm", message)
     return git("rev-parse", "HEAD")
+
+
+def deep_tree(top: Path, depth: int, name: str = "d") -> None:
+    """`depth` nested directories `name` under `top` (made here) and a file at the bottom,
+    made from directory handles: the path may be longer than any one call can name."""
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=fd)
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+    finally:
+        os.close(fd)

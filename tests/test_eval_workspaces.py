@@ -14,6 +14,7 @@ from cluster.eval.hidden_tests import HiddenFile, place_hidden
 from cluster.eval.layout import OutDir
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import WorkspaceError, Workspaces, safe_name
+from tests.fakes import deep_tree
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -214,3 +215,11 @@ async def test_the_users_global_git_config_and_attributes_never_apply(tmp_path, 
     assert not marker.exists()
     subprocess.run(["git", "status"], cwd=ws.path, capture_output=True)
     assert marker.exists()  # the trap was armed: the user's own git would spring it
+
+
+async def test_a_workspace_the_agent_made_5000_directories_deep_and_locked_is_removed(tmp_path, spaces):
+    ws = await spaces.prepare(_task(_repo(tmp_path)), "w")
+    deep_tree(ws.path / "deep", 5_000)
+    (ws.path / "deep").chmod(0o000)
+    await spaces.remove(ws.path)
+    assert not ws.path.exists()

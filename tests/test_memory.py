@@ -13,7 +13,7 @@ from agents.memory_tools import MemoryShowInput, MemoryWriteInput, memory_tools
 from agents.ports import SubagentRequest
 from agents.subagents import child_registry
 from tools.base import ToolContext, ToolError
-from tools.registry import ToolRegistry
+from tools.registry import ToolRegistry, validate_input
 
 
 @pytest.fixture
@@ -150,15 +150,17 @@ def test_section_mentions_skipped_records(store):
     assert "1 record file(s) skipped" in memory_section(store).text
 
 
-def test_index_is_capped_with_a_marker(store):
-    for i in range(40):
-        store.write(f"note-{i:02d}", "project", f"Decision number {i} about the build", "body")
-    section = memory_section(store, max_index_chars=500)
-    index = section.text.split("## Index\n", 1)[1]
-    shown = [line for line in index.splitlines() if line.startswith("- ")]
-    assert 0 < len(shown) < 40
-    assert f"[index cut: {40 - len(shown)} of 40 records not shown" in index
-    assert sum(len(line) + 1 for line in shown) <= 500
+def test_index_shows_the_first_200_records_and_says_how_many_more_memory_list_has(store):
+    store.directory.mkdir(parents=True)
+    for i in range(203):  # by hand: store.write syncs every file to disk
+        description = f"Decision number {i} about the build, " + "why " * 30
+        (store.directory / f"note-{i:03d}.md").write_text(
+            f"---\nname: note-{i:03d}\ntype: project\ndescription: {description}\n---\nbody\n"
+        )
+    index = memory_section(store).text.split("## Index\n", 1)[1]
+    shown = [line.split(" ", 2)[1] for line in index.splitlines() if line.startswith("- ")]
+    assert shown == [f"note-{i:03d}" for i in range(200)]
+    assert index.endswith("[3 more records not shown (the index shows the first 200 of 203); MemoryList lists them all]")
 
 
 def test_index_orders_by_type_then_name(store):
@@ -192,3 +194,24 @@ def test_hand_written_record_without_timestamps_is_read(store):
     (store.directory / "by-hand.md").write_text("---\nname: by-hand\ntype: user\ndescription: Written by hand\n---\nHi\n")
     records, problems = store.list()
     assert problems == [] and records[0].name == "by-hand" and records[0].body == "Hi"
+
+
+@pytest.mark.parametrize("name", ["name\n", "../etc/passwd", "a/b", "..", "", "x" * 65, "nul\0", "Caps"])
+@pytest.mark.parametrize("tool_name", ["MemoryShow", "MemoryWrite", "MemoryDelete"])
+def test_a_memory_tool_refuses_a_name_that_is_no_record_name_naming_the_rule(store, tool_name, name):
+    raw = {"name": name, "type": "user", "description": "d", "body": "b"} if tool_name == "MemoryWrite" else {"name": name}
+    with pytest.raises(ToolError, match=r"(?s)- name: Value error, invalid memory name .*use 1-64 characters"):
+        validate_input(tool(store, tool_name), raw)
+
+
+def test_writing_a_name_with_a_trailing_newline_is_a_store_error_and_writes_nothing(store):
+    with pytest.raises(MemoryStoreError, match=r"invalid memory name 'name\\n'"):
+        store.write("name\n", "user", "d", "b")
+    assert not store.directory.exists()
+
+
+def test_a_record_file_whose_name_holds_a_newline_is_reported_not_read(store):
+    store.directory.mkdir(parents=True)
+    (store.directory / "odd.md").write_text('---\nname: "odd\\n"\ntype: user\ndescription: x\n---\nb\n')
+    records, problems = store.list()
+    assert records == [] and "invalid memory name 'odd\\n'" in problems[0]

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from agents.memory import MemoryStore
+from cluster.cli import main
 from cluster.memory_cli import add_memory_parser, run_memory_command
 
 
@@ -84,3 +85,12 @@ def test_cwd_may_follow_the_subcommand(workspace, store, capsys):
     store.write("role", "user", "Backend engineer", "Knows Go.")
     assert cli("show", "role", "--cwd", str(workspace)) == 0
     assert "Knows Go." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["show", "rm"])
+@pytest.mark.parametrize("name", ["name\n", "../secrets", "a/b", "", "x" * 65, "tab\there"])
+def test_a_name_that_is_no_record_name_is_one_line_exit_2(workspace, capsys, command, name):
+    assert main(["memory", command, name, "--cwd", str(workspace)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("workingset: error: invalid memory name ")
+    assert "use 1-64 characters of lowercase letters" in err

@@ -439,3 +439,8 @@ def test_ask_rule_outranks_a_broader_allow_rule(tmp_path):
     tool = BashTool()
     assert runtime.decide(tool, BashInput(command="git push origin"), tmp_path).effect == "ask"
     assert runtime.decide(tool, BashInput(command="git status"), tmp_path).effect == "allow"
+
+
+def test_a_path_glob_too_large_to_compile_is_refused_when_the_rule_loads():
+    with pytest.raises(ConfigError, match=r"permission rule .* too complex to match"):
+        parse_rule(f"Read({'*a' * 200_000})", "deny")

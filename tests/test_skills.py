@@ -132,3 +132,31 @@ def test_plugin_skills_are_namespaced(dirs, tmp_path):
     make_skill(tmp_path / "plugin-skills", "lint", "lint", "Lint the repo")
     skills, _ = discover_skills(workspace, home, plugin_dirs={"acme": tmp_path / "plugin-skills"})
     assert [(s.name, s.scope) for s in skills] == [("acme:lint", "plugin")]
+
+
+def test_catalog_lists_the_first_100_skills_and_says_how_many_more(dirs):
+    workspace, home = dirs
+    for i in range(130):
+        make_skill(workspace / ".workingset/skills", f"s{i:03d}", f"skill-{i:03d}", f"Use for task {i}")
+    section = skill_catalog_section(discover_skills(workspace, home)[0])
+    assert section is not None
+    listed = [line.split(":")[0][2:] for line in section.text.splitlines() if line.startswith("- ")]
+    assert listed == [f"skill-{i:03d}" for i in range(100)]
+    assert section.text.endswith("[30 more skills not shown (the catalog shows the first 100 of 130); "
+                                 "LoadSkill with a name not listed here lists every skill's name]")
+
+
+async def test_a_skill_beyond_the_catalog_cap_still_loads(dirs):
+    workspace, home = dirs
+    for i in range(130):
+        make_skill(workspace / ".workingset/skills", f"s{i:03d}", f"skill-{i:03d}", f"Use for task {i}", f"BODY {i}")
+    tool = LoadSkillTool(discover_skills(workspace, home)[0])
+    out = await tool.run(LoadSkillInput(name="skill-129"), ToolContext(workspace=workspace))
+    assert "BODY 129" in out.content
+
+
+def test_a_skill_name_with_a_trailing_newline_is_skipped_as_a_problem(dirs):
+    workspace, home = dirs
+    make_skill(workspace / ".workingset/skills", "odd", '"odd\\n"', "Looks fine")
+    skills, problems = discover_skills(workspace, home)
+    assert skills == [] and "front-matter 'name' must be" in problems[0]

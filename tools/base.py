@@ -65,6 +65,10 @@ class ToolLimits(BaseModel):
     read_default_lines: int = Field(2_000, ge=1, description="Lines Read returns when no limit is given.")
     grep_max_matches: int = Field(200, ge=1, description="Matches Grep returns before cutting.")
     glob_max_paths: int = Field(500, ge=1, description="Paths Glob returns before cutting.")
+    search_timeout_s: float = Field(
+        30.0, gt=0, description="Wall-clock limit of one Grep or Glob call, seconds; what was found by then is "
+        "returned, marked as cut."
+    )
     result_max_tokens: int = Field(
         8_000, ge=16, description="Per-result budget: a longer tool result keeps head + marker + tail."
     )

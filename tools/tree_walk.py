@@ -3,7 +3,9 @@
 Directory symlinks are never entered and every directory is opened with O_NOFOLLOW from
 its parent's handle, so a directory swapped for a link mid-walk is skipped, not followed;
 a file symlink is listed only if it leads, inside the root, to a regular file. A file the
-walk found is opened from the walk's own handle on its directory (`open_walked`).
+walk found is opened from the walk's own handle on its directory (`open_walked`). Asked
+to, the walk leaves out what the ignore files exclude (`tools.ignore_files`), reading
+them from the same handles, and does not enter an excluded directory.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from tools.beneath import READ_FLAGS, Beneath, BeneathError, require_regular
 from tools.component_walk import path_parts
+from tools.ignore_files import IgnoreRules
 
 __all__ = ["MAX_WALK_DEPTH", "WalkedFile", "open_walked", "walk_files"]
 
@@ -35,25 +38,29 @@ class WalkedFile:
 
 
 def walk_files(root: Beneath, top: str = ".", *, skip_dirs: frozenset[str] = frozenset(),
-               max_depth: int | None = None, follow_links: bool = True) -> Iterator[WalkedFile]:
+               max_depth: int | None = None, follow_links: bool = True,
+               ignore_files: bool = False) -> Iterator[WalkedFile]:
     """The regular files under `top`, sorted per directory, a directory's files before
     its subdirectories. Directory symlinks are never entered and every directory is
     opened with O_NOFOLLOW from its parent's handle; a file symlink is listed only if
     it leads, inside the root and outside `skip_dirs`, to a regular file. `max_depth`
-    counts directories below `top` (0: only its files); MAX_WALK_DEPTH caps it."""
+    counts directories below `top` (0: only its files); MAX_WALK_DEPTH caps it. With
+    `ignore_files`, what the ignore files in force exclude is left out (`top` itself
+    is walked even if they exclude it: it was asked for by name)."""
     try:
         top_fd = root.open(top, _DIR_FLAGS, follow_links=follow_links)
     except OSError as exc:
         raise root.error(top, exc) from exc
     limit = MAX_WALK_DEPTH if max_depth is None else min(max_depth, MAX_WALK_DEPTH)
     prefix = "/".join(path_parts(top))
-    frames: list[tuple[int, str, int, Iterator[str]]] = [(top_fd, prefix, 0, iter(()))]
+    frames: list[tuple[int, str, int, Iterator[str], IgnoreRules | None]] = [(top_fd, prefix, 0, iter(()), None)]
     try:
-        files, dirs = _listing(root, top_fd, prefix, skip_dirs)
-        frames[0] = (top_fd, prefix, 0, iter(dirs if limit > 0 else ()))
+        rules = IgnoreRules.at(root, prefix) if ignore_files else None
+        files, dirs = _listing(root, top_fd, prefix, skip_dirs, rules)
+        frames[0] = (top_fd, prefix, 0, iter(dirs if limit > 0 else ()), rules)
         yield from files
         while frames:
-            fd, prefix, depth, subdirs = frames[-1]
+            fd, prefix, depth, subdirs, rules = frames[-1]
             name = next(subdirs, None)
             if name is None:
                 os.close(frames.pop()[0])
@@ -63,20 +70,23 @@ def walk_files(root: Beneath, top: str = ".", *, skip_dirs: frozenset[str] = fro
                 child = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             except OSError:
                 continue  # replaced by a link, or removed, since it was listed
-            frames.append((child, child_path, depth + 1, iter(())))
+            frames.append((child, child_path, depth + 1, iter(()), None))
             try:
-                files, dirs = _listing(root, child, child_path, skip_dirs)
+                child_rules = rules.below(child, child_path) if rules is not None else None
+                files, dirs = _listing(root, child, child_path, skip_dirs, child_rules)
             except OSError:
                 continue
-            frames[-1] = (child, child_path, depth + 1, iter(dirs if depth + 1 < limit else ()))
+            frames[-1] = (child, child_path, depth + 1, iter(dirs if depth + 1 < limit else ()), child_rules)
             yield from files
     finally:
         for fd, *_ in frames:
             os.close(fd)
 
 
-def _listing(root: Beneath, dir_fd: int, prefix: str, skip_dirs: frozenset[str]) -> tuple[list[WalkedFile], list[str]]:
-    """The regular files (and links to them) and the subdirectories of one directory."""
+def _listing(root: Beneath, dir_fd: int, prefix: str, skip_dirs: frozenset[str],
+             rules: IgnoreRules | None) -> tuple[list[WalkedFile], list[str]]:
+    """The regular files (and links to them) and the subdirectories of one directory,
+    less what `rules` exclude."""
     files: list[WalkedFile] = []
     dirs: list[str] = []
     with os.scandir(dir_fd) as it:
@@ -85,8 +95,10 @@ def _listing(root: Beneath, dir_fd: int, prefix: str, skip_dirs: frozenset[str])
         path = f"{prefix}/{entry.name}" if prefix else entry.name
         with contextlib.suppress(OSError):  # an entry that vanished mid-listing is not there
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in skip_dirs:
+                if entry.name not in skip_dirs and not (rules and rules.ignored(path, True)):
                     dirs.append(entry.name)
+            elif rules and rules.ignored(path, False):
+                continue
             elif entry.is_file(follow_symlinks=False):
                 files.append(WalkedFile(path, path, dir_fd))
             elif entry.is_symlink() and (real := _link_to_file(root, path, skip_dirs)) is not None:

@@ -28,6 +28,7 @@ from agents.errors import ConfigError
 from agents.permissions.command_rules import CommandPattern, parse_command_pattern
 from agents.permissions.shell_line import read_line
 from tools.bash import BashTool
+from tools.glob_regex import GlobError
 from tools.path_glob import path_glob_match
 
 __all__ = ["SHELL_TOOL", "Effect", "Rule", "parse_rule", "parse_rules"]
@@ -89,6 +90,11 @@ def parse_rule(text: str, effect: Effect) -> Rule:
         )
     if pattern is not None and tool == SHELL_TOOL:
         command = parse_command_pattern(text.strip(), pattern, effect)
+    elif pattern is not None:
+        try:
+            path_glob_match("", pattern)  # compiles the glob once, so a bad one fails here
+        except GlobError as exc:
+            raise ConfigError(f"permission rule {text.strip()[:100]!r}: {exc}; write a shorter pattern") from None
     return Rule(effect=effect, tool=tool, pattern=pattern, text=text.strip(), command=command)
 
 

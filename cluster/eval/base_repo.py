@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from cluster.eval.errors import GitError, WorkspaceError
 from cluster.eval.layout import safe_name
 from cluster.eval.tasks import Task, is_url
 from cluster.eval.trusted_git import git
+from tools.remove_tree import remove_tree
 
 __all__ = ["JUNK_PATHSPECS", "Base", "Shipped", "TrustedBases", "bundle", "clone_at", "read_blobs", "read_files",
            "scratch_env", "top_entries"]
@@ -132,7 +132,7 @@ async def clone_at(base: Base, dest: Path, *, detach: bool, timeout_s: float) ->
     """A work tree at the base commit, its objects copied, nothing pointing back at the base.
     `detach`: at the commit itself; otherwise on the base's HEAD branch."""
     if dest.exists():
-        await asyncio.to_thread(shutil.rmtree, dest, True)
+        await asyncio.to_thread(remove_tree, dest, ignore_errors=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     checkout = [] if not detach else ["--no-checkout"]
     await git("clone", "--quiet", "--no-hardlinks", "--template=", *checkout, str(base.git_dir), str(dest), timeout_s=timeout_s)
@@ -187,7 +187,7 @@ class TrustedBases:
 
     async def remove(self, git_dir: Path) -> None:
         if git_dir.exists():
-            await asyncio.to_thread(shutil.rmtree, git_dir, True)
+            await asyncio.to_thread(remove_tree, git_dir, ignore_errors=True)
 
     async def _commit_directory(self, source: Path, git_dir: Path, timeout_s: float) -> str:
         await git("init", "--quiet", "--bare", "--template=", "--initial-branch=main", str(git_dir))
@@ -219,7 +219,7 @@ class TrustedBases:
         async with self._locks.setdefault(url, asyncio.Lock()):
             if not (target / "HEAD").is_file():
                 if target.exists():
-                    await asyncio.to_thread(shutil.rmtree, target, True)
+                    await asyncio.to_thread(remove_tree, target, ignore_errors=True)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 try:
                     await git("clone", "--quiet", "--mirror", "--template=", url, str(target), network=True,

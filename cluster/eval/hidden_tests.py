@@ -20,7 +20,6 @@ import contextlib
 import errno
 import functools
 import os
-import shutil
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from cluster.eval.base_repo import Base, scratch_env
 from cluster.eval.errors import GitError, WorkspaceError
 from cluster.eval.trusted_git import git
+from tools.remove_tree import remove_at, remove_tree
 
 __all__ = ["HiddenFile", "hidden_tests", "place_hidden"]
 
@@ -74,19 +74,7 @@ async def hidden_tests(base: Base, test_patch: str, scratch_root: Path, *, timeo
                 files.append(HiddenFile(path, git_mode, await git_here("cat-file", "blob", blob)))
         return files
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _clear(dir_fd: int, name: str) -> None:
-    """Remove whatever is at `name` (a directory with what it holds), following nothing."""
-    try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(name, dir_fd=dir_fd)
-    else:
-        os.unlink(name, dir_fd=dir_fd)
+        remove_tree(scratch, ignore_errors=True)
 
 
 def _enter(dir_fd: int, name: str) -> int:
@@ -97,7 +85,7 @@ def _enter(dir_fd: int, name: str) -> int:
     except OSError as exc:
         if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             raise
-    _clear(dir_fd, name)
+    remove_at(dir_fd, name)
     os.mkdir(name, 0o755, dir_fd=dir_fd)
     return os.open(name, _DIR, dir_fd=dir_fd)
 
@@ -117,7 +105,7 @@ def _place_one(root_fd: int, hidden: HiddenFile) -> None:
         for part in dirs:
             current = _enter(current, part)
             fds.append(current)
-        _clear(current, name)
+        remove_at(current, name)
         if hidden.mode is None:
             return
         if stat.S_ISLNK(hidden.mode):

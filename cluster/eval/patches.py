@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from pathlib import Path
 from cluster.eval.base_repo import JUNK_PATHSPECS, Base, read_blobs, scratch_env
 from cluster.eval.errors import GitError, PatchNotGradable
 from cluster.eval.trusted_git import GitOutputTooLarge, git
+from tools.remove_tree import remove_tree
 
 __all__ = ["MAX_PATCH_BYTES", "Patch", "apply_patch", "take_patch"]
 
@@ -105,7 +105,7 @@ async def take_patch(base: Base, workspace: Path, scratch_root: Path, *, wanted:
         contents = {f: (blobs[2 * i], blobs[2 * i + 1]) for i, f in enumerate(asked)}
         return Patch(data, files, notes, contents)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch, ignore_errors=True)
 
 
 async def apply_patch(base: Base, copy: Path, patch: bytes, *, timeout_s: float) -> None:

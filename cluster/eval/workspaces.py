@@ -15,7 +15,6 @@ ignored files, build junk, a process still writing — never reaches the grade.
 from __future__ import annotations
 
 import asyncio
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.patch_audit import CONFIG_FILES
 from cluster.eval.patches import MAX_PATCH_BYTES, Patch, apply_patch, take_patch
 from cluster.eval.tasks import Task
+from tools.remove_tree import remove_tree
 
 __all__ = ["Workspace", "WorkspaceError", "Workspaces", "safe_name"]
 
@@ -84,7 +84,7 @@ class Workspaces:
     async def remove(self, path: Path) -> None:
         """A workspace or grading copy (kept with --keep-workspaces)."""
         if not self.keep:
-            await asyncio.to_thread(shutil.rmtree, path, True)
+            await asyncio.to_thread(remove_tree, path, ignore_errors=True)
 
     async def discard(self, name: str) -> None:
         """Everything of the task: its base always, the directories unless kept."""

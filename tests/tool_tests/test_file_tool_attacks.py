@@ -324,3 +324,24 @@ async def test_a_link_re_pointed_after_the_permission_check_does_not_redirect_th
     assert SECRET not in read.content
     assert (ws / ".git" / "config").read_text() == "[core]\n"
     assert (ws / "notes.md").read_text().startswith("[core]\n\thooksPath")  # the approved file got the write
+
+
+async def test_a_pattern_built_to_backtrack_finishes_at_once(ws, beneath_mode):
+    (ws / "long.txt").write_text("a" * 50_000 + "b\n")
+    (ws / ("a" * 250)).write_text("")
+    slow_glob = "*a*a*a*a*a*a*a*a*a*a*b"
+    ctx = ToolContext(workspace=ws, denied_path_globs=(slow_glob,))  # the deny list matches every path
+    assert (await call(ws, "Grep", ctx, pattern="(a+)+$")).content.startswith("No matches")
+    assert (await call(ws, "Glob", ctx, pattern=slow_glob)).content.startswith("No files match")
+    assert (await call(ws, "Glob", ctx, pattern="**/a/**/a/**/a/**/a/**/x")).content.startswith("No files match")
+
+
+async def test_an_ignore_file_neither_leads_out_nor_slows_the_walk(ws, beneath_mode):
+    (ws.parent / "outside" / "rules").write_text("*\n")  # read through the link, it would hide sub/
+    (ws / "sub").mkdir()
+    (ws / "sub" / "file.txt").write_text("x\n")
+    (ws / "sub" / ".gitignore").symlink_to(ws.parent / "outside" / "rules")
+    (ws / ".gitignore").write_text("*a*a*a*a*a*a*a*a*a*a*b\n**/**/**/**/**/**/x\n" * 500)
+    (ws / ("a" * 250)).write_text("")
+    listed = (await call(ws, "Glob", pattern="**")).content.splitlines()
+    assert listed == [".gitignore", "a" * 250, "sub/file.txt"]

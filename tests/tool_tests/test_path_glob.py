@@ -24,3 +24,9 @@ def test_double_star_crosses_directories_and_single_characters_do_not(subject, p
 
 def test_double_star_covers_a_file_name_with_a_newline():
     assert path_glob_match("secrets/a\nb.pem", "secrets/**")
+
+
+def test_many_stars_against_a_long_path_finish():
+    # `re` backtracks through every split of 5,000 characters among the stars.
+    assert not path_glob_match("a" * 5_000, "*a*a*a*a*a*a*a*a*b")
+

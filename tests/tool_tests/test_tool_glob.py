@@ -59,3 +59,25 @@ async def test_a_file_symlink_inside_is_listed_under_its_own_name(tree, beneath_
 async def test_path_through_a_directory_link_inside_lists_the_real_paths(tree, beneath_mode):
     (tree / "code").symlink_to("src")
     assert (await glob(tree, pattern="*.md", path="code")).splitlines() == ["src/notes.md"]
+
+
+async def test_many_double_stars_against_a_deep_tree_finish(tmp_path):
+    # A backtracking matcher tries every way to split 100 directories among 5 "**".
+    deep = tmp_path.joinpath(*["a"] * 100)
+    deep.mkdir(parents=True)
+    (deep / "y").write_text("")
+    assert "No files match" in await glob(tmp_path, pattern="**/a/**/a/**/a/**/a/**/a/**/x")
+
+
+async def test_many_stars_against_a_long_name_finish(tmp_path):
+    (tmp_path / ("a" * 250)).write_text("")
+    assert "No files match" in await glob(tmp_path, pattern="*a*a*a*a*a*a*a*a*a*b")
+
+
+async def test_a_bracket_never_matches_a_slash(tree):
+    assert "No files match" in await glob(tree, pattern="src[!x]a.py")
+
+
+async def test_glob_past_its_time_limit_says_the_list_is_incomplete(tree):
+    content = await glob(tree, {"search_timeout_s": 1e-9}, pattern="**/*.py")
+    assert "[stopped at the time limit of 1e-09 s (tools.search_timeout_s)" in content

@@ -1,8 +1,10 @@
+import asyncio
+import os
 from pathlib import Path
 
 import pytest
 
-from tools import GrepTool, ToolContext, ToolError, ToolLimits
+from tools import GrepTool, LocalToolExecutor, ToolContext, ToolError, ToolLimits
 from tools.grep import GrepInput
 
 
@@ -88,3 +90,67 @@ async def test_missing_path_says_path_not_found(tree):
 async def test_a_file_symlink_inside_is_searched_under_its_own_name(tree, beneath_mode):
     (tree / "alias.txt").symlink_to("src/b.txt")
     assert "alias.txt:1:foo bar" in (await grep(tree, pattern="foo bar")).splitlines()
+
+
+async def grep_result(workspace: Path, limits: dict | None = None, **kwargs):
+    """The tool result the model sees (a ToolError becomes an is_error result)."""
+    ctx = ToolContext(workspace=workspace, limits=ToolLimits(**(limits or {})))
+    return await LocalToolExecutor().execute(GrepTool(), GrepInput(**kwargs), ctx)
+
+
+async def test_a_backtracking_pattern_on_a_long_line_finishes(tmp_path):
+    # Python's re takes exponential time here; RE2 is linear in the line.
+    (tmp_path / "long.txt").write_text("a" * 100_000 + "b\n")
+    assert "No matches" in await grep(tmp_path, pattern="(a+)+$")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "construct"),
+    [
+        (r"foo(?=bar)", "lookahead (?=...)"),
+        (r"(?<!x)foo", "negative lookbehind (?<!...)"),
+        (r"(\w)\1", r"backreference \1"),
+        (r"(?P<q>')x(?P=q)", "named backreference (?P=name)"),
+        (r"a++", "possessive quantifier ++"),
+        (r"(?>a|ab)c", "atomic group (?>...)"),
+    ],
+)
+async def test_a_construct_re2_lacks_is_one_error_naming_it(tmp_path, pattern, construct):
+    out = await grep_result(tmp_path, pattern=pattern)
+    assert out.is_error and f"RE2 syntax, which has no {construct} " in out.content
+    assert "grep -P through Bash" in out.content
+
+
+async def test_a_pattern_never_matches_across_a_newline(tmp_path):
+    (tmp_path / "two.txt").write_text("foo\nbar\n")
+    assert "No matches" in await grep(tmp_path, pattern=r"foo\s*bar")
+
+
+async def test_line_anchors_match_at_every_line_and_crlf_endings(tmp_path):
+    (tmp_path / "crlf.txt").write_bytes(b"one end\r\ntwo\r\nthree end\r\n")
+    assert (await grep(tmp_path, pattern="end$")).splitlines() == ["crlf.txt:1:one end", "crlf.txt:3:three end"]
+
+
+async def test_an_empty_match_reports_each_line_once(tmp_path):
+    (tmp_path / "three.txt").write_text("a\n\nc\n")
+    assert (await grep(tmp_path, pattern="^")).splitlines() == ["three.txt:1:a", "three.txt:2:", "three.txt:3:c"]
+
+
+async def test_a_file_name_that_is_not_utf8_is_searched_and_shown(tmp_path):
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_text("needle\n")
+    assert "needle" in await grep(tmp_path, pattern="needle", glob="*.txt")
+
+
+async def test_grep_past_its_time_limit_says_the_results_are_incomplete(tmp_path):
+    (tmp_path / "a.txt").write_text("needle\n")
+    content = await grep(tmp_path, {"search_timeout_s": 1e-9}, pattern="needle")
+    assert "[stopped at the time limit of 1e-09 s (tools.search_timeout_s) after 0 files" in content
+
+
+async def test_other_coroutines_run_while_a_large_grep_searches(tmp_path):
+    for i in range(300):
+        (tmp_path / f"f{i:03}.txt").write_text("no match on this line at all\n" * 7_000)
+    search = asyncio.create_task(grep(tmp_path, pattern=r"(x+x+)+y"))
+    await asyncio.sleep(0)  # the Grep task takes its first step: a search on the loop would end here
+    assert not search.done()  # it searches in its worker thread while this coroutine runs
+    assert "No matches" in await search

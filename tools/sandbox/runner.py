@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from pydantic import Field
 
 from tools.base import CommandLaunch, ToolError
+from tools.remove_tree import remove_tree
 from tools.sandbox.cgroups import CallCgroup, CgroupUnavailable
 from tools.sandbox.config import SandboxLimits, SandboxOptions
 from tools.sandbox.identity import Identity, Stage, reachable
@@ -105,7 +105,7 @@ class BubblewrapRunner(SandboxOptions):
             if done.returncode != 0:
                 raise SandboxUnavailable(explain_bwrap_failure(done.stderr))
         finally:
-            shutil.rmtree(workspace, ignore_errors=True)
+            remove_tree(workspace, ignore_errors=True)
 
     # --- one call -------------------------------------------------------------------
 

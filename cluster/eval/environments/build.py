@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from cluster.eval.base_repo import Base, clone_at
 from cluster.eval.environments.project_source import SCRIPT
 from cluster.eval.environments.recipe import Recipe
 from cluster.eval.grading import CommandResult, SandboxedShell
+from tools.remove_tree import remove_tree
 
 __all__ = ["build_script", "make_environment"]
 
@@ -83,7 +83,7 @@ async def make_environment(recipe: Recipe, base: Base, entry: Path, shell: Sandb
     as its virtualenv (and the egress directory as a toolchain); returns (the script,
     its result). The caller removes `entry` when the result is not ok."""
     if entry.exists():
-        await asyncio.to_thread(shutil.rmtree, entry, True)
+        await asyncio.to_thread(remove_tree, entry, ignore_errors=True)
     entry.mkdir(parents=True)
     entry.chmod(0o755)
     venv = entry / "venv"
@@ -93,5 +93,5 @@ async def make_environment(recipe: Recipe, base: Base, entry: Path, shell: Sandb
         return script, CommandResult(made.returncode, False, f"{recipe.python} -m venv failed:\n{made.stderr}")
     await clone_at(Base(base.git_dir, recipe.commit), entry / "src", detach=True, timeout_s=timeout_s)
     result = await shell.run(script, entry, timeout_s)
-    await asyncio.to_thread(shutil.rmtree, entry / "src", True)
+    await asyncio.to_thread(remove_tree, entry / "src", ignore_errors=True)
     return script, result

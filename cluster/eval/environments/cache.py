@@ -22,7 +22,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from cluster.eval.environments.egress import DEFAULT_HOSTS, EgressProxy
 from cluster.eval.environments.recipe import Recipe
 from cluster.eval.errors import TaskEnded
 from cluster.eval.grading import CommandResult, SandboxedShell, write_log
+from tools.remove_tree import remove_tree
 
 __all__ = ["EnvironmentCache", "TaskEnvironment"]
 
@@ -80,7 +80,7 @@ class EnvironmentCache:
                 result = await self._build(recipe, base, network=network, timeout_s=timeout_s, log=log)
             seconds = round(time.monotonic() - clock, 3)
             if not result.ok:
-                await asyncio.to_thread(shutil.rmtree, self.entry(key), True)
+                await asyncio.to_thread(remove_tree, self.entry(key), ignore_errors=True)
                 raise TaskEnded(_failure(result, network=network, timeout_s=timeout_s, log=rel(log)))
             _write_marker(self.marker(key), {**recipe.describe(), "built_by": task_id, "built_at": time.time(),
                                              "build_s": seconds, "network": network})

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -40,6 +39,7 @@ from cluster.eval.environments.client_hello import (
     Refused,
     read_client_hello,
 )
+from tools.remove_tree import remove_tree
 
 __all__ = ["DEFAULT_HOSTS", "FORWARDER", "EgressProxy", "registry_host"]
 
@@ -152,7 +152,7 @@ class EgressProxy:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
         if self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
+            remove_tree(self.dir, ignore_errors=True)
 
     def allows(self, host: str, port: int) -> bool:
         return port == self.port and host.lower().rstrip(".") in self.hosts
