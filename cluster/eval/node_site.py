@@ -16,9 +16,9 @@ A source on the driver's disk travels as a git bundle through Ray's object store
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
-import shutil
 import tempfile
 from collections.abc import Awaitable
 from pathlib import Path
@@ -40,6 +40,7 @@ from cluster.eval.stages import EnvironmentOutcome, StageConfig, TaskStages
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace
 from cluster.runtime import ClusterError
+from tools.remove_tree import remove_tree
 
 __all__ = ["RaySite", "TaskNode", "batch_key", "grade_task", "node_root"]
 
@@ -73,7 +74,9 @@ class _NodeStages(TaskStages):
         back to the out directory; environments are kept elsewhere), unless the batch keeps
         workspaces."""
         if not self.config.keep_workspaces:
-            shutil.rmtree(self.out.root, ignore_errors=True)
+            remove_tree(self.out.root, ignore_errors=True)
+            with contextlib.suppress(OSError):  # the batch's directory, once no node of it is left
+                self.out.root.parent.rmdir()
 
 
 TaskNode = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(_NodeStages)
