@@ -1,6 +1,7 @@
 """What the bubblewrap sandbox adds to one Bash call, in milliseconds.
 
-    python -m benchmarks.sandbox_overhead [--calls 100] [--warmup 5] [--command true] [--merge-calls 5]
+    python -m benchmarks.sandbox_overhead [--calls 100] [--warmup 5] [--command true]
+                                          [--merge-calls 5] [--merge-dir /var/tmp]
 
 Four series of the same trivial command, run one call after another:
 - raw:  subprocess.run(["bash", "-c", CMD]) against subprocess.run of a BubblewrapRunner launch
@@ -9,7 +10,8 @@ Four series of the same trivial command, run one call after another:
 Each reports median and p90 ms per call; the sandbox's cost is the difference of the
 medians (the target is at most 20 ms). Then what writing a call's layer back into the
 workspace costs (the merge, timed alone, after the command ran): for 1,000 files of
-1 KiB, and for one file of 200 MB. Local processes only, no network.
+1 KiB, and for one file of 200 MB, into a workspace on `--merge-dir`'s disk (a tmpfs
+there shows the merge's own cost, without the disk's). Local processes only.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ def time_calls(call: Callable[[], None], calls: int, warmup: int) -> list[float]
 
 
 def raw_call(runner: CommandRunner, command: str, workspace: Path) -> Callable[[], None]:
-    """One launch per call (the sandbox's cgroup, idmapped mount and filter are per call),
-    run with subprocess.run; no polling of limits."""
+    """One launch per call (the sandbox's cgroup, idmapped mount, layer and filter are per
+    call), run with subprocess.run; no polling of limits; the layer merged after."""
 
     def call() -> None:
         launch = runner.launch(command, workspace)
@@ -61,6 +63,10 @@ def raw_call(runner: CommandRunner, command: str, workspace: Path) -> Callable[[
                 launch.argv, cwd=workspace, env=launch.env, pass_fds=launch.pass_fds,
                 preexec_fn=launch.preexec_fn, stdin=subprocess.DEVNULL, capture_output=True, check=True,
             )
+            if isinstance(launch.watch, SandboxWatch) and launch.watch.layer is not None:
+                merge = launch.watch.layer.detach()
+                if merge is not None:
+                    merge()
         finally:
             if launch.watch is not None:
                 launch.watch.close()
@@ -111,13 +117,13 @@ def merge_ms(runner: BubblewrapRunner, command: str, workspace: Path) -> float:
         launch.watch.close()
 
 
-def merge_costs(runner: BubblewrapRunner, calls: int) -> None:
-    print(f"\nmerge of a call's layer into the workspace ({calls} calls each)")
+def merge_costs(runner: BubblewrapRunner, calls: int, directory: str) -> None:
+    print(f"\nmerge of a call's layer into a workspace in {directory} ({calls} calls each)")
     print(f"{'written':<22} {'median ms':>10} {'max ms':>8}")
     for label, command in MERGE_CASES.items():
         samples = []
         for _ in range(calls):
-            with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+            with tempfile.TemporaryDirectory(dir=directory) as tmp:
                 workspace = Path(tmp).resolve()
                 samples.append(merge_ms(runner, command, workspace))
                 shutil.rmtree(workspace, ignore_errors=True)
@@ -130,6 +136,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--command", default="true")
     parser.add_argument("--merge-calls", type=int, default=5)
+    parser.add_argument("--merge-dir", default="/var/tmp", help="where the merge's workspaces are made (its disk)")
     args = parser.parse_args()
 
     plain, sandbox = PlainCommandRunner(), BubblewrapRunner()
@@ -163,7 +170,7 @@ def main() -> None:
                 f"({label}; target <= {TARGET_MS:g} ms: {verdict})"
             )
     if args.merge_calls:
-        merge_costs(sandbox, args.merge_calls)
+        merge_costs(sandbox, args.merge_calls, args.merge_dir)
 
 
 if __name__ == "__main__":
