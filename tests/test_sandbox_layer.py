@@ -163,13 +163,13 @@ async def test_a_non_root_harness_caps_its_writes_with_a_layer_of_its_own(outsid
     """As an ordinary user the child makes the layer in a user namespace of its own and
     hands it back: the cap holds, what lands is the user's, protected names stay absent."""
     user = 4322
-    script = (
-        "import asyncio, sys\nfrom pathlib import Path\n"
-        "from tests.sandbox_support import SMALL, runner, sandboxed\n"
-        "out = asyncio.run(sandboxed(Path(sys.argv[1]), 'echo made > f; mkdir .workingset; head -c 64M /dev/zero > big',"
-        " sandbox=runner(SMALL, weak_limits=True)))\n"
-        "print(out.content)\n"
-    )
+    script = "\n".join([
+        "import asyncio, sys",
+        "from pathlib import Path",
+        "from tests.sandbox_support import SMALL, runner, sandboxed",
+        "command = 'echo made > f; mkdir .workingset; head -c 64M /dev/zero > big'",
+        "print(asyncio.run(sandboxed(Path(sys.argv[1]), command, sandbox=runner(SMALL, weak_limits=True))).content)",
+    ])
     workspace = user_workspace(outside_tmp, user)
     text = as_user(user, script, str(workspace), scratch=outside_tmp)
     assert "workspace growth limit of 16 MB reached (the kernel refused" in text, text
