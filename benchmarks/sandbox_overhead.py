@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
 import subprocess
 import tempfile
@@ -126,7 +125,6 @@ def merge_costs(runner: BubblewrapRunner, calls: int, directory: str) -> None:
             with tempfile.TemporaryDirectory(dir=directory) as tmp:
                 workspace = Path(tmp).resolve()
                 samples.append(merge_ms(runner, command, workspace))
-                shutil.rmtree(workspace, ignore_errors=True)
         print(f"{label:<22} {statistics.median(samples):>10.1f} {max(samples):>8.1f}")
 
 

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from tools.remove_tree import remove_at
 from tools.sandbox.linux import describe
 
 __all__ = ["MergeReport", "merge_layer"]
@@ -116,37 +117,6 @@ def _fresh(dir_fd: int, make: Callable[[str], _T]) -> tuple[str, _T]:
             return name, make(name)
         except FileExistsError:
             continue
-
-
-def _rmtree(parent: int, name: str) -> None:
-    """Delete the directory `name` and all below it, iteratively, following nothing."""
-    fd = os.open(name, _DIR, dir_fd=parent)
-    frames: list[tuple[list[str], tuple[int, int], str]] = []
-    try:
-        frames.append((os.listdir(fd), _id(parent), name))
-        while frames:
-            names, above, own = frames[-1]
-            if names:
-                entry = names.pop()
-                st = _lstat(fd, entry)
-                if st is None:
-                    continue
-                if not stat.S_ISDIR(st.st_mode):
-                    os.unlink(entry, dir_fd=fd)
-                    continue
-                child = os.open(entry, _DIR, dir_fd=fd)
-                here = _id(fd)
-                os.close(fd)
-                fd = child
-                frames.append((os.listdir(fd), here, entry))
-                continue
-            frames.pop()
-            up = _climb(fd, above)
-            os.close(fd)
-            fd = up
-            os.rmdir(own, dir_fd=fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass
@@ -314,7 +284,7 @@ class _Merge:
             finally:
                 os.close(fd)
         else:
-            _rmtree(w, name)
+            remove_at(w, name)
 
     def _clear_for(self, w: int, name: str, rel: Rel) -> None:
         """A directory where a non-directory goes must go first (rename cannot replace it)."""
