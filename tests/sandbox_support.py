@@ -3,9 +3,18 @@ results, find host processes. The fixtures (ws, outside_tmp, host_home) are in c
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import re
+import shutil
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
+
+import pytest
 
 from tools import BashTool, ToolContext, ToolLimits
 from tools.base import ToolOutput
@@ -68,6 +77,22 @@ def alive_with(text: str) -> list[int]:
     return found
 
 
+def argv_of(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+
+
+async def wait_for_host_pid(argv: list[str], timeout_s: float = 10.0) -> int:
+    """The host pid of the process running exactly `argv`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for pid in alive_with(" ".join(argv)):
+            with contextlib.suppress(OSError):
+                if argv_of(pid) == argv:
+                    return pid
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no process {argv} appeared")
+
+
 def plant_secrets(home: Path) -> dict[Path, str]:
     secrets = {
         home / ".ssh" / "id_rsa": "-----BEGIN OPENSSH PRIVATE KEY----- ssh-secret",
@@ -84,3 +109,38 @@ def plant_secrets(home: Path) -> dict[Path, str]:
 def assert_secrets_hidden(out: ToolOutput, secrets: dict[Path, str]) -> None:
     for text in secrets.values():
         assert text.split()[-1] not in out.content
+
+
+def user_workspace(scratch: Path, user: int) -> Path:
+    """A fresh workspace in `scratch` owned by uid/gid `user`."""
+    workspace = scratch / "user-ws"
+    workspace.mkdir()
+    os.chown(workspace, user, user)
+    return workspace
+
+
+def as_user(user: int, script: str, *args: str, setup: str = "", scratch: Path) -> str:
+    """Run the Python `script` (written to `scratch`) with the harness's Python as uid/gid
+    `user`, in a private mount namespace where `setup` (shell, as root) runs first; its
+    output. Skips the test where that cannot be done (not root, no setpriv). The harness's
+    Python may live under /root (0700): those trees are lent out over an empty /root."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to become another user")
+    path = scratch / "as_user.py"
+    path.write_text(script)
+    lent = sorted({p for p in (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())
+                   if p.is_relative_to("/root")})
+    stashes = [scratch / f"stash{n}" for n in range(len(lent))]
+    for stash in stashes:
+        stash.mkdir()
+    keep = "".join(f"mount --bind {p} {s} && " for p, s in zip(lent, stashes, strict=True))
+    give = "".join(f"mkdir -p {p} && mount --move {s} {p} && " for p, s in zip(lent, stashes, strict=True))
+    tmpfs = "mount -t tmpfs -o mode=0755 none /root && " if lent else ""
+    quoted = " ".join(f"'{a}'" for a in (str(path), *args))
+    command = (
+        f"{setup}{keep}{tmpfs}{give}exec setpriv --reuid {user} --regid {user} --clear-groups "
+        f"env HOME=/tmp PYTHONPATH={os.getcwd()} {Path(sys.prefix)}/bin/python3 {quoted}"
+    )
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", command],
+                          capture_output=True, text=True, timeout=120)
+    return done.stdout + done.stderr

@@ -10,7 +10,6 @@ workspace. Attacks are in test_sandbox_attacks.py, refusals in test_sandbox_refu
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from agents.errors import ConfigError
 from tests.sandbox_support import (
     MiB,
     alive_with,
+    as_user,
     assert_secrets_hidden,
     exit_code,
     marker,
@@ -31,6 +31,7 @@ from tests.sandbox_support import (
     runner,
     sandboxed,
     unique_sleep,
+    user_workspace,
 )
 from tools import BashTool, ToolContext
 from tools.base import PlainCommandRunner
@@ -350,11 +351,8 @@ def test_a_credential_in_pass_env_is_refused(tmp_path):
 async def test_non_root_harness_maps_its_own_uid_and_states_its_weaker_limits(outside_tmp):
     """Run as an ordinary user: bwrap maps the caller's own uid; with no delegated cgroup
     the sandbox refuses unless weak limits are accepted, and then runs under them."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root to become another user")
     user = 4321
-    script = outside_tmp / "as_user.py"
-    script.write_text(
+    script = (
         "import asyncio, sys\nfrom pathlib import Path\n"
         "from tools import BashTool, ToolContext\nfrom tools.bash import BashInput\n"
         "from tools.sandbox import BubblewrapRunner\n"
@@ -364,28 +362,10 @@ async def test_non_root_harness_maps_its_own_uid_and_states_its_weaker_limits(ou
         "try:\n    asyncio.run(main(False))\nexcept Exception as exc:\n    print('REFUSED:', exc)\n"
         "asyncio.run(main(True))\n"
     )
-    workspace = outside_tmp / "user-ws"
-    workspace.mkdir()
-    os.chown(workspace, user, user)
-    # The harness's Python (a virtualenv's base interpreter too) may live under /root (0700):
-    # a private mount namespace lends those trees out over an empty /root.
-    lent = sorted({p for p in (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())
-                   if p.is_relative_to("/root")})
-    stashes = [outside_tmp / f"stash{n}" for n in range(len(lent))]
-    for stash in stashes:
-        stash.mkdir()
-    keep = "".join(f"mount --bind {p} {s} && " for p, s in zip(lent, stashes, strict=True))
-    give = "".join(f"mkdir -p {p} && mount --move {s} {p} && " for p, s in zip(lent, stashes, strict=True))
-    tmpfs = "mount -t tmpfs -o mode=0755 none /root && " if lent else ""
-    setup = (
-        f"{keep}{tmpfs}{give}exec setpriv --reuid {user} --regid {user} --clear-groups "
-        f"env HOME=/tmp PYTHONPATH={os.getcwd()} {Path(sys.prefix)}/bin/python3 {script} {workspace}"
-    )
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", setup],
-                          capture_output=True, text=True, timeout=120)
-    text = done.stdout + done.stderr
+    workspace = user_workspace(outside_tmp, user)
+    text = as_user(user, script, str(workspace), scratch=outside_tmp)
     assert "REFUSED: no usable cgroup" in text and "sandbox.weak_limits = true" in text, text
-    after = done.stdout.split("REFUSED")[1].splitlines()[1:]
+    after = text.split("REFUSED")[1].splitlines()[1:]
     assert after[0] == str(user), text
     assert (workspace / "f").stat().st_uid == user
 

@@ -22,6 +22,7 @@ import pytest
 
 from tests.sandbox_support import (
     SMALL,
+    MiB,
     alive_with,
     exit_code,
     marker,
@@ -29,6 +30,7 @@ from tests.sandbox_support import (
     runner,
     sandboxed,
     unique_sleep,
+    wait_for_host_pid,
 )
 from tools.sandbox import DEFAULT_SANDBOX_ID
 
@@ -38,22 +40,6 @@ PYTHON_CALL = "python -c 'import ctypes, os; c = ctypes.CDLL(None, use_errno=Tru
 def errno_of(code: str) -> str:
     """A shell command printing the errno of one libc call made from Python."""
     return PYTHON_CALL.format(f"r = {code}; print(\"rc\", r, \"errno\", ctypes.get_errno())")
-
-
-def argv_of(pid: int) -> list[str]:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
-
-
-async def wait_for_host_pid(argv: list[str], timeout_s: float = 10.0) -> int:
-    """The host pid of the process running exactly `argv`."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for pid in alive_with(" ".join(argv)):
-            with contextlib.suppress(OSError):
-                if argv_of(pid) == argv:
-                    return pid
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"no process {argv} appeared")
 
 
 def ids(status: str, name: str) -> list[str]:
@@ -319,3 +305,134 @@ async def test_setuid_files_cannot_be_planted_in_the_workspace(ws):
     assert out.content.count("Operation not permitted") >= 4, out.content
     for path in ws.rglob("*"):
         assert not path.lstat().st_mode & 0o6000, (path, oct(path.lstat().st_mode))
+
+
+async def test_setuid_bits_never_land_even_without_the_filter(ws):
+    """The filter refuses setuid modes; the merge strips them anyway, so the layer's
+    write-back does not depend on it."""
+    plant = "cp /usr/bin/id suid; chmod 4755 suid; mkdir d; chmod 2755 d; stat -c '%a %n' suid d"
+    out = await sandboxed(ws, plant, sandbox=runner(seccomp=False))
+    assert "4755 suid" in out.content and "2755 d" in out.content, out.content  # set, inside
+    for path in (ws / "suid", ws / "d"):
+        assert not path.lstat().st_mode & 0o6000, (path, oct(path.lstat().st_mode))
+
+
+# --- the workspace layer: protected names, the growth cap, the merge ----------------------
+
+GROWTH = SMALL.model_copy(update={"cpu_seconds": 30})
+NAMED = f"workspace growth limit of {SMALL.workspace_growth_mb} MB reached"
+
+
+def data_on_disk(path: Path) -> int:
+    return path.lstat().st_blocks * 512
+
+
+async def test_protected_names_cannot_be_made_where_they_did_not_exist(ws):
+    """A `.workingset/config.toml` would be a host hook in a trusted workspace, a
+    `.git/hooks/...` one for host git: absent, both are empty and read-only inside."""
+    out = await sandboxed(
+        ws, "mkdir -p .git/hooks; echo 'model = \"x\"' > .workingset/config.toml; "
+        "printf '#!/bin/sh\\nid\\n' > .git/hooks/post-checkout; git init -q; rmdir .git; echo done",
+    )
+    assert "done" in out.content, out.content
+    assert out.content.count("Read-only file system") >= 3, out.content
+    assert not (ws / ".git").exists() and not (ws / ".git").is_symlink()
+    assert not (ws / ".workingset").exists() and not (ws / ".workingset").is_symlink()
+
+
+async def test_a_fast_writer_cannot_overshoot_the_growth_cap(ws):
+    out = await sandboxed(ws, "head -c 64M /dev/zero > big; ls -l big", GROWTH, timeout_s=30)
+    assert out.is_error and NAMED in out.content, out.content
+    assert "No space left on device" in out.content
+    assert data_on_disk(ws / "big") <= SMALL.workspace_growth_mb * MiB
+
+
+async def test_one_fallocate_past_the_cap_is_refused_whole(ws):
+    """The kernel undoes a refused fallocate, so nothing shows of it: it is the
+    command's own error, and nothing of it lands."""
+    out = await sandboxed(ws, "touch f; fallocate --keep-size -l 32M f; echo fallocate=$?", GROWTH)
+    assert "No space left on device" in out.content and "fallocate=1" in out.content, out.content
+    assert data_on_disk(ws / "f") == 0
+
+
+async def test_fallocating_up_to_the_cap_hits_the_growth_limit(ws):
+    """Blocks reserved past a file's end (--keep-size) count against the cap, and none
+    of them is written back."""
+    grab = PYTHON_CALL.format(
+        "fd = os.open(\"f\", os.O_CREAT | os.O_WRONLY)\n"
+        "for i in range(8192):\n"
+        "    if c.fallocate(fd, 1, i * 4096, 4096) != 0: print(\"errno\", ctypes.get_errno(), \"at\", i); break"
+    )
+    out = await sandboxed(ws, grab, GROWTH, timeout_s=30)
+    assert out.is_error and NAMED in out.content, out.content
+    assert "errno 28" in out.content
+    assert (ws / "f").stat().st_size == 0 and data_on_disk(ws / "f") == 0
+
+
+async def test_a_sparse_file_cannot_hold_more_than_the_cap(ws):
+    fill = ("truncate -s 60M sparse; for i in $(seq 0 2 58); do "
+            "dd if=/dev/zero of=sparse bs=1M seek=$i count=1 conv=notrunc status=none || break; done")
+    out = await sandboxed(ws, fill, GROWTH, timeout_s=30)
+    assert out.is_error and NAMED in out.content, out.content
+    assert (ws / "sparse").stat().st_size == 60 * MiB
+    assert data_on_disk(ws / "sparse") <= SMALL.workspace_growth_mb * MiB
+
+
+async def test_writing_below_a_path_deeper_than_path_max_hits_the_cap(ws):
+    name, depth = "d" * 60, 100  # 6,100 characters: past PATH_MAX (4,096)
+    deep = f"python -c 'import os\nfor _ in range({depth}):\n    os.mkdir(\"{name}\"); os.chdir(\"{name}\")\n" \
+           "open(\"big\", \"wb\").write(bytes(32 << 20))'"
+    out = await sandboxed(ws, deep, GROWTH, timeout_s=30)
+    assert out.is_error and NAMED in out.content, out.content
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        written = os.stat("big", dir_fd=fd, follow_symlinks=False)
+    finally:
+        os.close(fd)
+    assert 0 < written.st_blocks * 512 <= SMALL.workspace_growth_mb * MiB
+
+
+async def test_a_planted_symlink_is_replaced_never_followed(ws, outside_tmp):
+    """Links the command left in the workspace in an earlier call point out of it; the
+    merge replaces them as entries and never writes through them."""
+    victim = outside_tmp / "victim"
+    victim.mkdir()
+    (victim / "file").write_text("host")
+    await sandboxed(ws, f"ln -s {victim} dir; ln -s {victim}/file file")
+    out = await sandboxed(ws, "rm dir file; mkdir dir; echo pwned > dir/file; echo pwned > file")
+    assert exit_code(out) == 0, out.content
+    assert sorted(p.name for p in victim.iterdir()) == ["file"]
+    assert (victim / "file").read_text() == "host"
+    assert not (ws / "dir").is_symlink() and (ws / "dir" / "file").read_text() == "pwned\n"
+    assert not (ws / "file").is_symlink() and (ws / "file").read_text() == "pwned\n"
+
+
+async def test_hard_links_cannot_multiply_what_lands(ws):
+    out = await sandboxed(ws, "head -c 12M /dev/zero > f; for i in $(seq 1 50); do ln f l$i; done", GROWTH)
+    assert exit_code(out) == 0, out.content
+    inodes = {p.stat().st_ino for p in ws.iterdir()}
+    assert len(inodes) == 1 and (ws / "f").stat().st_nlink == 51
+
+
+async def test_hard_links_too_deep_to_reach_are_copied_within_the_cap(ws):
+    """Past the depth the merge walks to link, a second name is a copy: the copies stop
+    at the cap, and the limit is named."""
+    deep = ("python -c 'import os\nfor _ in range(70):\n    os.mkdir(\"d\"); os.chdir(\"d\")\n"
+            "open(\"f\", \"wb\").write(b\"x\" * (6 << 20))\nfor i in range(3):\n    os.link(\"f\", f\"l{i}\")'")
+    out = await sandboxed(ws, deep, GROWTH, timeout_s=30)
+    assert out.is_error and f"{NAMED} while writing the command's changes back" in out.content, out.content
+    landed = sum(data_on_disk(p) for p in ws.rglob("*") if p.is_file())
+    assert landed <= SMALL.workspace_growth_mb * MiB
+
+
+async def test_a_call_leaves_no_fd_or_mount_behind(ws):
+    await sandboxed(ws, "true")  # the host checks, once per process
+    fds = set(os.listdir("/proc/self/fd"))
+    mounts = Path("/proc/self/mountinfo").read_text()
+    await sandboxed(ws, "echo x > f; head -c 1M /dev/zero > g")
+    assert set(os.listdir("/proc/self/fd")) <= fds
+    assert Path("/proc/self/mountinfo").read_text() == mounts

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tests.sandbox_support import runner, sandboxed
+from tests.sandbox_support import as_user, runner, sandboxed
 from tools import BashTool, ToolContext
 from tools.base import ToolError, ToolOutput
 from tools.bash import BashInput
@@ -115,3 +115,37 @@ def test_root_as_sandbox_uid_is_refused_when_configured():
 async def test_the_whole_host_as_workspace_refuses():
     out = await LocalToolExecutor().execute(BashTool(), BashInput(command="true"), ToolContext(workspace=Path("/"), runner=runner()))
     assert out.is_error and "cannot be /" in out.content and "--no-sandbox" in out.content
+
+
+async def test_a_kernel_that_cannot_cap_workspace_writes_refuses_unless_accepted(outside_tmp):
+    """As an ordinary user the layer is an overlayfs made in a user namespace; on a
+    workspace already two overlayfs deep the kernel stacks no third (its limit is 2).
+    Bash refuses, naming the opt-out; with it, the growth is polled instead, and the
+    protected names still cannot be made."""
+    user = 4323
+    stack = outside_tmp / "stack"
+    for name in ("l1", "u1", "w1", "m1", "u2", "w2", "m2"):
+        (stack / name).mkdir(parents=True)
+    overlay = "mount -t overlay overlay -o lowerdir={},upperdir={},workdir={} {} && "
+    setup = (overlay.format(stack / "l1", stack / "u1", stack / "w1", stack / "m1")
+             + overlay.format(stack / "m1", stack / "u2", stack / "w2", stack / "m2")
+             + f"mkdir {stack}/m2/ws && chown {user}:{user} {stack}/m2/ws && ")
+    script = (
+        "import asyncio, sys\nfrom pathlib import Path\n"
+        "from tests.sandbox_support import runner, sandboxed\n"
+        "ws = Path(sys.argv[1])\n"
+        "for weak in (False, True):\n"
+        "    try:\n"
+        "        out = asyncio.run(sandboxed(ws, 'echo made > f; mkdir -p .workingset/x; echo done',"
+        " sandbox=runner(weak_limits=True, weak_growth_limit=weak)))\n"
+        "        print(out.content)\n"
+        "    except Exception as exc:\n"
+        "        print('REFUSED:', exc)\n"
+        "print('landed:', (ws / 'f').read_text().strip(), 'protected made:', (ws / '.workingset').exists())\n"
+    )
+    text = as_user(user, script, str(stack / "m2" / "ws"), setup=setup, scratch=outside_tmp)
+    refused = next(line for line in text.splitlines() if line.startswith("REFUSED:"))
+    assert "the kernel cannot cap the command's writes to the workspace" in refused, text
+    assert "sandbox.weak_growth_limit = true" in refused and "--no-sandbox" in refused
+    assert "Read-only file system" in text and "done" in text, text
+    assert "landed: made protected made: False" in text, text

@@ -84,7 +84,7 @@ class LimitReached:
     """A limit of the sandbox ended a command; `message` names it
     ("memory limit of 4096 MB reached")."""
 
-    limit: str  # memory, processes, cpu_time, tmp_size, workspace_growth
+    limit: str  # memory, processes, cpu_time, tmp_size, workspace_growth, workspace_write
     message: str
 
 
@@ -100,7 +100,8 @@ class CommandWatch(Protocol):
     async def check(self) -> LimitReached | None: ...
 
     async def finish(self) -> LimitReached | None:
-        """After the command exited: a limit it hit on the way out."""
+        """After the command ended, however it ended (exit, timeout, limit, cancellation)
+        and its processes are gone: settle what it did; a limit it hit on the way out."""
         ...
 
     def kill(self) -> None: ...

@@ -2,7 +2,9 @@
 
 The command runs in its own session (start_new_session=True), so its process
 group holds everything it starts; killing that group is how a timeout, or a
-cancelled call, guarantees nothing outlives the call.
+cancelled call, guarantees nothing outlives the call. However the command ended,
+its watch then settles it (`finish`): the sandbox writes the command's changes back
+into the workspace there.
 
 We use a SubprocessProtocol rather than `create_subprocess_exec`'s streams
 because on Python 3.11 `Process.wait()` only returns once every holder of the
@@ -122,6 +124,7 @@ class BashTool:
         except (OSError, subprocess.SubprocessError) as exc:
             raise launch.failure(exc) from exc
         ended: _Ended | LimitReached = _Ended.TIMED_OUT
+        settled: LimitReached | None = None
         try:
             if watch is not None:
                 await watch.started(transport.get_pid())
@@ -135,19 +138,20 @@ class BashTool:
                 await asyncio.wait_for(proto.closed.wait(), _DRAIN_GRACE_S)
             # If something escaped the group and still holds the pipe, stop listening.
             transport.close()
+            if watch is not None:  # however it ended: what it did lands (the sandbox merges its writes)
+                settled = await watch.finish()
         proto.flush()
         output = capture.text().rstrip("\n")
         code = transport.get_returncode()
-        if ended is _Ended.EXITED and watch is not None:
-            hit = await watch.finish()
-            if hit is not None:
-                return _limit_result(hit, output, f" (the command exited with code {code})")
+        if ended is _Ended.EXITED and settled is not None:
+            return _limit_result(settled, output, f" (the command exited with code {code})")
         if isinstance(ended, LimitReached):
-            return _limit_result(ended, output, "; the command was killed")
+            return _limit_result(_also(ended, settled), output, "; the command was killed")
         if ended is _Ended.TIMED_OUT:
             shown = output or "(no output before the timeout)"
+            unwritten = f"{settled.message}.\n" if settled is not None and settled.limit == "workspace_write" else ""
             return ToolOutput(
-                content=f"Command timed out after {timeout:g} s and was killed.\n"
+                content=f"Command timed out after {timeout:g} s and was killed.\n{unwritten}"
                 f"Partial output:\n{shown}",
                 is_error=True,
             )
@@ -180,6 +184,13 @@ async def _wait(proto: _CaptureProtocol, timeout: float, watch: CommandWatch | N
             if hit is not None:
                 return hit
     return _Ended.TIMED_OUT
+
+
+def _also(ended: LimitReached, settled: LimitReached | None) -> LimitReached:
+    """The limit that ended the command, and what could not be written back after it."""
+    if settled is None or settled.limit != "workspace_write":
+        return ended
+    return LimitReached(ended.limit, f"{ended.message}; {settled.message}")
 
 
 def _limit_result(hit: LimitReached, output: str, how: str) -> ToolOutput:

@@ -4,12 +4,18 @@ What a command run through `BubblewrapRunner` gets, and which module does it:
 
     identity.py  never a uid that maps to host root; as root, a dedicated uid and an
                  idmapped workspace (files land on disk owned by the workspace's owner)
+    stage.py     the private mount namespace the child builds before bwrap: the
+                 workspace as an overlayfs whose upper layer takes every write
+    layer.py     that layer: a tmpfs capped at the workspace growth (the kernel refuses
+                 what is past it), held by the harness, merged back after the call
+    merge.py     the merge: fd-relative, following nothing, protected paths untouched
     seccomp.py   the syscall filter (new user namespaces, mounts, ptrace, keyring, bpf,
                  kexec/modules, clock, swap, reboot, x32/foreign ABIs, ...)
     cgroups.py   memory, processes and CPU time of the whole process tree (v1 and v2)
     view.py      what it sees: system dirs and toolchains read-only, the workspace
-                 read-write except .git/.workingset, a private capped /tmp, no $HOME
-    watch.py     which limit a call hit (named in the result), killing the tree
+                 read-write except .git/.workingset (present or not), a private capped
+                 /tmp, no $HOME
+    watch.py     which limit a call hit (named in the result), killing the tree, the merge
     probe.py     refusing, in one line naming the missing piece and the opt-out
     runner.py    the CommandRunner tying them together
     config.py    its limits and options, each defined once (the [sandbox] settings)

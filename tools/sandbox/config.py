@@ -65,7 +65,10 @@ class SandboxLimits(BaseModel):
     processes: int = Field(512, ge=8, description="Processes and threads the command may have at once.")
     file_size_mb: int = Field(1024, ge=1, description="Largest file one command may write.")
     tmp_size_mb: int = Field(512, ge=1, description="Size of the command's private /tmp (counts against memory).")
-    workspace_growth_mb: int = Field(2048, ge=1, description="How much one command may grow the workspace.")
+    workspace_growth_mb: int = Field(
+        2048, ge=1, description="How much one command may write to the workspace (its new data, and one new file "
+        "or directory per 4 KiB); held in memory until the command ends."
+    )
 
     @property
     def memory_bytes(self) -> int:
@@ -111,6 +114,11 @@ class SandboxOptions(BaseModel):
     seccomp: bool = Field(True, description="Apply the syscall filter; false only where the kernel cannot.")
     weak_limits: bool = Field(
         False, description="Where no cgroup is usable, accept per-process rlimits instead of refusing to run."
+    )
+    weak_growth_limit: bool = Field(
+        False, description="Where the kernel cannot cap a command's workspace writes (overlayfs over a tmpfs; "
+        "as a non-root user, Linux 6.6 or later), accept a growth limit checked every 0.1 s instead of refusing "
+        "to run (a fast writer can overshoot it)."
     )
     cgroup: CgroupVersion = Field("auto", description="cgroup version for the limits; auto prefers v2.")
     cgroup_parent: str | None = Field(

@@ -8,16 +8,13 @@ Never a uid that maps to host root:
   are shifted by a user namespace whose only mapping is "<workspace owner> <sandbox
   uid> 1" (`mount_setattr(MOUNT_ATTR_IDMAP)`). Inside, the owner's files appear owned by
   the sandbox uid; what the sandbox writes lands on disk owned by the workspace's
-  owner — usable by the host user afterwards, no chown or ACL of the user's tree.
+  owner (the layer's merge gives it that owner, merge.py; without a layer, the idmapping
+  does) — usable by the host user afterwards, no chown or ACL of the user's tree.
 
-Where the idmapped mount lives: a private mount namespace of the command's own process
-(`unshare(CLONE_NEWNS)` in the child between fork and exec), on a tmpfs over the stage
-directory (root-only, 0711). Nothing appears in the host's mount table, and the kernel
-drops it all when the sandbox exits — no cleanup, no stale mounts after a crash. It
-costs 0.8 ms per call more than a staging mount kept on the host would (median;
-benchmarks/sandbox_stage.py). Read-only
-sources the sandbox uid could not reach (a toolchain under /root, mode 0700) are bound
-onto the same tmpfs, so bwrap can bind them from there.
+The idmapped copy is attached in a private mount namespace of the command's own process
+(stage.py), as the lower layer of the workspace it sees: nothing appears in the host's
+mount table. Read-only sources the sandbox uid could not reach (a toolchain under /root,
+mode 0700) are bound there too, so bwrap can bind them from the stage.
 """
 
 from __future__ import annotations
@@ -27,14 +24,13 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import tools.sandbox.linux as linux
 from tools.sandbox.errors import SandboxUnavailable
 
-__all__ = ["Identity", "IdentityError", "Stage", "host_identity", "reachable"]
+__all__ = ["Identity", "IdentityError", "host_identity", "idmapped_tree", "reachable"]
 
 
 class IdentityError(SandboxUnavailable):
@@ -111,71 +107,15 @@ def _userns_fd(owner_uid: int, owner_gid: int, uid: int, gid: int) -> int:
     return _userns_fds[key]
 
 
-_stage_root: Path | None = None
-
-
-def stage_root() -> Path:
-    """The mountpoint of the per-call tmpfs: empty on the host, root's, mode 0711."""
-    global _stage_root
-    if _stage_root is None:
-        candidate = Path("/run/workingset-sandbox")
-        if not Path("/run").is_dir():
-            candidate = Path(tempfile.mkdtemp(prefix="workingset-sandbox-"))
-        with contextlib.suppress(FileExistsError):
-            candidate.mkdir(mode=0o711)
-        st = candidate.lstat()
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
-            raise IdentityError(f"{candidate} is not a root-owned directory others cannot write; remove it")
-        candidate.chmod(0o711)
-        _stage_root = candidate
-    return _stage_root
-
-
-@dataclass
-class Stage:
-    """One call's staged sources, prepared in the harness and attached in the child."""
-
-    root: Path
-    workspace_fd: int
-    binds: list[tuple[str, str]] = field(default_factory=list)  # (host source, staged path)
-
-    @classmethod
-    def prepare(cls, workspace: Path, identity: Identity) -> Stage:
-        """The idmapped copy of the workspace, as a detached mount fd."""
-        st = workspace.stat()
-        userns = _userns_fd(st.st_uid, st.st_gid, identity.uid, identity.gid)
-        tree = linux.open_tree_clone(str(workspace))
-        try:
-            linux.mount_setattr_idmap(tree, userns)
-        except OSError:
-            os.close(tree)
-            raise
-        return cls(stage_root(), tree)
-
-    @property
-    def workspace(self) -> str:
-        return str(self.root / "ws")
-
-    def add(self, source: Path) -> str:
-        """Stage a read-only source the sandbox uid cannot reach; returns where bwrap finds it."""
-        staged = str(self.root / f"ro{len(self.binds)}")
-        self.binds.append((str(source), staged))
-        return staged
-
-    def enter(self) -> None:
-        """In the child, before exec: a private mount namespace holding the stage."""
-        linux.unshare(linux.CLONE_NEWNS)
-        linux.mount("none", "/", None, linux.MS_REC | linux.MS_PRIVATE)
-        linux.mount("tmpfs", str(self.root), "tmpfs", 0, "mode=0711,size=64k")
-        os.mkdir(self.workspace)
-        linux.move_mount(self.workspace_fd, self.workspace)
-        for source, staged in self.binds:
-            if os.path.isdir(source):
-                os.mkdir(staged)
-            else:
-                os.close(os.open(staged, os.O_CREAT | os.O_WRONLY, 0o600))
-            linux.mount(source, staged, None, linux.MS_BIND | linux.MS_REC)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.workspace_fd)
+def idmapped_tree(workspace: Path, identity: Identity) -> int:
+    """A detached copy of the workspace's mount tree in which the workspace owner's ids
+    are the sandbox's (the stage attaches it, stage.py)."""
+    st = workspace.stat()
+    userns = _userns_fd(st.st_uid, st.st_gid, identity.uid, identity.gid)
+    tree = linux.open_tree_clone(str(workspace))
+    try:
+        linux.mount_setattr_idmap(tree, userns)
+    except OSError:
+        os.close(tree)
+        raise
+    return tree

@@ -15,9 +15,12 @@ __all__ = [
     "CLONE_NEWNS",
     "CLONE_NEWUSER",
     "MS_BIND",
+    "MS_NODEV",
+    "MS_NOSUID",
     "MS_PRIVATE",
     "MS_REC",
     "describe",
+    "detached_tmpfs",
     "mount",
     "mount_setattr_idmap",
     "move_mount",
@@ -27,13 +30,24 @@ __all__ = [
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 
 _SYS_OPEN_TREE = 428
 _SYS_MOVE_MOUNT = 429
+_SYS_FSOPEN = 430
+_SYS_FSCONFIG = 431
+_SYS_FSMOUNT = 432
 _SYS_MOUNT_SETATTR = 442
+_FSOPEN_CLOEXEC = 1
+_FSMOUNT_CLOEXEC = 1
+_FSCONFIG_SET_STRING = 1
+_FSCONFIG_CMD_CREATE = 6
+_MOUNT_ATTR_NOSUID = 0x2
+_MOUNT_ATTR_NODEV = 0x4
 _OPEN_TREE_CLONE = 1
 _AT_FDCWD = -100
 _AT_EMPTY_PATH = 0x1000
@@ -99,6 +113,23 @@ def move_mount(tree_fd: int, target: str) -> None:
         _libc.syscall(_SYS_MOVE_MOUNT, tree_fd, b"", _AT_FDCWD, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH),
         f"move_mount {target}",
     )
+
+
+def detached_tmpfs(options: dict[str, str]) -> int:
+    """A new tmpfs (nosuid, nodev) with these options, as a detached mount: an fd on its
+    root, attached nowhere (move_mount attaches it; closing the last fd frees it)."""
+    context = _check(_libc.syscall(_SYS_FSOPEN, b"tmpfs", _FSOPEN_CLOEXEC), "fsopen tmpfs")
+    try:
+        for key, value in options.items():
+            _check(
+                _libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_STRING, key.encode(), value.encode(), 0),
+                f"tmpfs option {key}={value}",
+            )
+        _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_CMD_CREATE, None, None, 0), "tmpfs create")
+        attrs = _MOUNT_ATTR_NOSUID | _MOUNT_ATTR_NODEV
+        return _check(_libc.syscall(_SYS_FSMOUNT, context, _FSMOUNT_CLOEXEC, attrs), "fsmount tmpfs")
+    finally:
+        os.close(context)
 
 
 def describe(exc: OSError) -> str:

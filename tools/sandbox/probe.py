@@ -9,6 +9,9 @@ less than it was asked for:
 - no usable cgroup for the whole-tree limits, unless `sandbox.weak_limits = true`
   (then per-process rlimits apply instead: CPU seconds and address space per process,
   processes per uid — weaker, and said so);
+- no kernel cap on the workspace's growth (overlayfs over a size-capped tmpfs, layer.py;
+  found by the first real sandbox, runner.py), unless `sandbox.weak_growth_limit = true`
+  (then the growth is checked every 0.1 s instead: a fast writer overshoots it);
 - running as root with `sandbox.uid`/`gid` set to root or the overflow id;
 - bubblewrap failing to build the sandbox for any other reason (its own message).
 """
@@ -26,7 +29,16 @@ from tools.sandbox.cgroups import CgroupTree, CgroupUnavailable, CgroupVersion, 
 from tools.sandbox.errors import SandboxUnavailable
 from tools.sandbox.identity import Identity, IdentityError, host_identity
 
-__all__ = ["MIN_BWRAP", "Host", "SandboxUnavailable", "bubblewrap_path", "check_host", "explain_bwrap_failure"]
+__all__ = [
+    "MIN_BWRAP",
+    "Host",
+    "LayerUnavailable",
+    "SandboxUnavailable",
+    "bubblewrap_path",
+    "check_host",
+    "explain_bwrap_failure",
+    "layer_unavailable",
+]
 
 MIN_BWRAP = (0, 8, 0)
 OPT_OUT = "or opt out with --no-sandbox"
@@ -40,6 +52,21 @@ class Host:
     identity: Identity
     cgroups: CgroupTree | None  # None: no cgroup, weak per-process limits accepted
     seccomp_program: bytes | None  # None: the user turned the filter off
+    layered: bool = True  # False: no kernel cap on workspace growth, the polled one accepted
+
+
+class LayerUnavailable(SandboxUnavailable):
+    """The kernel cannot cap the command's workspace writes; says why and the opt-outs."""
+
+
+def layer_unavailable(detail: str, *, as_root: bool) -> LayerUnavailable:
+    needs = "overlayfs over a tmpfs with trusted xattrs" if as_root else (
+        "overlayfs in a user namespace over a tmpfs with user xattrs (Linux 6.6 or later)"
+    )
+    return LayerUnavailable(
+        f"the kernel cannot cap the command's writes to the workspace ({detail}): that needs {needs}; set "
+        f"sandbox.weak_growth_limit = true to accept a growth limit checked every 0.1 s instead, {OPT_OUT}"
+    )
 
 
 def bubblewrap_path(configured: str | None = None) -> str | None:

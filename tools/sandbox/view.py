@@ -9,9 +9,11 @@ Only what a build needs is there; everything else is absent (not hidden: never m
 - or, with `sandbox.virtualenv`, that environment and its base interpreter instead of
   the harness's Python (venv.py): the base's site-packages an empty directory, the
   environment's `bin` first on PATH, VIRTUAL_ENV set;
-- the workspace read-write, except `.git` and `.workingset` inside it, bound read-only
-  (`sandbox.protected`); credential stores of a home directory that lies inside the
-  workspace are blanked;
+- the workspace read-write (in fact its layer over it, layer.py), except `.git` and
+  `.workingset` inside it (`sandbox.protected`): bound read-only where they exist, an
+  empty read-only tmpfs where they do not (git passes over an empty `.git`), so that
+  neither can be made either; credential stores of a home directory that lies inside
+  the workspace are blanked;
 - a private, size-capped /tmp (HOME=/tmp/home), an empty read-only /run, a new /proc
   (bwrap covers /proc/sys and /proc/sysrq-trigger read-only), a minimal /dev; no /sys,
   no /var, no /home, nothing of $HOME unless configured as a toolchain.
@@ -29,7 +31,7 @@ import os
 import pwd
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.sandbox.venv import VirtualEnv
@@ -41,6 +43,7 @@ __all__ = [
     "View",
     "default_toolchains",
     "harness_files",
+    "remove_stand_ins",
     "toolchains_under_tmp",
 ]
 
@@ -187,6 +190,7 @@ class View:
     source: Callable[[Path], str]
     empty_fd: Callable[[], int]  # a fresh fd reading as empty (bwrap copies it into a file)
     venv: VirtualEnv | None = None
+    stand_ins: list[str] = field(default_factory=list)  # protected names absent, covered by `mounts`
 
     def mounts(self) -> list[str]:
         layout = _layout(self.toolchains, self.venv)
@@ -207,21 +211,31 @@ class View:
         ws = str(self.workspace)
         args += ["--bind", self.workspace_source, ws]
         for name in self.protected:
-            if self._real_entry(name):
-                args += ["--ro-bind", f"{self.workspace_source}/{name}", str(self.workspace / name)]
+            kind = self._protected_entry(name)
+            target = str(self.workspace / name)
+            if kind == "real":
+                args += ["--ro-bind", f"{self.workspace_source}/{name}", target]
+            elif kind == "absent":
+                args += ["--size", str(_RUN_SIZE), "--tmpfs", target, "--remount-ro", target]
+                self.stand_ins.append(name)
         args += self._blank_secrets_in_workspace()
         args += ["--remount-ro", "/run", "--remount-ro", "/"]
         return args
 
-    def _real_entry(self, name: str) -> bool:
-        """A directory or file at `name`, reached without a symlink: one the agent planted
-        could point bwrap at a host path."""
+    def _protected_entry(self, name: str) -> str:
+        """"real": a directory or file at `name`, reached without a symlink (one the agent
+        planted could point bwrap at a host path); "absent": nothing there, in a real
+        directory; "other": neither (left as it is: the layer's merge skips it anyway)."""
         path = self.workspace
         for part in Path(name).parts:
+            if path.is_symlink() or not path.is_dir():
+                return "other"
             path = path / part
-            if path.is_symlink():
-                return False
-        return path.is_dir() or path.is_file()
+        if path.is_symlink():
+            return "other"
+        if path.is_dir() or path.is_file():
+            return "real"
+        return "absent" if not path.exists() else "other"
 
     def _blank_secrets_in_workspace(self) -> list[str]:
         args: list[str] = []
@@ -254,6 +268,24 @@ class View:
         # The system's own directories always come last, whatever the caller's PATH lacked.
         ordered += [e for e in _SAFE_PATH.split(os.pathsep) if e not in ordered]
         return os.pathsep.join(ordered)
+
+
+def remove_stand_ins(workspace: Path, names: Iterable[str]) -> None:
+    """Remove the mount points bwrap made in the workspace for absent protected names, if
+    still empty directories (only without a layer, where the workspace is bound itself).
+    Reached through directory fds, following no link."""
+    for name in names:
+        *parents, last = Path(name).parts
+        with contextlib.suppress(OSError):
+            fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                for part in parents:
+                    below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                    os.close(fd)
+                    fd = below
+                os.rmdir(last, dir_fd=fd)
+            finally:
+                os.close(fd)
 
 
 def environment(path: str, pass_env: Iterable[str], venv: VirtualEnv | None = None) -> list[str]:

@@ -7,10 +7,13 @@ Checked every `poll_s` while it runs and once after it exits:
 - /tmp: the private tmpfs is full (the kernel caps it; this names it). bwrap waits on
   its --block-fd after building the sandbox; the watch opens that tmpfs through
   /proc/<pid>/root first, so it can still be read after the command exits;
-- workspace growth: the used space of the workspace's filesystem (one statvfs; each new
-  inode counted as a block, so empty files count too) grew by more than the cap since
-  the call began; then the entries changed during the call (ctime) are added up, so
-  another writer on the same filesystem is not blamed.
+- workspace growth: the kernel caps it (layer.py); the watch names it once the call's
+  layer is full, and after the call merges the layer into the workspace (in a thread).
+  Where no layer can be had and `sandbox.weak_growth_limit` accepts less, GrowthMeter
+  polls instead: the used space of the workspace's filesystem (one statvfs; each new
+  inode counted as a block) grew by more than the cap since the call began; then the
+  entries changed during the call (ctime) are added up, so another writer on the same
+  filesystem is not blamed. A fast writer can overshoot it between two checks.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from pathlib import Path
 
 from tools.base import LimitReached
 from tools.sandbox.cgroups import CallCgroup
+from tools.sandbox.layer import WorkspaceLayer
+from tools.sandbox.merge import MergeReport
 
 __all__ = ["GrowthMeter", "SandboxWatch", "written_since"]
 
@@ -162,7 +167,8 @@ class SandboxWatch:
     memory_bytes: int
     processes: int
     tmp_bytes: int
-    growth: GrowthMeter
+    layer: WorkspaceLayer | None = None  # the call's writes, capped by the kernel
+    growth: GrowthMeter | None = None  # without a layer: the polled growth (weaker)
     child_fds: list[int] = field(default_factory=list)  # closed once the child has them
     held_fds: list[int] = field(default_factory=list)  # closed at the end
     on_close: list = field(default_factory=list)
@@ -176,6 +182,8 @@ class SandboxWatch:
         (so it can be measured even after the command exits), then let it run."""
         self.pid = pid
         self._close_child_fds()
+        if self.layer is not None:
+            self.layer.receive()
         if self.handshake is None:
             return
         info_fd, block_fd = self.handshake
@@ -200,10 +208,28 @@ class SandboxWatch:
         self.child_fds.clear()
 
     async def check(self) -> LimitReached | None:
-        return self._cgroup_limit() or self._tmp_limit() or await self.growth.check()
+        return self._cgroup_limit() or self._tmp_limit() or await self._growth_limit()
+
+    async def _growth_limit(self) -> LimitReached | None:
+        if self.layer is not None:
+            return self.layer.limit()
+        return await self.growth.check() if self.growth is not None else None
 
     async def finish(self) -> LimitReached | None:
-        return await self.check()
+        """After the command ended, however it ended (its processes are dead): the limit
+        it hit, then its writes merged into the workspace; what could not be written is
+        reported with the limit."""
+        hit = await self.check()
+        merge = self.layer.detach() if self.layer is not None else None
+        if merge is None:
+            return hit
+        report = await asyncio.to_thread(merge)
+        problem = _merge_problem(report, self.layer.spec.cap_bytes if self.layer else 0)
+        if problem is None:
+            return hit
+        if hit is None:
+            return problem
+        return LimitReached(hit.limit, f"{hit.message}; {problem.message}")
 
     def _cgroup_limit(self) -> LimitReached | None:
         cg = self.cgroup
@@ -235,9 +261,27 @@ class SandboxWatch:
                 os.close(fd)
         self.held_fds.clear()
         self._tmp_fd = None
+        if self.layer is not None:  # unmerged (the call never finished): its writes are dropped
+            self.layer.close()
         if self.cgroup is not None:
             self.cgroup.kill()
             self.cgroup.remove()
         for callback in self.on_close:
             callback()
         self.on_close.clear()
+
+
+def _merge_problem(report: MergeReport, cap_bytes: int) -> LimitReached | None:
+    if report.over_budget:
+        return LimitReached(
+            "workspace_growth",
+            f"workspace growth limit of {cap_bytes // MiB} MB reached while writing the command's changes back "
+            f"({report.failed} not written: {'; '.join(report.failures)})",
+        )
+    if report.failed:
+        return LimitReached(
+            "workspace_write",
+            f"{report.failed} of the command's changes could not be written to the workspace "
+            f"({'; '.join(report.failures)})",
+        )
+    return None
