@@ -11,6 +11,10 @@ the whole task's wall time, and the ratio of the first setup to the mean of the 
 
 `--offline`: no requirements and no network (the build is the virtualenv and pip
 alone), for a machine without registry access.
+
+`--rerun`: instead, two runs of `workingset eval` one after the other, each on its own
+embedded Ray cluster (so each gets new Ray node ids), the second with another task file
+into the same `--out`: its tasks find the first run's build (`<out>/state/envs`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import asyncio
 import io
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -58,15 +63,35 @@ def _run(root: Path, tasks: int, requirements: list[str], network: bool) -> list
     return [json.loads(line) for line in (root / "out" / "results.jsonl").read_text().splitlines()]
 
 
+def _rerun(root: Path, requirements: list[str], network: bool) -> list[dict]:
+    """Two CLI runs on Ray, each with its own embedded cluster, into one out directory."""
+    repo = _repo(root, requirements)
+    script = root / "agent.json"
+    script.write_text(json.dumps({"turns": [], "final_text": "Nothing to do."}))
+    out = root / "out"
+    for run in (1, 2):
+        path = root / f"run{run}.jsonl"
+        path.write_text(json.dumps({"id": f"run{run}", "repo": str(repo), "instruction": "Nothing.",
+                                    "model": f"scripted:{script}", "test_command": "python -c 'import mod'",
+                                    "environment": {"network": network}}) + "\n")
+        subprocess.run(["workingset", "eval", str(path), "--out", str(out), "--json", *(["--setup-network"] * network)],
+                       check=False, capture_output=True, env={**os.environ, "WORKINGSET_RUNTIME": "ray"})
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=3)
     parser.add_argument("--requirements", default="tomli==2.0.1 pytest==8.3.3")
     parser.add_argument("--offline", action="store_true")
+    parser.add_argument("--rerun", action="store_true", help="two runs on Ray into one --out (see above)")
     args = parser.parse_args(argv)
     requirements = [] if args.offline else args.requirements.split()
     with tempfile.TemporaryDirectory(prefix="bench-env-cache-") as tmp:
-        rows = _run(Path(tmp), max(2, args.tasks), requirements, network=not args.offline)
+        if args.rerun:
+            rows = _rerun(Path(tmp), requirements, network=not args.offline)
+        else:
+            rows = _run(Path(tmp), max(2, args.tasks), requirements, network=not args.offline)
     print(f"requirements: {' '.join(requirements) or '(none)'}; network: {not args.offline}")
     print("task    status  environment           reused  environment_s  wall_s")
     for row in rows:

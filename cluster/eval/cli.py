@@ -6,7 +6,7 @@
                     [--max-cost USD] [--batch-max-cost USD] [--wall-s S] [--actors N]
                     [--grade-concurrency N] [--filter PATTERN] [--slice START:END] [--redo]
                     [--allow RULE] [--deny RULE] [--no-sandbox] [--trust-workspace]
-                    [--swebench-runner CMD] [--reject-test-changes]
+                    [--swebench-runner CMD] [--predictions FILE] [--reject-test-changes]
                     [--setup-network] [--setup-host HOST] [--env-cache DIR]
 
 Headless permissions and settings: see settings.py. What a rerun into the same --out
@@ -39,7 +39,9 @@ from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.selection import Selection, parse_slice
 from cluster.eval.settings import eval_settings, preflight
 from cluster.eval.swebench import DEFAULT_RUNNER
+from cluster.eval.swebench.predictions import Prediction, load_predictions
 from cluster.eval.task_file import load_tasks
+from cluster.eval.tasks import Task
 from cluster.flags import add_setting_flags, add_trust_flag, positive_float, positive_int
 
 __all__ = ["COMMAND", "EvalCommand"]
@@ -107,6 +109,9 @@ class EvalCommand:
                        help=f"one more host such a build may reach on port 443 (default: {', '.join(DEFAULT_HOSTS)})")
         p.add_argument("--env-cache", type=Path, metavar="DIR",
                        help="this machine's cache of task environments (default: OUT/state/envs)")
+        p.add_argument("--predictions", type=Path, metavar="FILE",
+                       help="grade these patches instead of running an agent (SWE-bench's predictions format: "
+                       "instance_id, model_patch, model_name_or_path); tasks without one are not run")
         add_setting_flags(p, "eval")
         add_trust_flag(p)
         return p
@@ -122,9 +127,13 @@ class EvalCommand:
         task_file = str(Path(args.tasks).resolve())
         selection = Selection(task_file, filters=args.filter, part=args.slice)
         tasks = selection.apply(loaded.tasks)
+        predictions, digest = load_predictions(args.predictions) if args.predictions else (None, None)
+        if predictions is not None:
+            tasks = _predicted(tasks, predictions, args.predictions)
         settings = eval_settings(args)
         output_directory(args.out, "--out")
-        preflight(settings, tasks)
+        if predictions is None:
+            preflight(settings, tasks)
         reporter = JsonReporter() if args.json else ProgressReporter()
         for problem, text in zip(loaded.problems, invalid, strict=True):
             reporter.event("task_invalid", line=problem.line, field=problem.field, message=problem.message, text=text)
@@ -140,7 +149,8 @@ class EvalCommand:
                               redo=args.redo, batch_max_cost=args.batch_max_cost, task_file=task_file,
                               digests=loaded.digests, selection=selection, swebench_runner=args.swebench_runner,
                               setup_network=args.setup_network, environment_cache=args.env_cache,
-                              egress_hosts=(*DEFAULT_HOSTS, *args.setup_host))
+                              egress_hosts=(*DEFAULT_HOSTS, *args.setup_host), predictions=predictions,
+                              predictions_digest=digest)
         runner = EvalRunner(settings, tasks, options, host=host, reporter=reporter)
         try:
             summary = asyncio.run(_stoppable(runner.run()))
@@ -152,6 +162,22 @@ class EvalCommand:
         if not args.json:
             say(f"results: {runner.out.results}\nreport:  {runner.out.report}")
         return 1 if invalid or summary["statuses"]["error"] or summary["stopped"] else 0
+
+
+def _predicted(tasks: list[Task], predictions: dict[str, Prediction], path: Path) -> list[Task]:
+    """The tasks that have a prediction; what the two files do not share is said once."""
+    chosen = [t for t in tasks if t.id in predictions]
+    unknown = sorted(set(predictions) - {t.id for t in tasks})
+    if not chosen:
+        raise ConfigError(f"--predictions {path}: none of its {len(predictions)} instance ids is a task of this "
+                          "task file (and selection); predictions are matched to tasks by instance_id")
+    if len(chosen) < len(tasks):
+        say(f"workingset: {len(tasks) - len(chosen)} of {len(tasks)} tasks have no prediction in {path}: not run",
+            file=sys.stderr)
+    if unknown:
+        shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        say(f"workingset: {len(unknown)} predictions name no task here ({shown}): ignored", file=sys.stderr)
+    return chosen
 
 
 COMMAND = EvalCommand()

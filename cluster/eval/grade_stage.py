@@ -37,6 +37,7 @@ from cluster.eval.hidden_tests import HiddenFile, place_hidden
 from cluster.eval.layout import OutDir
 from cluster.eval.patch_audit import MODULE_ROOTS, importable_names, touched_test_files
 from cluster.eval.patches import Patch
+from cluster.eval.swebench.log_verdict import parsed_run
 from cluster.eval.tasks import Task
 from cluster.eval.verdicts.base_tests import BaseTests
 from cluster.eval.verdicts.command import PytestCommand
@@ -48,6 +49,8 @@ from cluster.eval.workspaces import Workspace, Workspaces
 from tools.sandbox.venv import VirtualEnv
 
 __all__ = ["GradeStage"]
+
+MAX_LOG_CHARS = 64 * 1024**2  # a parsed log is read whole
 
 
 def _listed(paths: list[str], shown: int = 5) -> str:
@@ -99,7 +102,8 @@ class GradeStage:
             row["error"] = (f"the patch changes test infrastructure ({_listed(touched)}) and this task rejects "
                             "such patches (grading.reject_test_changes); not graded")
             return None
-        command = PytestCommand.parse(task.test_command) if task.grading.verdict != "exit-code" else None
+        kind = task.grading.kind(task.test_command)
+        command = PytestCommand.parse(task.test_command) if kind == "per-test" else None
         config = await self._config(task, ws, hidden, command) if command is not None else None
         placed = hidden + ([HiddenFile(config.path, 0o100644, config.data)] if config is not None else [])
         try:
@@ -111,9 +115,11 @@ class GradeStage:
             if task.setup_command and not await self._setup(task, copy, name, row, shell):
                 return None
             await self._place(copy, placed)
-            if command is None or config is None:
-                return await self._exit_code(task, copy, name, row, shell)
-            return await self._per_test(task, ws, copy, name, row, shell, command, config, hidden)
+            if command is not None and config is not None:
+                return await self._per_test(task, ws, copy, name, row, shell, command, config, hidden)
+            if kind == "log-parser":
+                return await self._log_parsed(task, copy, name, row, shell)
+            return await self._exit_code(task, copy, name, row, shell)
         finally:
             await self.workspaces.remove(copy)
 
@@ -166,6 +172,26 @@ class GradeStage:
         grade = Grade(verdict="exit-code", passed=result.passed, reasons=reasons, exit_code=result.exit_code)
         row.update(tests_passed=result.passed, test_exit_code=result.exit_code, grade=grade.model_dump(mode="json"))
         return result.passed
+
+    async def _log_parsed(self, task: Task, copy: Path, name: str, row: dict, shell: SandboxedShell) -> bool:
+        assert task.grading.log_parser
+        log = self.out.logs / name / "grade.log"
+        row["grade_log"] = self.out.rel(log)
+        async with self._commands:
+            result = await shell.with_output_cap(MAX_LOG_CHARS).run(task.test_command, copy, task.timeouts.test_s)
+        write_log(log, task.test_command, result)
+        where = f"(log: {self.out.rel(log)})"
+        if result.timed_out:
+            raise TaskEnded(f"the test command timed out after {task.timeouts.test_s:g} s {where}")
+        run = parsed_run(task.grading.log_parser, result.output)
+        if run is None:
+            raise TaskEnded(f"no swebench log parser for {task.grading.log_parser!r} (pip install 'workingset[swebench]')")
+        required = task.grading.tests or []
+        reasons = reasons_for(run, required)
+        grade = Grade.from_run(run, required, verdict="log-parser", required_from="the task's grading.tests",
+                               groups=task.grading.test_groups, reasons=reasons, config=None, exit_code=result.exit_code)
+        row.update(tests_passed=grade.passed, test_exit_code=result.exit_code, grade=grade.model_dump(mode="json"))
+        return grade.passed
 
     async def _per_test(self, task: Task, ws: Workspace, copy: Path, name: str, row: dict, shell: SandboxedShell,
                         command: PytestCommand, config: PytestConfig, hidden: list[HiddenFile]) -> bool:

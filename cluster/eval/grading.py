@@ -67,6 +67,10 @@ class SandboxedShell:
         """The same shell with another sandbox (a task's own environment)."""
         return SandboxedShell(settings, output_max_chars=self.output_max_chars)
 
+    def with_output_cap(self, chars: int) -> SandboxedShell:
+        """The same shell keeping up to `chars` of output (a log read whole)."""
+        return SandboxedShell(self.settings, output_max_chars=chars)
+
     def seeing(self, *paths: Path) -> SandboxedShell:
         """The same shell with these host directories visible read-only (the grader's own modules)."""
         sandbox = self.settings.sandbox.seeing(*paths)

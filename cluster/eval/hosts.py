@@ -52,6 +52,8 @@ class TaskSite(Protocol):
 
     async def setup(self, task: Task, ws: Workspace, name: str, venv: Path | None) -> None: ...
 
+    async def apply(self, ws: Workspace, patch: bytes, timeout_s: float) -> None: ...
+
     async def patch(self, ws: Workspace) -> Patch: ...
 
     async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
@@ -112,6 +114,9 @@ class LocalSite:
 
     async def setup(self, task: Task, ws: Workspace, name: str, venv: Path | None) -> None:
         await self.stages.setup(task, ws, name, venv)
+
+    async def apply(self, ws: Workspace, patch: bytes, timeout_s: float) -> None:
+        await self.stages.apply(ws, patch, timeout_s)
 
     async def patch(self, ws: Workspace) -> Patch:
         return await self.stages.patch(ws)

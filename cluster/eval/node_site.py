@@ -16,6 +16,7 @@ A source on the driver's disk travels as a git bundle through Ray's object store
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -39,6 +40,7 @@ from cluster.eval.stages import EnvironmentOutcome, StageConfig, TaskStages
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace
 from cluster.runtime import ClusterError
+from tools.remove_tree import remove_tree
 
 __all__ = ["RaySite", "TaskNode", "batch_key", "grade_task", "node_root"]
 
@@ -66,6 +68,15 @@ class _NodeStages(TaskStages):
 
     def where(self) -> tuple[str, str]:
         return self.node or "", str(self.out.root)
+
+    def tidy(self) -> None:
+        """At the batch's end: this node's directory for the batch goes (its files came
+        back to the out directory; environments are kept elsewhere), unless the batch keeps
+        workspaces."""
+        if not self.config.keep_workspaces:
+            remove_tree(self.out.root, ignore_errors=True)
+            with contextlib.suppress(OSError):  # the batch's directory, once no node of it is left
+                self.out.root.parent.rmdir()
 
 
 TaskNode = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(_NodeStages)
@@ -122,6 +133,9 @@ class RaySite:
 
     async def setup(self, task: Task, ws: Workspace, name: str, venv: Path | None) -> None:
         await _unwrapped(self.actor.setup.remote(task, ws, name, venv))
+
+    async def apply(self, ws: Workspace, patch: bytes, timeout_s: float) -> None:
+        await _unwrapped(self.actor.apply.remote(ws, patch, timeout_s))
 
     async def patch(self, ws: Workspace) -> Patch:
         return await _unwrapped(self.actor.patch.remote(ws))

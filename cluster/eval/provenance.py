@@ -158,7 +158,9 @@ class RunRecord:
 
 def record_for(settings: WorkingsetSettings, *, wall_s: float | None, reject_test_changes: bool,
                swebench_runner: str | None, setup_network: bool = False,
-               egress_hosts: tuple[str, ...] = ()) -> RunRecord:
+               egress_hosts: tuple[str, ...] = (), predictions: str | None = None) -> RunRecord:
     grading = {"wall_s": wall_s, "reject_test_changes": reject_test_changes, "swebench_runner": swebench_runner,
                "setup_network": setup_network, "setup_hosts": sorted(egress_hosts)}
+    if predictions is not None:  # graded patches instead of agents: the file is the result's source
+        grading["predictions_sha256"] = predictions
     return RunRecord(result_settings(settings, grading))

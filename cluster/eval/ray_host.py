@@ -55,6 +55,9 @@ class _NodeServices:
     root: str
 
 
+_TIDY_S = 60.0  # what the batch's end waits for the nodes to remove their directories
+
+
 class RayHost:
     name = "ray"
 
@@ -259,6 +262,9 @@ class RayHost:
 
     async def shutdown(self) -> None:
         await self.watch.stop()
+        tidied = [s.actor.tidy.remote() for n, s in self._nodes.items() if not self.watch.is_lost(n)]
+        with contextlib.suppress(Exception):  # a node that went cannot be tidied, nor needs it
+            await asyncio.wait_for(asyncio.gather(*tidied, return_exceptions=True), _TIDY_S)
         for node in list(self._nodes):
             self._forget(node)
         for task in self._starting.values():

@@ -13,10 +13,12 @@ cost cap (--batch-max-cost) stopped it starting tasks.
     wall_s                p50 / p95 / mean / max of the per-task wall time (linear interpolation)
     touching_tests        tasks whose patch changes test infrastructure (patch_touches_tests);
                           of them, passed_touching_tests passed: read those grades with care
-    grades                how the graded rows were judged: per test (required tests passing of
-                          those required, and per named group such as FAIL_TO_PASS) or by the
-                          test command's exit code; with_outcome_hooks counts per-test grades
-                          in which a plugin outside pytest implemented an outcome hook
+    grades                how the graded rows were judged: per test by the grader's reporter,
+                          per test by swebench's log parser, or by the test command's exit
+                          code; for the first two, required tests passing of those required
+                          (and per named group such as FAIL_TO_PASS); with_outcome_hooks
+                          counts grades in which a plugin outside pytest implemented an
+                          outcome hook
 
 Everything in `report.md` that came from outside (task ids, errors, notes, file names,
 the task file's name, filters) is one line with hidden characters revealed and pipes
@@ -69,20 +71,21 @@ def _per_file(rows: list[ResultRow]) -> list[dict]:
 
 def _grades(rows: list[ResultRow]) -> dict:
     graded = [r.grade for r in rows if r.grade is not None]
-    per_test = [g for g in graded if g.verdict == "per-test"]
+    by_test = [g for g in graded if g.verdict != "exit-code"]
     groups: dict[str, dict[str, int]] = {}
-    for grade in per_test:
+    for grade in by_test:
         for name, counts in grade.groups.items():
             total = groups.setdefault(name, {"passing": 0, "total": 0})
             total["passing"] += counts["passing"]
             total["total"] += counts["total"]
     return {
-        "per_test": len(per_test),
-        "exit_code": len(graded) - len(per_test),
-        "required_tests": sum(len(g.required) for g in per_test),
-        "required_passing": sum(g.required_passing for g in per_test),
+        "per_test": sum(1 for g in graded if g.verdict == "per-test"),
+        "log_parser": sum(1 for g in graded if g.verdict == "log-parser"),
+        "exit_code": sum(1 for g in graded if g.verdict == "exit-code"),
+        "required_tests": sum(len(g.required) for g in by_test),
+        "required_passing": sum(g.required_passing for g in by_test),
         "groups": groups,
-        "with_outcome_hooks": sum(1 for g in per_test if g.outcome_hooks),
+        "with_outcome_hooks": sum(1 for g in by_test if g.outcome_hooks),
     }
 
 
@@ -215,7 +218,8 @@ def _grades_line(s: dict) -> str:
     g = s.get("grades") or {}
     if not g:
         return "–"
-    text = f"{g['per_test']} per test ({g['required_passing']:,} of {g['required_tests']:,} required tests passing"
+    parsed = f" + {g['log_parser']} from swebench's log parser" if g.get("log_parser") else ""
+    text = f"{g['per_test']} per test{parsed} ({g['required_passing']:,} of {g['required_tests']:,} required tests passing"
     text += "".join(f"; {name} {c['passing']:,} / {c['total']:,}" for name, c in sorted(g["groups"].items()))
     text += f") · {g['exit_code']} by exit code"
     if g["with_outcome_hooks"]:

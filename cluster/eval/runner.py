@@ -43,6 +43,7 @@ from cluster.eval.results import Plan, ResultRow, ResultsFile, plan_run, write_p
 from cluster.eval.selection import Selection
 from cluster.eval.spend import SpendMeter, unpriced_models
 from cluster.eval.stages import StageConfig
+from cluster.eval.swebench.predictions import Prediction
 from cluster.eval.task_flow import NodeLost, Retry, TaskFlow, describe
 from cluster.eval.tasks import Task
 
@@ -70,6 +71,8 @@ class EvalOptions:
     setup_network: bool = False  # building a task's environment may reach the registries (unless the task says)
     environment_cache: Path | None = None  # this node's environments (default: <out>/state/envs)
     egress_hosts: tuple[str, ...] = DEFAULT_HOSTS  # what a build with the network may reach
+    predictions: dict[str, Prediction] | None = None  # task id -> a patch graded without an agent (--predictions)
+    predictions_digest: str | None = None  # of the predictions file: part of the run's record
 
 
 class EvalRunner:
@@ -83,7 +86,7 @@ class EvalRunner:
         self.reporter = SpendMeter(reporter, spent_before=0.0, cap_usd=options.batch_max_cost)
         self.record = record_for(settings, wall_s=options.wall_s, reject_test_changes=options.reject_test_changes,
                                  swebench_runner=options.swebench_runner, setup_network=options.setup_network,
-                                 egress_hosts=options.egress_hosts)
+                                 egress_hosts=options.egress_hosts, predictions=options.predictions_digest)
         self.changed: set[str] = set()
         self.stopped: dict | None = None  # why the batch stopped starting tasks (the cost cap)
         self.results = ResultsFile(self.out.results)
@@ -94,9 +97,11 @@ class EvalRunner:
         self.config = StageConfig(self.settings, keep_workspaces=options.keep_workspaces,
                                   reject_test_changes=options.reject_test_changes,
                                   environment_cache=options.environment_cache, egress_hosts=options.egress_hosts,
+                                  batch_out=self.out.root, batch_fingerprint=self.record.fingerprint,
                                   command_slots=options.command_slots or max(4, 2 * (os.cpu_count() or 1)))
         self.flow = TaskFlow(self.settings, self.out, host=host, reporter=self.reporter, config=self.config,
-                             wall_s=options.wall_s, setup_network=options.setup_network)
+                             wall_s=options.wall_s, setup_network=options.setup_network,
+                             predictions=options.predictions)
         if getattr(host, "notify", None) is not None:  # a host that can say what it retried
             setattr(host, "notify", lambda text: self.reporter.event("notice", text=text))  # noqa: B010
 

@@ -29,7 +29,8 @@ from cluster.eval.errors import EnvironmentFailed, GitError, TaskEnded
 from cluster.eval.grade_stage import GradeStage
 from cluster.eval.grading import SandboxedShell, write_log
 from cluster.eval.layout import OutDir
-from cluster.eval.patches import Patch
+from cluster.eval.patches import Patch, apply_patch
+from cluster.eval.provenance import RunRecord
 from cluster.eval.settings import with_environment
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace, WorkspaceError, Workspaces
@@ -44,7 +45,9 @@ class StageConfig:
     settings: WorkingsetSettings
     keep_workspaces: bool = False
     reject_test_changes: bool = False
-    environment_cache: Path | None = None  # None: <out>/state/envs of the stages' OutDir
+    environment_cache: Path | None = None  # None: environments_root() decides
+    batch_out: Path | None = None  # the batch's own out directory (on the driver's machine)
+    batch_fingerprint: str | None = None  # its run.json's, so another machine's same path is not taken for it
     egress_hosts: tuple[str, ...] = DEFAULT_HOSTS
     command_slots: int = 4  # setup and test commands at once, per process
 
@@ -57,6 +60,23 @@ class EnvironmentOutcome:
     seconds: float
 
 
+def environments_root(config: StageConfig, out: OutDir) -> Path:
+    """Where this machine keeps the tasks' environments: `--env-cache DIR`; else the
+    batch's `<out>/state/envs` wherever the batch's out directory is this machine's (this
+    process, or a Ray node on the driver's machine or a shared file system: its run.json
+    is the batch's); else this user's `~/.cache/workingset/envs`. Never a directory of
+    one batch or one Ray node only, so a rerun, or the next batch, finds what was built."""
+    if config.environment_cache is not None:
+        return config.environment_cache
+    if config.batch_out is None:
+        return out.environments
+    batch = OutDir(config.batch_out)
+    record = RunRecord.read(batch.run_record)
+    if record is not None and record.fingerprint == config.batch_fingerprint:
+        return batch.environments
+    return Path.home() / ".cache" / "workingset" / "envs"
+
+
 class TaskStages:
     def __init__(self, config: StageConfig, out: OutDir, *, node: str | None = None,
                  commands: asyncio.Semaphore | None = None):
@@ -67,7 +87,7 @@ class TaskStages:
         self.commands = commands or asyncio.Semaphore(config.command_slots)
         self.workspaces = Workspaces(out, keep=config.keep_workspaces)
         self.shell = SandboxedShell(self.settings)
-        self.environments = EnvironmentCache(config.environment_cache or out.environments, self._shell_in,
+        self.environments = EnvironmentCache(environments_root(config, out), self._shell_in,
                                              egress_hosts=config.egress_hosts)
 
     def _shell_in(self, venv: Path, extra_toolchains: tuple[Path, ...] = ()) -> SandboxedShell:
@@ -108,6 +128,11 @@ class TaskStages:
             raise TaskEnded(f"setup timed out after {task.timeouts.setup_s:g} s (log: {self.out.rel(log)})")
         if not result.ok:
             raise TaskEnded(f"setup failed (exit code {result.exit_code}): {result.tail(3)} (log: {self.out.rel(log)})")
+
+    async def apply(self, ws: Workspace, patch: bytes, timeout_s: float) -> None:
+        """Someone else's patch (a prediction) onto the fresh workspace, by host-side git with
+        the trusted base; PatchNotGradable when it does not apply."""
+        await apply_patch(ws.base, ws.path, patch, timeout_s=timeout_s)
 
     async def patch(self, ws: Workspace) -> Patch:
         """The agent's patch (PatchNotGradable when it cannot be graded); the workspace is

@@ -20,6 +20,9 @@ counting it as a retry). The agent's workspace is removed as soon as its patch i
 the base and the grading copy when the task ends, whatever happens (the directories stay
 with --keep-workspaces), and a cancelled task (Ctrl-C) closes its session first.
 
+With `--predictions`, a task's prediction (someone else's patch) is applied to the fresh
+workspace instead of running an agent (stop reason `prediction`), and graded the same way.
+
 Status: passed / failed from the grader when the agent ended its turn; `timeout` when
 the agent passed its wall-clock budget; `budget` when it hit its turn, token or cost
 budget; `truncated` when its replies were cut off at the output limit; `refused` when
@@ -46,6 +49,7 @@ from cluster.eval.results import ResultRow
 from cluster.eval.settings import task_settings, with_environment
 from cluster.eval.stages import StageConfig
 from cluster.eval.stats import TaskStats
+from cluster.eval.swebench.predictions import Prediction
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace, WorkspaceError
 
@@ -75,7 +79,8 @@ class TaskFlow:
     """Runs one attempt of a task; shared by the batch's workers."""
 
     def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: SessionHost, reporter: Reporter,
-                 config: StageConfig, wall_s: float | None, setup_network: bool = False):
+                 config: StageConfig, wall_s: float | None, setup_network: bool = False,
+                 predictions: dict[str, Prediction] | None = None):
         self.settings = settings
         self.out = out
         self.host = host
@@ -83,6 +88,7 @@ class TaskFlow:
         self.config = config
         self.wall_s = wall_s
         self.setup_network = setup_network
+        self.predictions = predictions or {}  # task id -> someone else's patch, graded instead of an agent's
 
     async def attempt(self, task: Task, attempt: int, *, retries: int = 0, notes: list[str] | None = None,
                       node_losses: int = 0) -> ResultRow:
@@ -153,11 +159,22 @@ class TaskFlow:
             row.update(environment=env.key, environment_reused=env.reused, environment_s=env.seconds)
             venv = env.venv
             settings = with_environment(settings, venv)
-        if task.setup_command:
-            self._phase(site, task, stats, "setup")
-            await site.setup(task, ws, name, venv)
-        self._phase(site, task, stats, "agent")
-        reason = await self._agent(site, task, ws, settings, stats, row)
+        prediction = self.predictions.get(task.id)
+        if prediction is not None:
+            self._phase(site, task, stats, "prediction")
+            row["model"] = prediction.model
+            reason = "prediction"
+            try:
+                await site.apply(ws, prediction.patch.encode(), task.timeouts.setup_s)
+            except PatchNotGradable as exc:
+                row.update(status="failed", stop_reason=reason, error=f"the prediction does not apply to the base: {str(exc).partition(': ')[2]}")
+                return
+        else:
+            if task.setup_command:
+                self._phase(site, task, stats, "setup")
+                await site.setup(task, ws, name, venv)
+            self._phase(site, task, stats, "agent")
+            reason = await self._agent(site, task, ws, settings, stats, row)
         row["stop_reason"] = reason
         self._phase(site, task, stats, "patch")
         patch = await self._patch(site, ws, name, row)

@@ -10,7 +10,7 @@
 | `ref` | branch, tag or commit to start from (default: the repository's HEAD; a plain directory has none) |
 | `instruction` | the prompt the agent gets |
 | `setup_command` | run (sandboxed) in the workspace before the agent, and in the grading copy before the tests; a non-zero exit is an error row (in the grading copy: a failed row) |
-| `environment` | the task's own Python environment, built once per node and shared by the tasks that ask for the same one (environments/): `requirements`, `project`, `packages`, `commands`, `network`, `ref`, `label`, `python` |
+| `environment` | the task's own Python environment, built once per host and shared by the tasks that ask for the same one (environments/): `requirements`, `project`, `packages`, `commands`, `network`, `ref`, `label`, `python`, `python_version`, `install`, `pre_install` |
 | `test_command` | the grader, run (sandboxed) in a fresh copy of the base with only the agent's patch applied: a pytest command is graded per test (`grading`), any other by its exit code |
 | `test_patch` | the hidden tests, as in SWE-bench: a diff against the base, placed last in the grading copy (its files replace the agent's versions) |
 | `grading` | `tests`: the pytest ids that must pass (default: those the hidden test files define, else those the base collects); `test_groups`: named subsets reported apart; `verdict`: `auto` (per test for a pytest command, else the exit code), `per-test`, `exit-code`; `pytest_config`: `base` (the base's configuration, never the patch's) or `none`; `pytest_plugins`: loaded with `-p` (autoload is off); `reject_test_changes`: fail a patch that changes test infrastructure (default: the `--reject-test-changes` flag) |
@@ -65,14 +65,27 @@ class GradingRules(BaseModel):
     test_groups: dict[str, list[str]] = Field(
         default_factory=dict, description="Named subsets of `tests` the row reports apart (SWE-bench: FAIL_TO_PASS, "
         "PASS_TO_PASS).")
-    verdict: Literal["auto", "per-test", "exit-code"] = Field(
-        "auto", description="per-test: each required test's outcome from the grader's pytest reporter; exit-code: the "
-        "test command's exit code (any command); auto: per-test when the test command is a pytest command.")
+    verdict: Literal["auto", "per-test", "log-parser", "exit-code"] = Field(
+        "auto", description="per-test: each required test's outcome from the grader's pytest reporter; log-parser: "
+        "each required test's outcome as swebench's parser for `log_parser` reads the test output; exit-code: the "
+        "test command's exit code (any command); auto: per-test for a pytest command, else log-parser when "
+        "`log_parser` is set, else exit-code.")
+    log_parser: str | None = Field(
+        None, description="The SWE-bench repository (\"django/django\") whose swebench log parser reads the output of "
+        "a test command that is not pytest.")
     pytest_config: Literal["base", "none"] = Field(
         "base", description="The pytest configuration of a per-test grade: the base's (as the base commit and the "
         "hidden tests have it, never the patch's), or none.")
     pytest_plugins: list[str] = Field(
         default_factory=list, description="Plugins a per-test grade loads with -p (plugin autoload is off).")
+
+    def kind(self, test_command: str) -> Literal["per-test", "log-parser", "exit-code"]:
+        """The verdict this task's grade gives (`verdict`, with auto decided)."""
+        if self.verdict != "auto":
+            return self.verdict
+        if PytestCommand.parse(test_command) is not None:
+            return "per-test"
+        return "log-parser" if self.log_parser else "exit-code"
 
     @model_validator(mode="after")
     def _groups_within_tests(self) -> GradingRules:
@@ -106,6 +119,18 @@ class Environment(BaseModel):
     label: str | None = Field(None, description="A name for the recipe, part of the cache key (SWE-bench's version).")
     python: Path | None = Field(
         None, description="Base interpreter (default: the harness's base interpreter, without its site-packages).")
+    python_version: str | None = Field(
+        None, pattern=r"^3\.\d+$", description="The Python version to build with (SWE-bench's spec: \"3.9\"), found on "
+        "this host (PATH, pyenv, /usr/bin, /usr/local/bin); ignored when `python` names one. A host without it makes "
+        "the task an error row naming the version.")
+    install: str | None = Field(
+        None, description="The project's install command, run in the repository after the requirements (SWE-bench's "
+        "spec: \"python -m pip install -e '.[dev]'\"); the project itself is then uninstalled again and imported "
+        "from the workspace. Unset: `pip install .` when `project` is true.")
+    pre_install: list[str] = Field(
+        default_factory=list, description="Commands run in the repository before the install, each allowed to "
+        "fail (SWE-bench's pre_install steps often need root or the whole network, which the build never has); "
+        "the build log says which failed.")
 
     @field_validator("requirements")
     @classmethod
@@ -140,6 +165,8 @@ class Task(BaseModel):
         if self.grading.verdict == "per-test" and PytestCommand.parse(self.test_command) is None:
             raise ValueError("grading.verdict is per-test, but the test command is not one pytest command "
                              "(`python -m pytest …` or `pytest …`, without pipes, lists or redirections)")
+        if self.grading.verdict == "log-parser" and not self.grading.log_parser:
+            raise ValueError("grading.verdict is log-parser, but grading.log_parser names no repository")
         return self
 
 

@@ -5,8 +5,10 @@
     <entry>/src    a clone of the trusted base at the recipe's commit (host-side git)
     sandbox, workspace = <entry>, the virtualenv activated:
         python -m ensurepip; pip install -r <requirements> <packages>;
-        the project's dependencies (pip install . with a report, then the project itself
-        uninstalled: the tests import it from the workspace, wherever that is);
+        the recipe's pre_install steps, each allowed to fail;
+        the project's dependencies (its install command, default `pip install .`, then
+        the project itself uninstalled: the tests import it from the workspace, see
+        project_source.py);
         the recipe's commands, in src/
     <entry>/src removed
 
@@ -25,6 +27,7 @@ import subprocess
 from pathlib import Path
 
 from cluster.eval.base_repo import Base, clone_at
+from cluster.eval.environments.project_source import SCRIPT
 from cluster.eval.environments.recipe import Recipe
 from cluster.eval.grading import CommandResult, SandboxedShell
 from tools.remove_tree import remove_tree
@@ -32,15 +35,6 @@ from tools.remove_tree import remove_tree
 __all__ = ["build_script", "make_environment"]
 
 _PIP_ENV = "export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off PIP_ROOT_USER_ACTION=ignore"
-
-# The project's own name from pip's install report: the one requirement installed from
-# a local directory. It is uninstalled again: an installed copy would shadow the
-# workspace's source (a src/ layout), an editable one would point at this build's.
-_PROJECT_NAMES = (
-    "import json, sys; print(' '.join(i['metadata']['name'] for i in json.load(open(sys.argv[1]))['install'] "
-    "if i.get('download_info', {}).get('url', '').startswith('file:')))"
-)
-
 
 def _egress_preamble(forwarder: Path, socket: Path) -> list[str]:
     proxy = "http://127.0.0.1:$WS_EGRESS_PORT"
@@ -60,11 +54,17 @@ def build_script(recipe: Recipe, *, egress: tuple[Path, Path] | None) -> str:
     args = [a for r in recipe.requirements for a in ("-r", f"src/{r}")] + list(recipe.packages)
     if args:
         lines.append(f"python -m pip install {shlex.join(args)}")
+    if recipe.pre_install:
+        lines.append("cd src")
+        for command in recipe.pre_install:  # best effort: the build has no root and only the registries
+            lines.append(f"( {command}\n) || echo {shlex.quote(f'[pre_install failed, going on: {command}]')} >&2")
+        lines.append("cd ..")
     if recipe.project:
+        script = shlex.quote(SCRIPT)
         lines += [
-            "python -m pip install --report .project.json ./src",
-            f"python -c {shlex.quote(_PROJECT_NAMES)} .project.json | xargs -r python -m pip uninstall -y",
-            "rm -f .project.json",
+            f"(cd src && {recipe.install or 'python -m pip install .'})",
+            f"python -I -c {script} installed src | xargs -r python -m pip uninstall -y",
+            f"python -I -c {script} source src",
         ]
     if recipe.commands:
         lines.append("cd src")

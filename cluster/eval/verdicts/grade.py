@@ -12,9 +12,11 @@ __all__ = ["Grade"]
 
 
 class Grade(BaseModel):
-    verdict: Literal["per-test", "exit-code"] = Field(
-        description="per-test: every required test's outcome, from the grader's own pytest reporter; exit-code: "
-        "the test command's exit code alone (a command that is not pytest).")
+    verdict: Literal["per-test", "log-parser", "exit-code"] = Field(
+        description="per-test: every required test's outcome, from the grader's own pytest reporter; log-parser: "
+        "every required test's outcome as swebench's parser read the test output (a SWE-bench repository whose "
+        "tests are not pytest: the output is the test command's, which code under test can print to); exit-code: "
+        "the test command's exit code alone (any other command).")
     passed: bool
     required_from: str = Field("", description="Where the required tests came from.")
     required: dict[str, Outcome] = Field(
@@ -42,16 +44,17 @@ class Grade(BaseModel):
 
     @classmethod
     def from_run(cls, run: PytestRun, required: list[str], *, required_from: str, groups: dict[str, list[str]],
-                 reasons: list[str], config: str, exit_code: int | None) -> Grade:
+                 reasons: list[str], config: str | None, exit_code: int | None,
+                 verdict: Literal["per-test", "log-parser"] = "per-test") -> Grade:
         outcomes = {t: run.outcome(t) for t in required}
         others: dict[str, int] = {}
         wanted = set(required)
         for test_id, outcome in run.outcomes.items():
-            if test_id not in wanted:
+            if test_id not in wanted and test_id.split(" ", 1)[0] not in wanted:
                 others[outcome] = others.get(outcome, 0) + 1
         counted = {name: {"passing": sum(1 for t in ids if outcomes.get(t) in PASSING), "total": len(ids)}
                    for name, ids in groups.items()}
-        return cls(verdict="per-test", passed=not reasons, required_from=required_from, required=outcomes,
+        return cls(verdict=verdict, passed=not reasons, required_from=required_from, required=outcomes,
                    groups=counted, others=others, reasons=reasons, collection_errors=run.collect_errors,
                    outcome_hooks=run.hooks, pytest_config=config, python=run.python, pytest=run.pytest,
                    exit_code=exit_code)

@@ -50,7 +50,16 @@ class PytestRun:
     unreadable: int = 0
 
     def outcome(self, test_id: str) -> Outcome:
-        return self.outcomes.get(test_id, "missing")
+        """A test's outcome. An id that is not a node id may be one the SWE-bench harness
+        cut at the first space (its log parser splits lines on blanks): the tests whose
+        node ids it begins then decide — passing only if all of them are."""
+        found = self.outcomes.get(test_id)
+        if found is not None:
+            return found
+        cut = [o for t, o in self.outcomes.items() if " " in t and t.split(" ", 1)[0] == test_id]
+        if not cut:
+            return "missing"
+        return next((o for o in cut if o not in PASSING), cut[0])
 
 
 def _fold(run: PytestRun, record: dict) -> None:
