@@ -162,3 +162,20 @@ def test_the_real_marshmallow_rows_pass_with_the_gold_patch_and_fail_unpatched(t
             assert f2p["passing"] == (f2p["total"] if label == "gold" else 0), (label, grade)
             assert graded[row["instance_id"]]["status"] == ("passed" if label == "gold" else "failed")
     assert all(r["environment_reused"] for r in graded.values())  # the base run reused the gold run's builds
+
+
+def test_a_test_needing_a_module_the_environment_lacks_is_an_error_row_naming_it(tmp_path):
+    repo, base, _, gold = _calc(tmp_path)
+    needs = ("diff --git a/tests/test_json.py b/tests/test_json.py\nnew file mode 100644\n--- /dev/null\n"
+             "+++ b/tests/test_json.py\n@@ -0,0 +1,5 @@\n+import simplejson_not_installed\n+\n+\n"
+             "+def test_dumps():\n+    assert simplejson_not_installed\n")
+    row = {**_swe_row(repo, base, needs, "needs"), "FAIL_TO_PASS": ["tests/test_json.py::test_dumps"]}
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"instance_id": "needs", "model_name_or_path": "m", "model_patch": gold}) + "\n")
+    out = tmp_path / "out"
+    run_eval(tasks_file(tmp_path / "swe.jsonl", [row]), out, tmp_path / "none", "--repos", str(repo.parent),
+             "--predictions", str(predictions))
+    graded = rows_by_id(out)["needs"]
+    assert graded["status"] == "error"
+    assert graded["error"].startswith("collecting tests/test_json.py failed: no module named 'simplejson_not_installed': "
+                                      "the task's environment lacks it")

@@ -27,6 +27,7 @@ error row.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 
@@ -70,6 +71,27 @@ def _hidden_ids(run: PytestRun, hidden: list[HiddenFile]) -> list[str]:
     paths = {h.path for h in hidden if h.mode is not None}
     seen = dict.fromkeys([*run.collected, *run.outcomes])
     return [t for t in seen if t.split("::", 1)[0] in paths]
+
+
+_NO_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'")
+
+
+async def _base_modules(ws: Workspace) -> set[str]:
+    """The top-level modules the repository itself has (at its top and under src/)."""
+    names: set[str] = set()
+    for root in MODULE_ROOTS:
+        names |= {n.removesuffix(".py") for n in await top_entries(ws.base, root)}
+    return names
+
+
+def _environment_gap(run: PytestRun, own: set[str]) -> str | None:
+    """A collection error that is the environment's, not the patch's: a module neither
+    installed nor part of the repository (`No module named 'simplejson'`)."""
+    for node, text in run.collect_errors.items():
+        match = _NO_MODULE.search(text)
+        if match and match.group(1).split(".")[0] not in own:
+            return f"collecting {node} failed: no module named {match.group(1)!r}"
+    return None
 
 
 class GradeStage:
@@ -217,6 +239,10 @@ class GradeStage:
             required = await base.collected(task, ws, shell, command, config, hidden, name)
             source = "the tests the base collects"
         reasons = reasons_for(run, required)
+        gap = _environment_gap(run, await _base_modules(ws))
+        if reasons and gap is not None:
+            raise TaskEnded(f"{gap}: the task's environment lacks it, so the grade says nothing of the patch; add it "
+                            f"to the environment (its packages or requirements) {where}")
         grade = Grade.from_run(run, required, required_from=source, groups=task.grading.test_groups, reasons=reasons,
                                config=config.source, exit_code=result.exit_code)
         row.update(tests_passed=grade.passed, test_exit_code=result.exit_code, grade=grade.model_dump(mode="json"))
