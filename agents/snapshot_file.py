@@ -7,6 +7,15 @@ diskcache would not do: its constructor writes its settings (and its tables, int
 SQLite file it is pointed at) on every open, so a read would need a writable disk and
 could change a file that is not a store at all.
 
+Opening checks what SQLite itself reads only lazily: the file's 100-byte header (the
+16-byte magic string, a possible page size) and its length (whole pages, as many as the
+header says, when no write-ahead log holds newer pages). That costs one small read and
+a stat (see `benchmarks.snapshot_bench`), so a truncated, torn or overwritten file is
+reported when it is opened, naming what is wrong, instead of at whichever page a read
+reaches first. Damage inside a page is SQLite's to find when it reads it (or ours: every
+value is checksummed); a load that finds a version corrupt asks SQLite to check the
+whole file (`quick_check`) before blaming that version alone.
+
 Writing goes through diskcache with every value kept inside SQLite: values in separate
 files are outside the transaction (diskcache deletes a replaced file before the
 enclosing transaction commits), which is how a killed save used to lose every version.
@@ -44,13 +53,16 @@ from agents.snapshot_errors import (
 __all__ = [
     "STORE_FORMAT",
     "QUARANTINE",
+    "WRONG_MAGIC",
     "SalvagedRows",
     "SessionRecord",
     "StoreReader",
     "decode_record",
     "disk_full_message",
+    "header_damage",
     "open_for_write",
     "quarantine",
+    "restore_magic",
     "store_error",
 ]
 
@@ -70,6 +82,9 @@ _RAW, _BINARY, _TEXT, _PICKLE = 1, 2, 3, 4  # diskcache's value modes
 _BATCH = 500  # keys per SELECT (SQLite allows 999 parameters by default)
 _SALVAGE_MISSES = 10_000  # unreadable rowids in a row after which salvage stops
 _NEARLY_FULL = 1 << 20  # bytes free below which an I/O error is taken for a full disk
+_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+_HEADER = 100  # bytes of SQLite's database header
+WRONG_MAGIC = "its first 16 bytes are not SQLite's header"
 
 
 class SessionRecord(BaseModel):
@@ -120,7 +135,7 @@ def decode_record(raw: Any, session_id: str, where: Path) -> SessionRecord | Non
 
 def damaged(session_id: str, where: Path, why: str) -> StoreDamaged:
     return StoreDamaged(
-        f"the snapshot store of session {session_id} ({where}) is damaged: {why}; "
+        f"the snapshot store of session {session_id} ({where / 'cache.db'}) is damaged: {why}; "
         "`workingset sessions doctor` moves it aside and keeps what can still be read",
         session_id=session_id,
         why=why,
@@ -131,14 +146,67 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+def restore_magic(damaged_file: Path, copy: Path) -> None:
+    """Copy a store file whose first 16 bytes were overwritten, with SQLite's magic string
+    put back (the rest of a header says which pages hold what; the magic says nothing)."""
+    shutil.copyfile(damaged_file, copy)
+    with copy.open("r+b") as file:
+        file.write(_MAGIC)
+
+
+def _has_log(path: Path) -> bool:
+    """Whether a write-ahead log beside `path` may hold pages newer than the file's."""
+    try:
+        return os.stat(f"{path}-wal").st_size > 0
+    except OSError:
+        return False
+
+
+def header_damage(path: Path) -> str | None:
+    """What SQLite's header and the file's length say is wrong with the database file at
+    `path`, in words; None when they agree (or the file cannot be read: SQLite says why)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        head = os.pread(fd, _HEADER, 0)
+        size = os.fstat(fd).st_size
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if size == 0:
+        return None  # made, never written: an empty database, which holds no snapshot
+    if head[:16] != _MAGIC:
+        return f"{WRONG_MAGIC} ({head[:16]!r}): the file was overwritten or is not a database"
+    if len(head) < _HEADER:
+        return f"it is {size} bytes long, shorter than SQLite's {_HEADER}-byte header: it was cut short"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65_536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        return f"its header gives an impossible page size ({page_size}): the header was overwritten"
+    if _has_log(path):
+        return None  # the log may hold pages the file does not yet: SQLite reconciles the two
+    if size % page_size:
+        return f"it ends {size % page_size} bytes into a page of {page_size} bytes: it was cut short or torn"
+    pages = int.from_bytes(head[28:32], "big")
+    if head[24:28] == head[92:96] and pages * page_size > size:  # the count is valid when these agree
+        return f"it holds {size // page_size} pages where its header says {pages}: it was cut short"
+    return None
+
+
 class StoreReader:
     """A read-only view of one session's store file; use as a context manager."""
 
-    def __init__(self, session_id: str, directory: Path):
+    def __init__(self, session_id: str, directory: Path, *, check_header: bool = True):
         self.session_id, self.directory = session_id, directory
         self._path = directory / "cache.db"
         if not self._path.is_file():
             raise SnapshotNotFound(f"no snapshot of session {session_id} in {directory.parent}")
+        why = header_damage(self._path) if check_header else None  # the doctor reads past it
+        if why is not None:
+            raise damaged(session_id, directory, why)
         self._con = self._connect("?mode=ro")
         self._immutable = False
 
@@ -171,9 +239,11 @@ class StoreReader:
     def close(self) -> None:
         self._con.close()
 
-    def check(self) -> str:
-        """SQLite's own page-level check of the whole file: "ok" or what is wrong."""
-        rows = self._query("PRAGMA quick_check(5)", ())
+    def check(self, *, full: bool = False) -> str:
+        """SQLite's own check of the whole file: "ok" or what is wrong. `quick_check` reads
+        every page and checks its structure; `full` (integrity_check) also checks that each
+        index agrees with its table, which costs more (see benchmarks.snapshot_bench)."""
+        rows = self._query("PRAGMA integrity_check(5)" if full else "PRAGMA quick_check(5)", ())
         return "; ".join(str(r[0]) for r in rows)
 
     def record(self) -> SessionRecord | None:
@@ -193,17 +263,24 @@ class StoreReader:
         (not through its key index, which damage may have broken) and stepping over rows
         that cannot be read."""
         rows: dict[str, Any] = {}
-        last, misses = 0, 0
-        query = "SELECT rowid, key, mode, filename, value FROM Cache NOT INDEXED WHERE rowid > ? AND raw = 1 ORDER BY rowid LIMIT 256"
+        # SQLite refuses a whole file shorter than its header says; with this flag it reads
+        # the pages that are there (a read-only connection still writes nothing).
+        with contextlib.suppress(sqlite3.Error):
+            self._con.execute("PRAGMA writable_schema = ON")
+        last, misses, size = 0, 0, 256
+        query = "SELECT rowid, key, mode, filename, value FROM Cache NOT INDEXED WHERE rowid > ? AND raw = 1 ORDER BY rowid LIMIT ?"
         while misses < _SALVAGE_MISSES:
             try:
-                batch = self._con.execute(query, (last,)).fetchall()
+                batch = self._con.execute(query, (last, size)).fetchall()
             except sqlite3.DatabaseError:
-                last, misses = last + 1, misses + 1
+                if size > 1:  # some row of the batch is unreadable: take the rows before it one by one
+                    size = 1
+                else:
+                    last, misses = last + 1, misses + 1
                 continue
             if not batch:
                 break
-            misses = 0
+            misses, size = 0, 256
             for rowid, key, mode, filename, value in batch:
                 decoded = self._decode(mode, filename, value)
                 if isinstance(key, str) and decoded is not None:
