@@ -55,6 +55,7 @@ stream errors by their retry loop, which turns the last one into Overloaded):
     └── StreamStalled               no event within providers.idle_timeout_s
     _Problem                        why one plugin is skipped (agents.plugins)
     _ActorLost                      a SessionActor died under a call (cluster.remote_session)
+    _GiveUp                         a 429 asks a wait past the total timeout: Overloaded at once (a BaseException)
 
 Foreign exceptions (anthropic, openai, yaml, Ray, OS) are converted where they enter, with
 `raise ... from exc`, so callers handle one tree. tests/test_exception_tree.py fails when

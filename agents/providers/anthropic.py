@@ -150,7 +150,7 @@ class AnthropicModelClient(StreamedClient):
             if _error_type(exc) in _TRANSIENT_STREAM_ERRORS:
                 raise StreamBroken(f"the stream ended with {_describe(exc)}") from exc
             raise self._final_error(exc) from exc
-        return reply.response()
+        return reply.response(request)
 
     def _final_error(self, exc: anthropic.APIStatusError) -> ModelError:
         status = exc.status_code

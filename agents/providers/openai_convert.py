@@ -44,7 +44,7 @@ from agents.messages import (
     ToolUseBlock,
 )
 from agents.ports import ModelRequest, ModelResponse, ReplyBlock, StopReason, Usage
-from agents.tokens import CharRatioEstimator, estimate_request_tokens
+from agents.tokens import CharRatioEstimator, estimated_usage
 
 __all__ = ["OpenAIOptions", "OpenAIReply", "to_openai_params", "tool_call_arguments"]
 
@@ -250,10 +250,7 @@ class OpenAIReply:
     def _usage_of(self, request: ModelRequest, content: tuple[ReplyBlock, ...]) -> tuple[Usage, bool]:
         u = self._usage
         if u is None:
-            counter = CharRatioEstimator()
-            prompt = estimate_request_tokens(counter, system=request.system, tools=request.tools, messages=request.messages)
-            output = sum(counter.count_text(b.model_dump_json()) for b in content)
-            return Usage(input_tokens=prompt, output_tokens=output), False
+            return estimated_usage(request, content), False
         prompt = getattr(u, "prompt_tokens", 0) or 0
         cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", None) or 0
         completion = getattr(u, "completion_tokens", 0) or 0
