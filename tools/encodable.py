@@ -10,7 +10,8 @@ made encodable where it enters (a model's reply, a tool's output, the user's inp
 
     encodable(text)     each surrogate written as visible text: an escaped byte (U+DCxx
                         from `surrogateescape`) as `\\xNN`, any other as `\\uXXXX`; text
-                        UTF-8 can already encode is returned as it is (checked at C speed)
+                        UTF-8 can already encode is returned as it is (checked by
+                        one UTF-8 encode of text that is not ASCII; ASCII costs nothing)
     shown_name(name)    a path for the model to read, exactly: each byte that is not
                         UTF-8 as `\\xNN` (what bash's `$'...'` reads too), and a backslash
                         that would read as the start of an escape doubled
@@ -49,7 +50,13 @@ def _escape(ch: str) -> str:
 
 
 def _encodes(text: str) -> bool:
-    return text.isascii() or _SURROGATE.search(text) is None
+    if text.isascii():  # O(1): CPython knows
+        return True
+    try:
+        text.encode("utf-8")  # faster than searching for a surrogate (CPython's encoder is C)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def encodable(text: str) -> str:
