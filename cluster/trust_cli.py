@@ -81,13 +81,16 @@ def run_trust_command(args: argparse.Namespace) -> int:
 def ask_trust(loaded: LoadedSettings) -> str:
     """Ask whether to trust the workspace: "y" (and remember), "o" (this run) or "n".
     End of input answers n."""
-    print(f"\nWorkspace {loaded.workspace} is not trusted; its .workingset/ asks for what only a trusted one gets:")
+    print(f"\nWorkspace {loaded.workspace} is not trusted; its .workingset/ or Claude Code files ask for what only "
+          "a trusted one gets:")
     if loaded.ignored:
         print(f"  settings in .workingset/config.toml: {', '.join(loaded.ignored)}")
     if loaded.plugins:
         print(f"  plugins in .workingset/plugins: {', '.join(loaded.plugins)}")
     if loaded.problem:
         print(f"  (and its config cannot be used: {loaded.problem})")
+    for withheld in loaded.claude.withheld:
+        print(f"  Claude Code settings: {withheld}")
     while True:
         try:
             line = input("Trust it? [y]es, and remember / [o]nce, this run / [n]o, ignore them: ")
