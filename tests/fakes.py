@@ -1,9 +1,10 @@
 """Fakes shipped with the tests: a recording model, a tool whose calls meet, a session over the real
 local tools, random conversations, session states for the snapshot store, what a compaction
 strategy is run with (a recording summarizer, its env and request, a conversation of tool
-calls), trusting a workspace the way `workingset trust` does, an eval host whose agent is a
-Python function, a directory committed as a git repository, a scripted fan-out of
-subagents, and a directory tree deeper than any path can name."""
+calls), trusting a workspace the way `workingset trust` does, a scripted model's file and
+one headless `workingset run` with it, an eval host whose agent is a Python function, a
+directory committed as a git repository, a scripted fan-out of subagents, and a
+directory tree deeper than any path can name."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from agents.ports import ModelClient, ModelRequest, ModelResponse, Summarizer, U
 from agents.session_state import SessionState
 from agents.tokens import CharRatioEstimator, estimate_messages_tokens
 from agents.trust import TrustList
+from cluster.cli import main
 from cluster.eval.hosts import LocalHost
 from tools import LocalToolExecutor, ToolRegistry, default_registry
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
@@ -228,6 +230,23 @@ def tool_conversation(pairs: int = 12, body_chars: int = 2_000, tools=("Bash",))
         body = f"{k}:" + "x" * body_chars
         messages.append(Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)]))
     return messages
+
+
+def script_file(directory: Path, *calls: dict, name: str = "script.json") -> Path:
+    """A scripted model's file: one turn per tool call (name, input), then "Done."."""
+    path = directory / name
+    path.write_text(json.dumps({"turns": [{"text": "Working.", "tool_calls": [c]} for c in calls],
+                                "final_text": "Done."}))
+    return path
+
+
+def json_run(capsys, workspace: Path, script: Path, *extra: str) -> tuple[int, list[dict], str]:
+    """One headless `workingset run go --json` in `workspace` with the scripted model:
+    its exit code, its events (stdout), and what it told on stderr."""
+    capsys.readouterr()
+    code = main(["run", "go", "--cwd", str(workspace), "--model", f"scripted:{script}", "--json", *extra])
+    out = capsys.readouterr()
+    return code, [json.loads(line) for line in out.out.splitlines() if line.startswith("{")], out.err
 
 
 def trust_workspace(workspace: Path, home: Path | None = None) -> Path:
