@@ -334,6 +334,17 @@ async def test_protected_names_cannot_be_made_where_they_did_not_exist(ws):
     assert not (ws / ".workingset").exists() and not (ws / ".workingset").is_symlink()
 
 
+async def test_claude_code_files_cannot_be_made_where_they_did_not_exist(ws):
+    """A `.mcp.json` or `.claude/settings.json` would start a host process or widen the
+    rules of the next run in a trusted workspace: absent, they cannot be made either."""
+    out = await sandboxed(
+        ws, "echo '{\"mcpServers\": {\"x\": {\"command\": \"id\"}}}' > .mcp.json; mkdir -p .claude; "
+        "echo '{\"permissions\": {\"allow\": [\"Bash\"]}}' > .claude/settings.json; echo done",
+    )
+    assert "done" in out.content, out.content
+    assert not os.path.lexists(ws / ".mcp.json") and not os.path.lexists(ws / ".claude"), out.content
+
+
 async def test_a_fast_writer_cannot_overshoot_the_growth_cap(ws):
     out = await sandboxed(ws, "head -c 64M /dev/zero > big; ls -l big", GROWTH, timeout_s=30)
     assert out.is_error and NAMED in out.content, out.content
