@@ -38,7 +38,7 @@ from tools.registry import ToolRegistry, validate_input
 shared_loop = pytest.mark.asyncio(loop_scope="module")
 
 SERVER = Path(__file__).parent / "mcp_test_server.py"
-KV_TOOLS = {"lookup", "store", "fail", "sleep", "crash"}
+KV_TOOLS = {"lookup", "store", "fail", "sleep", "meet", "crash"}
 STEP_TIMEOUT_S = 15  # no single step may hang a test
 
 
@@ -127,7 +127,7 @@ async def test_tools_are_listed_and_named_per_server(manager: McpManager) -> Non
     assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= names
     assert not any("missing" in n or "dies" in n or "mute" in n or "off" in n for n in names)
     registry = ToolRegistry(manager.tools)  # validates every declaration and name
-    assert len(registry) == len(manager.tools) == 12
+    assert len(registry) == len(manager.tools) == 14
     lookup = tools_of(manager)["mcp__kv__lookup"]
     assert lookup.description == "[MCP server 'kv'] Look up the value stored under a key."
     assert lookup.execution_domain is ExecutionDomain.REMOTE
@@ -162,6 +162,7 @@ async def test_plan_mode_shapes_mcp_tools_by_metadata_alone(manager: McpManager)
         "mcp__kv__lookup",
         "mcp__kv__fail",
         "mcp__kv__sleep",
+        "mcp__kv__meet",
         "mcp__time__get_current_time",
         "mcp__time__convert_time",
     }
