@@ -13,25 +13,29 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from agents.agent_tool import AgentTool
 from agents.blueprint import RootSpec, SessionBlueprint, SpawnerFactory, assemble
 from agents.budgets import Budget
+from agents.builtin_tools import BUILTIN_TOOL_NAMES
 from agents.compaction import load_summarizer
 from agents.config import WorkingsetSettings
 from agents.directories import output_directory
 from agents.errors import ConfigError
 from agents.events import EventSink, Notice, discard_events
 from agents.hooks import HookRunner
+from agents.instructions import read_project_instructions
 from agents.loop import Session, new_session_id
 from agents.memory import MemoryStore, memory_section
 from agents.memory_tools import memory_tools
 from agents.models import model_info
 from agents.modes import Mode
 from agents.permissions import AuditLog, PermissionRuntime
+from agents.permissions.tool_names import missing_tool
 from agents.plugins import LoadedPlugins, apply_bundle, discover_plugins, load_enabled
 from agents.ports import ModelClient, SnapshotStore, Summarizer, ToolExecutor
 from agents.providers import load_model_client
@@ -45,7 +49,6 @@ from agents.system_prompt import (
     base_section,
     environment_section,
     project_instructions_section,
-    read_project_instructions,
     tool_catalog_section,
 )
 from agents.tokens import CalibratedCounter
@@ -65,6 +68,8 @@ __all__ = [
     "open_session",
     "command_runner",
     "denied_path_globs",
+    "permissions_from",
+    "unmatched_rules",
     "resolve_workspace",
     "session_dir",
     "snapshot_store",
@@ -132,23 +137,49 @@ def command_runner(settings: WorkingsetSettings, *, writable: tuple[str, ...] = 
     return BubblewrapRunner.configured(sandbox).allowing_writes(*writable)
 
 
-def permissions_from(settings: WorkingsetSettings, audit_path: Path | None) -> PermissionRuntime:
+def permissions_from(
+    settings: WorkingsetSettings, audit_path: Path | None, workspace: Path, tools: Collection[str] = BUILTIN_TOOL_NAMES
+) -> PermissionRuntime:
+    """The rules and mode of the settings, for a session in `workspace` whose tools are
+    `tools`. A rule on a tool no session of Workingset could have (a Claude Code tool it
+    lacks, a typo) is refused: it could never match (agents.permissions.tool_names)."""
     p = settings.permissions
-    return PermissionRuntime.from_texts(
-        allow=p.allow, deny=p.deny, ask=p.ask, mode=p.mode, headless=p.headless, audit=AuditLog(audit_path)
+    permissions = PermissionRuntime.from_texts(
+        allow=p.allow, deny=p.deny, ask=p.ask, mode=p.mode, headless=p.headless, audit=AuditLog(audit_path),
+        workspace=workspace,
     )
+    for rule in permissions.rules:
+        missing = missing_tool(rule.tool, tools)
+        if missing is not None and missing.certain:
+            raise ConfigError(f"permission rule {rule.text!r} can never match: {missing.why}")
+    return permissions
 
 
-_FILE_TOOLS = ("Read", "Edit", "Write", "Grep", "Glob")
+def unmatched_rules(permissions: PermissionRuntime, workspace: Path, tools: Collection[str]) -> list[str]:
+    """A notice per rule that has nothing to match in this session: one on a tool the
+    session lacks, one on a file tool naming only paths outside the workspace
+    (`Read(~/.ssh/**)`: the file tools never reach there)."""
+    notices = []
+    for rule in permissions.rules:
+        missing = missing_tool(rule.tool, tools)
+        if missing is not None:
+            notices.append(f"permission rule {rule.text!r} matches nothing here: {missing.why}")
+        elif rule.paths == ():
+            notices.append(
+                f"permission rule {rule.text!r} names only paths outside the workspace {workspace}; the file tools "
+                "never reach there, so in this session it has nothing to match (Bash is bounded by its sandbox, "
+                "not by file rules)")
+    return notices
 
 
 def denied_path_globs(permissions: PermissionRuntime) -> tuple[str, ...]:
     """The patterns of the deny rules on file tools (`deny: Read(secrets/**)`): the files
     that Read, Grep and Glob then treat as not there, whichever file tool a rule names."""
     patterns = (
-        rule.pattern
+        path
         for rule in permissions.rules
-        if rule.effect == "deny" and rule.pattern is not None and any(fnmatchcase(t, rule.tool) for t in _FILE_TOOLS)
+        if rule.effect == "deny" and rule.paths
+        for path in rule.paths
     )
     return tuple(dict.fromkeys(patterns))
 
@@ -254,10 +285,13 @@ def build_session(
     memory = MemoryStore(workspace, settings.home)
     skills, skill_problems = discover_skills(workspace, settings.home, plugin_dirs=plugins.skill_dirs)
     instructions, instruction_problems = read_project_instructions(workspace)
-    for text in [*plugins.problems, *skill_problems, *instruction_problems, *memory.list()[1]]:
-        emit(Notice(session_id=session_id, text=text))
     if tools is None:
         tools = [*default_workspace_tools(), RecallTool(), *memory_tools(memory), LoadSkillTool(skills), *plugins.tools]
+    tool_names = [t.name for t in [*tools, *extra_tools]] + [AgentTool.name]
+    permissions = permissions_from(settings, state / "audit.jsonl", workspace, tool_names)
+    for text in [*plugins.problems, *skill_problems, *instruction_problems, *memory.list()[1],
+                 *unmatched_rules(permissions, workspace, tool_names)]:
+        emit(Notice(session_id=session_id, text=text))
     base_tools, keeps_agent = _bundled([*tools, *extra_tools], settings.bundle)
     hook_specs = [*settings.hooks, *plugins.hooks]
     hooks = HookRunner(hook_specs, workspace) if hook_specs else None
@@ -272,7 +306,6 @@ def build_session(
     def model_for(spec: str | None, role: str) -> ModelClient:
         return load_model_client(spec or default_model, role=role, settings=providers)
 
-    permissions = permissions_from(settings, state / "audit.jsonl")
     artifacts = ArtifactStore(state / "artifacts")
     context = ToolContext(
         workspace=workspace,

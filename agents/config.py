@@ -7,7 +7,11 @@ Precedence, highest first: command-line flags, `WORKINGSET_*` environment variab
 The project's file is written where the agent writes, so it applies in full only to a
 workspace the user trusts (agents.trust: the trust list, or `--trust-workspace`); for
 any other workspace only inert settings apply and the rest is named in one notice
-(agents.workspace_config lists them).
+(agents.workspace_config lists them). A workspace's Claude Code files (`.claude/settings.json`,
+`.claude/settings.local.json`, `.mcp.json`; agents.claude_settings) follow the same rule:
+trusted, their rules join Workingset's, their `defaultMode` sits between the workspace's
+`.workingset/config.toml` and the user's file, and their MCP servers join `mcp_servers`;
+untrusted, only their deny and ask rules apply.
 
 A key that is no setting is refused with the nearest one (agents.settings_keys): in the
 user's file or a trusted workspace's, and as a `WORKINGSET_*` variable, except the few
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +41,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from agents.claude_settings import ClaudeImport, read_claude_files
 from agents.errors import ConfigError
 from agents.hooks import HookSpec
 from agents.models import ModelEntry
@@ -380,18 +385,24 @@ class LoadedSettings:
     plugins: tuple[str, ...] = ()  # its .workingset/plugins, not scanned
     problem: str | None = None  # its config.toml could not be read
     unknown: tuple[str, ...] = ()  # keys of its config.toml that are no setting, with the nearest one
+    claude: ClaudeImport = field(default_factory=ClaudeImport)  # its Claude Code files
 
     @property
     def asks_for_more(self) -> bool:
         """Whether trusting the workspace would apply more of it (a typo it would not)."""
-        return not self.trusted and bool(self.ignored or self.plugins or self.problem)
+        return not self.trusted and bool(self.ignored or self.plugins or self.problem or self.claude.withheld)
 
     @property
     def notice(self) -> str | None:
-        """The one notice naming what was ignored and how to trust the workspace."""
-        if self.trusted:
-            return None
-        return untrusted_notice(self.workspace, list(self.ignored), list(self.plugins), self.problem, list(self.unknown))
+        """The one notice naming what was ignored (and how to trust the workspace), and
+        what of its Claude Code files Workingset did not apply, trusted or not."""
+        parts = []
+        if not self.trusted:
+            parts.append(untrusted_notice(self.workspace, list(self.ignored), list(self.plugins), self.problem,
+                                          list(self.unknown), self.claude.withheld))
+        if (notes := self.claude.notes_text()) is not None:
+            parts.append(f"workspace {self.workspace}: of its Claude Code files, not applied: {notes}")
+        return " ".join(p for p in parts if p) or None
 
 
 def _is_config_file(path: Path) -> bool:
@@ -431,19 +442,49 @@ def load_workspace_settings(
     if any(own.path.resolve() == p.resolve() for p in user_files):
         own = WorkspaceConfig(own.path, {})  # the workspace is the home directory: the file is the user's
     overrides = {k: v for k, v in (overrides or {}).items() if k != "trusted_workspace"}
+    claude = read_claude_files(cwd, trusted=bool(trusted), home=home)
     if trusted:
         if own.problem is not None:
             raise ConfigError(f"config file {own.problem}; fix or remove it")
         _check_keys(own.data, own.path)
-        settings = _build(overrides, own.data, user_files, own.path)
-        return LoadedSettings(settings.model_copy(update={"trusted_workspace": cwd}), cwd, True)
+        settings = _build(overrides, _under_own(own.data, claude), user_files, own.path)
+        settings = _with_claude(settings, claude)
+        return LoadedSettings(settings.model_copy(update={"trusted_workspace": cwd}), cwd, True, claude=claude)
     # Its typos are named as typos, not as keys trust would apply; they never stop the run.
     unknown = unknown_keys(WorkingsetSettings, own.data)
     settings, ignored = _build_untrusted(overrides, own, user_files, unknown)
     return LoadedSettings(
-        settings, cwd, False, tuple(ignored), tuple(workspace_plugins(cwd)), own.problem,
-        tuple(_typo(u) for u in unknown),
+        _with_claude(settings, claude), cwd, False, tuple(ignored), tuple(workspace_plugins(cwd)), own.problem,
+        tuple(_typo(u) for u in unknown), claude,
     )
+
+
+def _under_own(data: dict[str, Any], claude: ClaudeImport) -> dict[str, Any]:
+    """The workspace's settings with Claude Code's defaultMode beneath its own mode."""
+    if claude.mode is None:
+        return data
+    permissions = data.get("permissions")
+    if isinstance(permissions, dict) and "mode" in permissions:
+        return data
+    own = permissions if isinstance(permissions, dict) else {}
+    return {**data, "permissions": {"mode": claude.mode, **own}}
+
+
+def _with_claude(settings: WorkingsetSettings, claude: ClaudeImport) -> WorkingsetSettings:
+    """`settings` with the Claude Code rules added to each list and its MCP servers
+    after Workingset's own (a name those already use keeps theirs)."""
+    p = settings.permissions
+    rules: dict[str, list[str]] = {
+        kind: list(dict.fromkeys([*getattr(p, kind), *added])) for kind, added in claude.rules.items() if added
+    }
+    taken = {server.name for server in settings.mcp_servers}
+    servers = list(settings.mcp_servers)
+    for server in claude.servers:
+        if server.name in taken:
+            claude.note(".mcp.json", f"server {server.name} (your settings have a server of that name)")
+        else:
+            servers.append(server)
+    return settings.model_copy(update={"permissions": p.model_copy(update=rules), "mcp_servers": servers})
 
 
 def _build_untrusted(

@@ -24,7 +24,8 @@ Workingset's own tree (agents/, cluster/):
     │   ├── StoreDamaged            a session's store file is truncated, garbage or foreign
     │   └── StoreDiskFull           no space on the disk holding the store; the previous state is intact
     ├── MemoryStoreError            a memory file cannot be read or written (agents.memory)
-    │   └── MemoryNotFound
+    │   ├── MemoryNotFound
+    │   └── MemoryNameError         not a valid record name (also ValueError)
     ├── FrontMatterError            a memory or skill file's front-matter is broken (also ValueError)
     ├── ClusterError                the Ray runtime cannot start or be joined (cluster.runtime)
     ├── TaskEnded                   an eval task ends with an error row (cluster.eval.errors)
@@ -46,7 +47,11 @@ The tools' tree (tools/ cannot import agents/, so it has its own root):
     └── SandboxUnavailable          the sandbox cannot run here, and the user did not opt out (also RuntimeError)
         ├── CgroupUnavailable       no cgroup hierarchy can hold the command
         ├── IdentityError           no unprivileged identity to run the command as
-        └── SeccompUnsupported      no syscall filter for this machine's architecture
+        ├── SeccompUnsupported      no syscall filter for this machine's architecture
+        ├── LayerUnavailable        no kernel-capped layer for the workspace's writes (tools.sandbox.probe)
+        └── StageError              the stage directory is unsafe to use (tools.sandbox.stage)
+
+    GlobError                       a glob RE2 cannot compile (also ValueError; tools.glob_regex)
 
 Signals that never reach a caller: each is caught where it is raised (the providers'
 stream errors by their retry loop, which turns the last one into Overloaded):
@@ -56,6 +61,8 @@ stream errors by their retry loop, which turns the last one into Overloaded):
     _Problem                        why one plugin is skipped (agents.plugins)
     _ActorLost                      a SessionActor died under a call (cluster.remote_session)
     _GiveUp                         a 429 asks a wait past the total timeout: Overloaded at once (a BaseException)
+    _Moved                          a directory of the workspace moved under a merge (tools.sandbox.merge)
+    _Malformed                      a TLS ClientHello that does not parse (cluster.eval.environments.client_hello)
 
 Foreign exceptions (anthropic, openai, yaml, Ray, OS) are converted where they enter, with
 `raise ... from exc`, so callers handle one tree. tests/test_exception_tree.py fails when

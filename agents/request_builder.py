@@ -33,6 +33,7 @@ from agents.session_kit import SessionKit, SessionPorts, notify_hooks
 from agents.session_state import SessionState
 from agents.state_reminders import PromptDelivery
 from agents.system_prompt import SystemPrompt
+from agents.tokens import estimate_prefix_tokens
 from agents.working_set import CompiledRequest, WorkingSetCompiler
 
 __all__ = ["RequestBuilder"]
@@ -151,7 +152,8 @@ class RequestBuilder:
         """The design's prompt-too-long path: recompile once, check, send once more.
         Nothing is sent, and the conversation is left as it was, unless the recompiled
         request passes the check of `agents.prompt_too_long`."""
-        target = refusal_budget(refused.estimated_tokens, refusal, self.budget_tokens)
+        fixed = estimate_prefix_tokens(self.kit.counter, system=refused.request.system, tools=refused.request.tools)
+        target = refusal_budget(refused.estimated_tokens, refusal, self.budget_tokens, fixed)
         result = await self.compact("prompt_too_long", None, budget=target, apply=False)
         retry = self.compile_now(result.messages) if result.changed and result.failure is None else None
         check = RetryCheck(

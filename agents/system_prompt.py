@@ -9,7 +9,6 @@ capability exists.
 
 from __future__ import annotations
 
-import os
 import platform
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from datetime import date
 from pathlib import Path
 
 from tools.host_git import repository_head
-from tools.host_read import is_present, read_text_beneath
 
 __all__ = [
     "BASE_INSTRUCTIONS",
@@ -26,7 +24,6 @@ __all__ = [
     "SystemPrompt",
     "environment_section",
     "project_instructions_section",
-    "read_project_instructions",
     "tool_catalog_section",
 ]
 
@@ -40,7 +37,6 @@ You are a coding agent working in a repository through tools.
 - When you are done, answer with a short summary of what changed and how it was verified."""
 
 SECTION_ORDER = ("base", "tools", "skills", "environment", "project", "memory", "goal")
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".workingset/INSTRUCTIONS.md")
 INSTRUCTIONS_MAX_CHARS = 20_000  # of all instruction files together, in the system prompt
 
 
@@ -117,36 +113,6 @@ def environment_section(cwd: Path, today: date | None = None) -> Section:
         ]
     )
     return Section("environment", "Environment", "environment (read at session start)", text)
-
-
-def _instruction_dirs(cwd: Path) -> list[Path]:
-    """The workspace and its parents up to the repository root, outermost first."""
-    dirs: list[Path] = []
-    for directory in (cwd, *cwd.parents):
-        dirs.append(directory)
-        if os.path.lexists(directory / ".git"):
-            return list(reversed(dirs))
-    return [cwd]  # not inside a repository: the workspace alone
-
-
-def read_project_instructions(cwd: Path, max_bytes: int = 1_000_000) -> tuple[list[tuple[Path, str]], list[str]]:
-    """The instruction files found, as (path, text), and one problem line per file that
-    exists but was not read: a link leading out of its directory (to /etc/shadow, or
-    ~/.ssh/id_rsa) or something not a regular file yields nothing."""
-    found: list[tuple[Path, str]] = []
-    problems: list[str] = []
-    for directory in _instruction_dirs(cwd):
-        for name in INSTRUCTION_FILES:
-            path = directory / name
-            parent, _, leaf = name.rpartition("/")
-            text = read_text_beneath(directory / parent if parent else directory, leaf, max_bytes)
-            if text is not None:
-                found.append((path, text.strip()))
-            elif is_present(path):
-                problems.append(
-                    f"{path} was not read: it is a link that leads outside {path.parent} or not a regular file"
-                )
-    return found, problems
 
 
 def project_instructions_section(found: list[tuple[Path, str]], max_chars: int = INSTRUCTIONS_MAX_CHARS) -> Section | None:

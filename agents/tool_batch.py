@@ -4,7 +4,9 @@ gate:   lookup in the full registry → input validation → mode check → perm
         A call that needs the user's answer is asked inline (when an approver is
         given), parked (at the root), or denied (a child with no one to ask).
 finish: run the allowed calls concurrently, clip each result to its budget (the
-        full body goes to the record first), and append the results in call order.
+        full body goes to the record first), and append the results in call order,
+        followed by the instructions of subdirectories a file tool reached for the
+        first time (agents.nested_instructions).
         The state is saved before each wave that can change something (which calls
         are starting) and after the batch, so a resumed session never runs such a call
         twice (`agents.persistence`); a batch cut short (the user interrupted the turn)
@@ -23,11 +25,13 @@ import time
 from collections.abc import Awaitable, Callable
 
 from agents.compaction import clip_tool_result
-from agents.events import PermissionDecided, PermissionRequested, ToolCall, ToolResult
+from agents.events import Notice, PermissionDecided, PermissionRequested, ToolCall, ToolResult
 from agents.hooks import HookEvent
-from agents.messages import Message, ToolResultBlock, ToolUseBlock
-from agents.permissions import Decision
+from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from agents.nested_instructions import nested_instructions
+from agents.permissions import Decision, permission_subject
 from agents.permissions.preview import change_preview
+from agents.permissions.rules import PATH_TOOLS
 from agents.session_kit import Approver, PermissionAnswer, SessionKit, SessionPorts, notify_hooks
 from agents.session_state import PendingState, SessionState
 from agents.tool_calls import (
@@ -82,6 +86,8 @@ class ToolBatchRunner:
         self.kit = kit
         self.result_max_tokens = result_max_tokens
         self.checkpoint = checkpoint  # saves the state (a snapshot) before each wave and after the batch
+        self._reached: list[str] = []  # paths the file tools of this batch reached
+        self._noted: set[str] = set()  # instruction problems already told the user
 
     async def gate(self, uses: list[ToolUseBlock]) -> PendingState:
         kit = self.kit
@@ -137,8 +143,20 @@ class ToolBatchRunner:
             self._close(batch, by=_cut_short_by(exc))
             raise
         self.state.pending = None
-        self.state.conversation.append(Message.tool_results(batch.results_in_order()))
+        results = Message.tool_results(batch.results_in_order())
+        told = self._nested_instructions()
+        self.state.conversation.append(Message(role="user", content=(*results.content, *told)) if told else results)
         await self._save()
+
+    def _nested_instructions(self) -> list[TextBlock]:
+        """The instructions of subdirectories this batch's file tools reached first."""
+        reached, self._reached = self._reached, []
+        blocks, problems = nested_instructions(self.kit.tool_context.workspace, reached, self.state.conversation)
+        for problem in problems:
+            if problem not in self._noted:
+                self._noted.add(problem)
+                self.kit.emit(Notice(session_id=self.state.session_id, text=problem))
+        return blocks
 
     async def _run_wave(self, batch: PendingState, wave: list[PreparedCall]) -> None:
         # A wave that can change something is recorded as started first: killed while it
@@ -152,6 +170,10 @@ class ToolBatchRunner:
         for call, result in zip(wave, outputs, strict=True):
             await self._post_tool_use(call, result)
             self._settle(batch, self._clip_to_budget(result), call.use.name)
+            if call.tool.name in PATH_TOOLS and not result.is_error:
+                subject = permission_subject(call.tool, call.args, self.kit.tool_context.workspace)
+                if subject is not None:
+                    self._reached.append(subject)
         batch.running = []
 
     def _close(self, batch: PendingState, *, by: str) -> None:

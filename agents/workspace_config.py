@@ -124,12 +124,14 @@ def workspace_plugins(workspace: Path) -> list[str]:
 
 
 def untrusted_notice(
-    workspace: Path, ignored: list[str], plugins: list[str], problem: str | None = None, unknown: list[str] | None = None
+    workspace: Path, ignored: list[str], plugins: list[str], problem: str | None = None, unknown: list[str] | None = None,
+    claude: list[str] | None = None,
 ) -> str | None:
     """The one notice for an untrusted workspace, or None when it asked for nothing.
-    `unknown` are its keys that are no setting at all (typos), which trust would not apply."""
+    `unknown` are its keys that are no setting at all (typos), which trust would not apply;
+    `claude` what its Claude Code files ask for beyond deny and ask rules (agents.claude_settings)."""
     typos = f"unknown settings in .workingset/config.toml were ignored: {', '.join(unknown)}" if unknown else None
-    if not ignored and not plugins and problem is None:
+    if not ignored and not plugins and problem is None and not claude:
         return f"workspace {workspace}: {typos}" if typos else None
     parts = []
     if ignored:
@@ -138,6 +140,8 @@ def untrusted_notice(
         parts.append(f"plugins in .workingset/plugins were not loaded: {', '.join(plugins)}")
     if problem is not None:
         parts.append(f"its config was ignored: {problem}")
+    if claude:
+        parts.append(f"Claude Code settings were not applied: {'; '.join(claude)} (their deny and ask rules apply)")
     notice = (
         f"workspace {workspace} is not trusted, so its {'; '.join(parts)}. To apply them, trust it: "
         f"`workingset trust {workspace}` (remembered), or --trust-workspace for this run"

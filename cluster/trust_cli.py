@@ -82,13 +82,16 @@ def run_trust_command(args: argparse.Namespace) -> int:
 def ask_trust(loaded: LoadedSettings) -> str:
     """Ask whether to trust the workspace: "y" (and remember), "o" (this run) or "n".
     End of input answers n."""
-    say(f"\nWorkspace {loaded.workspace} is not trusted; its .workingset/ asks for what only a trusted one gets:")
+    say(f"\nWorkspace {loaded.workspace} is not trusted; its .workingset/ or Claude Code files ask for what only "
+        "a trusted one gets:")
     if loaded.ignored:
         say(f"  settings in .workingset/config.toml: {', '.join(loaded.ignored)}")
     if loaded.plugins:
         say(f"  plugins in .workingset/plugins: {', '.join(loaded.plugins)}")
     if loaded.problem:
         say(f"  (and its config cannot be used: {loaded.problem})")
+    for withheld in loaded.claude.withheld:
+        say(f"  Claude Code settings: {withheld}")
     while True:
         try:
             line = input("Trust it? [y]es, and remember / [o]nce, this run / [n]o, ignore them: ")

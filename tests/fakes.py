@@ -1,9 +1,10 @@
-"""Fakes shipped with the tests: a recording model, a sleeping tool, a session over the real
+"""Fakes shipped with the tests: a recording model, a tool whose calls meet, a session over the real
 local tools, random conversations, session states for the snapshot store, what a compaction
 strategy is run with (a recording summarizer, its env and request, a conversation of tool
-calls), trusting a workspace the way `workingset trust` does, an eval host whose agent is a
-Python function, a directory committed as a git repository, a scripted fan-out of
-subagents, and a directory tree deeper than any path can name."""
+calls), trusting a workspace the way `workingset trust` does, a scripted model's file and
+one headless `workingset run` with it, an eval host whose agent is a Python function, a
+directory committed as a git repository, a scripted fan-out of subagents, and a
+directory tree deeper than any path can name."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from agents.ports import ModelClient, ModelRequest, ModelResponse, Summarizer, U
 from agents.session_state import SessionState
 from agents.tokens import CharRatioEstimator, estimate_messages_tokens
 from agents.trust import TrustList
+from cluster.cli import main
 from cluster.eval.hosts import LocalHost
 from tools import LocalToolExecutor, ToolRegistry, default_registry
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
@@ -56,22 +58,39 @@ class RecordingModel:
         return ModelResponse(content=tuple(blocks), stop_reason=stop, usage=Usage(input_tokens=10, output_tokens=2))
 
 
-class SleepInput(BaseModel):
-    seconds: float = Field(description="How long to sleep.")
+class MeetInput(BaseModel):
     label: str = Field(description="Echoed back.")
+    seconds: float = Field(0.0, description="How long to sleep after everyone met.")
 
 
-class SleepTool:
-    """Sleeps, then echoes its label: shows concurrency and result order."""
+class RendezvousTool:
+    """Each call waits until `expected` calls of the same tool have started, then echoes its
+    label: calls run one after another never all meet, so a test of concurrency waits on
+    that event, not on the clock (the wait gives up after `patience_s` with an error)."""
 
-    name: ClassVar[str] = "Sleep"
-    description: ClassVar[str] = "Sleep for a while and echo a label."
-    input_model: ClassVar[type[BaseModel]] = SleepInput
+    name: ClassVar[str] = "Meet"
+    description: ClassVar[str] = "Wait for the other calls, then echo a label."
+    input_model: ClassVar[type[BaseModel]] = MeetInput
     is_read_only: ClassVar[bool] = True
     execution_domain: ClassVar[ExecutionDomain] = ExecutionDomain.LOCAL
     root_only: ClassVar[bool] = False
 
-    async def run(self, args: SleepInput, ctx: ToolContext) -> ToolOutput:
+    def __init__(self, expected: int, patience_s: float = 120.0):
+        self.expected = expected
+        self.patience_s = patience_s
+        self.arrived = 0
+        self._all_here: asyncio.Event | None = None
+
+    async def run(self, args: MeetInput, ctx: ToolContext) -> ToolOutput:
+        if self._all_here is None:
+            self._all_here = asyncio.Event()
+        self.arrived += 1
+        if self.arrived >= self.expected:
+            self._all_here.set()
+        try:
+            await asyncio.wait_for(self._all_here.wait(), self.patience_s)
+        except TimeoutError:
+            return ToolOutput(content=f"{args.label}: only {self.arrived} of {self.expected} calls met", is_error=True)
         await asyncio.sleep(args.seconds)
         return ToolOutput(content=args.label)
 
@@ -211,6 +230,23 @@ def tool_conversation(pairs: int = 12, body_chars: int = 2_000, tools=("Bash",))
         body = f"{k}:" + "x" * body_chars
         messages.append(Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)]))
     return messages
+
+
+def script_file(directory: Path, *calls: dict, name: str = "script.json") -> Path:
+    """A scripted model's file: one turn per tool call (name, input), then "Done."."""
+    path = directory / name
+    path.write_text(json.dumps({"turns": [{"text": "Working.", "tool_calls": [c]} for c in calls],
+                                "final_text": "Done."}))
+    return path
+
+
+def json_run(capsys, workspace: Path, script: Path, *extra: str) -> tuple[int, list[dict], str]:
+    """One headless `workingset run go --json` in `workspace` with the scripted model:
+    its exit code, its events (stdout), and what it told on stderr."""
+    capsys.readouterr()
+    code = main(["run", "go", "--cwd", str(workspace), "--model", f"scripted:{script}", "--json", *extra])
+    out = capsys.readouterr()
+    return code, [json.loads(line) for line in out.out.splitlines() if line.startswith("{")], out.err
 
 
 def trust_workspace(workspace: Path, home: Path | None = None) -> Path:

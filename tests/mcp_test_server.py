@@ -6,6 +6,8 @@ Run over stdio (the default) or streamable HTTP (`--http PORT`). Tools:
   MCP_TEST_STORE (or a file in the temp dir when unset).
 - fail(reason): always fails, so the result carries isError.
 - sleep(seconds): read-only; answers after a delay (for call timeouts).
+- meet(count): read-only; answers once `count` calls of it are under way at the same
+  time (for concurrency, shown by events rather than by the clock; gives up after 60 s).
 - crash(): exits the process without answering, like a server that dies mid-call.
 """
 
@@ -69,6 +71,24 @@ def fail(reason: str = "no reason") -> str:
 async def sleep(seconds: float) -> str:
     await anyio.sleep(seconds)
     return f"slept {seconds}s"
+
+
+_met = {"arrived": 0}
+_all_met = anyio.Event()
+
+
+@server.tool(
+    description="Answer once `count` calls of this tool are under way at the same time.",
+    annotations=ToolAnnotations(read_only_hint=True),
+)
+async def meet(count: int) -> str:
+    _met["arrived"] += 1
+    if _met["arrived"] >= count:
+        _all_met.set()
+    with anyio.move_on_after(60):
+        await _all_met.wait()
+        return f"met {count}"
+    return f"only {_met['arrived']} of {count} met"
 
 
 @server.tool(description="Exit the server process at once, without answering.")

@@ -35,7 +35,7 @@ def test_the_rewritten_line_keeps_the_tasks_words_and_starts_the_interpreter_iso
     command = PytestCommand.parse("PATH=$PWD/bin:$PATH PYTHONPATH=$PWD/src python3 -W error -m pytest -q 'a b.py'")
     assert command is not None
     line = command.line(bootstrap="BOOT", report="/w/r.jsonl", config=".workingset-grader.ini", root="/w")
-    assert line == ("WORKINGSET_GRADER_REPORT=/w/r.jsonl WORKINGSET_GRADER_CWD=1 WORKINGSET_GRADER_PYTHONPATH=$PWD/src "
+    assert line == ("_WORKINGSET_GRADER_REPORT=/w/r.jsonl _WORKINGSET_GRADER_CWD=1 _WORKINGSET_GRADER_PYTHONPATH=$PWD/src "
                     "PATH=$PWD/bin:$PATH python3 -I -S -W error -c BOOT -q 'a b.py' -c .workingset-grader.ini "
                     "--rootdir=/w --confcutdir=/w")
 

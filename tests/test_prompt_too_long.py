@@ -283,3 +283,11 @@ async def test_through_openai_a_context_length_refusal_is_recompiled_and_retried
         await client.aclose()
     refused, retried = openai_server.bodies
     assert len(retried["messages"]) < len(refused["messages"]) and openai_server.problems == []
+
+
+def test_a_refusal_without_counts_halves_the_conversation_not_the_fixed_part():
+    # Half of the whole request would leave nothing of the conversation once the system
+    # prompt and the tool schemas (which no compaction shrinks) are half of it.
+    refusal = PromptTooLong("prompt is too long")
+    assert refusal_budget(10_000, refusal, 50_000, fixed=6_000) == 8_000
+    assert refusal_budget(10_000, refusal, 7_000, fixed=6_000) == 7_000  # never over the compact budget

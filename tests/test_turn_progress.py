@@ -19,6 +19,7 @@ from agents.session_state import PendingState
 from agents.snapshot_store import DiskSnapshotStore
 from cluster.cli import main
 from tests.fakes import trust_workspace
+from tests.sandbox_support import alive_with, unique_sleep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,18 +115,21 @@ def test_a_session_killed_between_tool_batches_goes_on_after_the_last_one_and_re
 
 def test_a_call_running_when_the_session_was_killed_is_not_run_again_and_its_outcome_is_said_unknown(tmp_path, capsys):
     ws = _workspace(tmp_path)
+    slow = unique_sleep()
     _script(tmp_path, [
         {"text": "Appending a.", "tool_calls": [_bash("echo a >> log.txt", "toolu_a")]},
-        {"text": "Appending b, slowly.", "tool_calls": [_bash("echo b >> log.txt; sleep 60", "toolu_b")]},
+        {"text": "Appending b, slowly.", "tool_calls": [_bash(f"echo b >> log.txt; sleep {slow}", "toolu_b")]},
     ])
-    session_id = _run_until_killed(tmp_path, ws, lambda _: (ws / "log.txt").read_text() == "a\nb\n"
-                                   if (ws / "log.txt").exists() else False)
+    # Killed while the call runs: its process is there (it has appended b, to its own layer).
+    session_id = _run_until_killed(tmp_path, ws, lambda _: bool(alive_with(f"sleep {slow}")))
 
     _script(tmp_path, [{"text": "I will check log.txt before appending again."}])
     events = _resume(ws, session_id, capsys)
     notices = [e["text"] for e in events if e["type"] == "notice"]
     assert any("the call Bash was running when the session was lost; it is not run again" in t for t in notices)
-    assert (ws / "log.txt").read_text() == "a\nb\n"  # b was appended once, before the kill
+    # A call's writes land when it ends; one that never ended (its harness was killed)
+    # left none — and it was not run again, so b is not there twice either.
+    assert (ws / "log.txt").read_text() == "a\n"
     results = _results(_saved_conversation(tmp_path, session_id))
     assert results["toolu_a"].endswith("exit code: 0")
     assert "interrupted when the session was lost; it may or may not have taken effect" in results["toolu_b"]

@@ -17,22 +17,30 @@ from pathlib import Path
 
 from tools.beneath import Beneath, BeneathError
 
-__all__ = ["is_present", "list_beneath", "read_text_beneath", "real_dir"]
+__all__ = ["dir_beneath", "is_present", "list_beneath", "read_text_beneath", "real_dir"]
 
 
 def real_dir(path: Path) -> Beneath | None:
-    """A handle on `path` when it is a real directory (not a symlink to one), else None.
+    """A handle on `path` when it is a real directory (not a symlink to one), else None."""
+    return dir_beneath(path.parent, path.name)
 
-    The directory is opened first and then compared with what `lstat` finds at the path:
-    a link swapped in or out meanwhile gives a different inode, and the handle is refused."""
+
+def dir_beneath(root: Path, rel: str) -> Beneath | None:
+    """A handle on the directory `rel` inside `root` when it is reached from `root`
+    without any symlink, else None (`root` itself is the host's choice).
+
+    The directory is opened first and then compared with what a link-free open beneath
+    `root` finds at `rel`: a link swapped in or out meanwhile gives a different inode, and
+    the handle is refused."""
     try:
-        beneath = Beneath(path)
+        beneath = Beneath(root / rel)
     except BeneathError:
         return None
     try:
-        found = os.lstat(path)
+        with Beneath(root) as base:
+            found = base.stat(rel, follow_links=False)
         opened = os.fstat(beneath.fd)
-    except OSError:
+    except (BeneathError, OSError):
         found = None
     if found is None or not stat.S_ISDIR(found.st_mode) or (found.st_dev, found.st_ino) != (opened.st_dev, opened.st_ino):
         beneath.close()

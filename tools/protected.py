@@ -1,9 +1,11 @@
-"""Workspace directories whose contents the host acts on: git's and Workingset's own.
+"""Workspace entries whose contents the host acts on: git's, Workingset's and Claude Code's.
 
 `.git/` holds config, hooks and filters that host-side git runs; `.workingset/` holds
-settings, skills and plugins the harness loads. A file tool may read them like any
-file, but changing them needs its own explicit permission (agents.permissions), and
-the Bash sandbox mounts them read-only. This is the one list both use.
+settings, skills and plugins the harness loads; `.claude/` (settings.json, its
+permission rules) and `.mcp.json` (MCP servers, commands the host starts) are read as
+the settings of a trusted workspace (agents.claude_settings). A file tool may read them
+like any file, but changing them needs its own explicit permission (agents.permissions),
+and the Bash sandbox mounts them read-only. This is the one list both use.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import PurePosixPath
 
 __all__ = ["PROTECTED_DIRS", "protected_part"]
 
-PROTECTED_DIRS: frozenset[str] = frozenset({".git", ".workingset"})
+PROTECTED_DIRS: frozenset[str] = frozenset({".git", ".workingset", ".claude", ".mcp.json"})
 
 
 def protected_part(relative: str, names: frozenset[str] = PROTECTED_DIRS) -> int | None:

@@ -118,7 +118,9 @@ def validate_input(tool: Tool, raw: Any) -> BaseModel:
 # The tools whose only effect is reading or writing files beneath the workspace, every
 # path opened through tools.beneath (the kernel refuses a way out); they run no code of
 # the agent's. A host may run them in its own process instead of a sandboxed task.
-FILE_TOOLS: tuple[type, ...] = (ReadTool, WriteTool, EditTool, GlobTool, GrepTool)
+FILE_TOOLS: tuple[type[ReadTool | WriteTool | EditTool | GlobTool | GrepTool], ...] = (
+    ReadTool, WriteTool, EditTool, GlobTool, GrepTool,
+)
 
 
 def default_workspace_tools() -> list[Tool]:

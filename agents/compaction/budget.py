@@ -57,11 +57,13 @@ def check_budget_fits(budget_tokens: int, overhead_tokens: int) -> None:
 REFUSAL_SAFETY = 0.9  # aim a little under the provider's limit after a refusal
 
 
-def refusal_budget(estimated: int, refusal: PromptTooLong, budget_tokens: int) -> int:
+def refusal_budget(estimated: int, refusal: PromptTooLong, budget_tokens: int, fixed: int = 0) -> int:
     """The provider counted more than we estimated: aim below what it would accept,
-    scaled by its own numbers when it gave them, else at half of what was refused."""
+    scaled by its own numbers when it gave them, else at the fixed part (`fixed`: the
+    system prompt and tool schemas, which no compaction shrinks) and half of the rest —
+    half of the whole would leave the conversation nothing once the fixed part is large."""
     if refusal.actual_tokens and refusal.limit_tokens:
         target = int(estimated * refusal.limit_tokens / refusal.actual_tokens * REFUSAL_SAFETY)
     else:
-        target = estimated // 2
+        target = fixed + max(estimated - fixed, 0) // 2
     return min(budget_tokens, target)

@@ -9,8 +9,8 @@ that no deny rule forbids; `plan` allows read-only tools only. Headless runs hav
 one to ask: `deny-asks` turns every ask into a deny, `allow-list` denies whatever no
 allow rule names. Every decision is written to the audit log.
 
-Protected directories (tools.protected: `.git/`, `.workingset/`, at any depth): a file
-tool that changes something there is never allowed by a mode (accept-edits, bypass), by
+Protected entries (tools.protected: `.git/`, `.workingset/`, `.claude/`, `.mcp.json`, at any
+depth): a file tool that changes something there is never allowed by a mode (accept-edits, bypass), by
 a broad rule (`Edit`, `Edit(**)`, `Write(*)`) or by a headless policy. Only an allow
 rule whose pattern names the directory literally (`Edit(.git/info/exclude)`,
 `Write(.workingset/skills/**)`) or the user's own answer allows it; deny rules still win.
@@ -123,9 +123,15 @@ class PermissionRuntime:
         mode: PermissionMode | str = PermissionMode.DEFAULT,
         headless: HeadlessPolicy | str | None = None,
         audit: AuditLog | None = None,
+        workspace: Path | None = None,
     ) -> PermissionRuntime:
-        """Parse rules up front, so a malformed rule fails at start naming itself."""
-        rules = [*parse_rules(list(deny), "deny"), *parse_rules(list(allow), "allow"), *parse_rules(list(ask), "ask")]
+        """Parse rules up front, so a malformed rule fails at start naming itself;
+        `workspace` places rules on absolute paths (`Read(//srv/w/.env)`)."""
+        rules = [
+            *parse_rules(list(deny), "deny", workspace=workspace),
+            *parse_rules(list(allow), "allow", workspace=workspace),
+            *parse_rules(list(ask), "ask", workspace=workspace),
+        ]
         return cls(
             rules=rules,
             mode=PermissionMode(mode),
@@ -250,14 +256,19 @@ def _names_literally(rule: Rule, subject: str | None, part: int) -> bool:
     if rule.pattern is None or subject is None:
         return False
     wanted = PurePosixPath(subject).parts[: part + 1]
-    named = PurePosixPath(rule.pattern.removeprefix("./")).parts[: part + 1]
-    return named == wanted and not any(ch in "".join(named) for ch in "*?[")
+    for pattern in rule.paths if rule.paths is not None else (rule.pattern,):
+        named = PurePosixPath(pattern.lstrip("/")).parts[: part + 1]
+        if named == wanted and not any(ch in "".join(named) for ch in "*?["):
+            return True
+    return False
 
 
 def _protected_reason(tool: Tool, subject: str | None, part: int) -> str:
-    directory = "/".join(PurePosixPath(subject or "").parts[: part + 1])
+    parts = PurePosixPath(subject or "").parts
+    entry = "/".join(parts[: part + 1])
+    where = f"is {entry}" if part == len(parts) - 1 else f"is inside {entry}/"
     return (
-        f"{subject} is inside {directory}/, which the host acts on; changing it needs your answer "
+        f"{subject} {where}, which the host acts on; changing it needs your answer "
         f"or a rule that names it, such as {tool.name}({subject})"
     )
 

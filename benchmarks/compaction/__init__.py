@@ -16,7 +16,7 @@ Workingset trace dirs (`benchmarks/traces`). `raw` and the baseline are always r
 are the references of the paired ratios. Outputs in `--out` (default
 bench-results/compaction): results.json (settings, provenance — commit, versions, argv,
 SHA-256 of every trace — every run and summary), report.md (with how to rerun),
-pareto.png, tokens_per_step.png; the
+pareto.png and tokens_per_step.png, each with a PDF beside it (`figures/`); the
 terminal gets the summary table (or, with `--json`, the JSON document). `--live` also
 runs batch-eval tasks once per strategy (`live.py`). Exit codes: 0 all replays ran, 1
 some replay failed (named in the outputs), 2 a usage error (unknown strategy or bad

@@ -24,8 +24,8 @@ from benchmarks.traces import FORMATS
 
 from .cache_model import CacheSettings
 from .data import Inputs, load_inputs, synthetic_inputs
+from .figures import write_plots
 from .live import run_live
-from .plots import write_plots
 from .presets import PRESETS, resolve_spec
 from .provenance import provenance
 from .report import build_document, markdown_report

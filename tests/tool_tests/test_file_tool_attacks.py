@@ -200,7 +200,7 @@ async def test_a_fifo_never_blocks_and_is_refused(ws, beneath_mode):
             assert all(o.is_error for o in outs) and all("FIFO" in o.content for o in outs)
         assert "No matches" in (await call(ws, "Grep", pattern="x")).content
         assert "No files match" in (await call(ws, "Glob", pattern="*")).content
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 30  # nothing waited on a FIFO (a read would block forever)
 
 
 async def test_sockets_and_device_nodes_are_not_files(ws, beneath_mode):

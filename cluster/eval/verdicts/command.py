@@ -89,10 +89,10 @@ class PytestCommand:
     def line(self, *, bootstrap: str, report: str, config: str, root: str, plugins: tuple[str, ...] = (),
              extra: tuple[str, ...] = ()) -> str:
         """The shell line that runs this command under the grader (see the module docstring)."""
-        env = [f"WORKINGSET_GRADER_REPORT={shlex.quote(report)}",
-               f"WORKINGSET_GRADER_CWD={'1' if self.module_form else '0'}"]
+        env = [f"_WORKINGSET_GRADER_REPORT={shlex.quote(report)}",
+               f"_WORKINGSET_GRADER_CWD={'1' if self.module_form else '0'}"]
         if self.pythonpath is not None:
-            env.append(f"WORKINGSET_GRADER_PYTHONPATH={self.pythonpath}")
+            env.append(f"_WORKINGSET_GRADER_PYTHONPATH={self.pythonpath}")
         env += [f"{name}={value}" for name, value in self.assignments]
         ours = ["-c", config, f"--rootdir={root}", f"--confcutdir={root}"]
         for plugin in plugins:

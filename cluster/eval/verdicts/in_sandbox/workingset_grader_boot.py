@@ -56,8 +56,8 @@ def _workspace_paths():
     """The paths the test command would have put first: its working directory (for
     `python -m pytest`) and PYTHONPATH, made absolute."""
     cwd = os.getcwd()
-    paths = [cwd] if os.environ.pop("WORKINGSET_GRADER_CWD", "") == "1" else []
-    pythonpath = os.environ.pop("WORKINGSET_GRADER_PYTHONPATH", None)
+    paths = [cwd] if os.environ.pop("_WORKINGSET_GRADER_CWD", "") == "1" else []
+    pythonpath = os.environ.pop("_WORKINGSET_GRADER_PYTHONPATH", None)
     if pythonpath is not None:
         os.environ["PYTHONPATH"] = pythonpath  # what the tests' own subprocesses inherit
         paths += [os.path.join(cwd, p) for p in pythonpath.split(os.pathsep) if p]
@@ -66,7 +66,7 @@ def _workspace_paths():
 
 def main():
     here = sys.path.pop(0)  # this directory: searched again only for the reporter below
-    report = Report(os.environ.pop("WORKINGSET_GRADER_REPORT"))
+    report = Report(os.environ.pop("_WORKINGSET_GRADER_REPORT"))
     _site()
     report.write({"event": "boot", "python": sys.version.split()[0], "executable": sys.executable,
                   "isolated": bool(sys.flags.isolated), "no_site": bool(sys.flags.no_site)})

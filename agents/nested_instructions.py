@@ -1,0 +1,76 @@
+"""Instructions of the subdirectories the agent works in, told when a file tool first reaches one.
+
+The system prompt holds the instructions of the workspace and its parents, read once so
+the cached prefix stays. A subdirectory's own `CLAUDE.md` or `AGENTS.md` (Claude Code's
+nested memory) is read when a call of a file tool (Read, Edit, Write, Grep, Glob) that
+ran without error reached a path in it or below it: its files (agents.instructions,
+imports included, capped as project instructions are) follow that batch's tool results
+as one text block per directory, in the same user message, so nothing before them
+changes. What was told is read back from the conversation: a directory told once is not
+told again, unless a compaction folded the telling away, and then it is told again at
+its next use. Directories inside `.git/`, `.workingset/` and `.claude/` are not read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
+
+from agents.instructions import read_directory_instructions
+from agents.messages import Message, TextBlock
+from agents.system_prompt import project_instructions_section
+from tools.protected import protected_part
+
+__all__ = ["nested_instructions", "told_directories"]
+
+_HEADER = "[Project instructions of {directory}/, read when a file tool first reached it]"
+_TOLD = re.compile(r"^\[Project instructions of (.+)/, read when a file tool first reached it\]")
+
+
+def told_directories(conversation: Sequence[Message]) -> set[str]:
+    """The directories whose instructions the conversation has told."""
+    told = set()
+    for message in conversation:
+        if message.role != "user":
+            continue
+        for block in message.content:
+            if isinstance(block, TextBlock) and (match := _TOLD.match(block.text)) is not None:
+                told.add(match.group(1))
+    return told
+
+
+def _directories(subjects: Iterable[str]) -> list[str]:
+    """Every subdirectory a path lies in (and the path itself, which may be one), outermost first."""
+    found: dict[str, None] = {}
+    for subject in subjects:
+        parts = PurePosixPath(subject).parts
+        if subject.startswith("/") or not parts or parts == (".",) or ".." in parts:
+            continue
+        for end in range(1, len(parts) + 1):
+            directory = "/".join(parts[:end])
+            if protected_part(directory) is not None:
+                break
+            found[directory] = None
+    return list(found)
+
+
+def nested_instructions(
+    workspace: Path, subjects: Iterable[str], conversation: Sequence[Message]
+) -> tuple[list[TextBlock], list[str]]:
+    """Text blocks telling the instructions of the subdirectories `subjects` (paths the
+    file tools reached, workspace-relative) lie in, those not told yet; and problems."""
+    candidates = _directories(subjects)
+    if not candidates:
+        return [], []
+    told = told_directories(conversation)
+    blocks, problems = [], []
+    for directory in candidates:
+        if directory in told:
+            continue
+        found, trouble = read_directory_instructions(workspace, directory)
+        problems += trouble
+        section = project_instructions_section(found)
+        if section is not None:
+            blocks.append(TextBlock(text=f"{_HEADER.format(directory=directory)}\n{section.text}"))
+    return blocks, problems

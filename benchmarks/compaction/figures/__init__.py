@@ -1,0 +1,47 @@
+"""The benchmark's figures: `pareto.png` and `tokens_per_step.png`, each with a PDF beside it.
+
+    data.py          the results document -> plain records (points with intervals, series)
+    labels.py        deterministic, overlap-free placement of label boxes (pure geometry)
+    point_labels.py  numbered labels on an axes' points, placed by labels.py
+    key.py           strategy numbers -> names, the same numbers in every figure
+    style.py         fonts, colour-blind-safe palette, layout freezing, reproducible files
+    pareto.py        pareto_figure(median points, pooled points, key, facts) -> Figure
+    tokens.py        tokens_figure(series, facts) -> Figure
+
+A figure function takes plain records and returns a matplotlib Figure without writing
+anything, so tests inspect the figure's structure and a new figure (say, a curve per
+strategy family) is one more module of the same shape plus a line in `write_plots`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from .data import pareto_points, run_facts, token_series
+from .key import strategy_key
+from .pareto import pareto_figure, pareto_front
+from .style import figure_style, save_figure
+from .tokens import tokens_figure
+
+__all__ = ["build_figures", "pareto_front", "write_plots"]
+
+
+def build_figures(doc: dict[str, Any]) -> dict[str, Figure]:
+    """{file name: Figure} for a results document. Call inside `figure_style()`."""
+    facts = run_facts(doc)
+    return {
+        "pareto.png": pareto_figure(pareto_points(doc, "median"), pareto_points(doc, "pooled"), strategy_key(doc), facts),
+        "tokens_per_step.png": tokens_figure(token_series(doc), facts),
+    }
+
+
+def write_plots(doc: dict[str, Any], out: Path) -> dict[str, str]:
+    """Write both figures (PNG and PDF) into `out`; returns {what it shows: PNG file name}."""
+    out.mkdir(parents=True, exist_ok=True)
+    with figure_style():
+        for name, fig in build_figures(doc).items():
+            save_figure(fig, out / name)
+    return {"cost vs tool-evidence recall": "pareto.png", "tokens per step": "tokens_per_step.png"}
