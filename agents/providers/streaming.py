@@ -12,6 +12,14 @@ well. What it cannot see stays here: a stream that stalls or breaks after the re
 started, or an error event inside a 200 stream (Anthropic's `overloaded_error`).
 Those raise `StreamBroken` in the provider and `call_with_retries` runs the whole
 call again, at most `stream_retries` times, with backoff, inside the total deadline.
+
+What is not retried, and is said as such: a stream whose event (chunk) data is not JSON,
+or is an event the reply cannot use, is one ModelResponseError naming the provider and
+what was malformed (the SDKs let `JSONDecodeError` through); a 429 whose `retry-after`
+outlasts what is left of the total budget ends the call at once as Overloaded naming the
+rate limit, instead of the SDK sleeping it out into a timeout that does not say why. A
+request body the SDK cannot encode (text holding a surrogate that entered unescaped) is
+sent once more with that text escaped (`tools.encodable`).
 """
 
 from __future__ import annotations
