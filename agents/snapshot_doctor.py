@@ -1,15 +1,16 @@
 """`workingset sessions doctor`: check every session's store, and repair what can be repaired.
 
 Each session's store file gets its header checked and SQLite's full check
-(`integrity_check`: every page, and every index against its table), its record is decoded and every kept
-version is read and verified. A file that is damaged (not SQLite, truncated, another
+(`integrity_check`: every page, and every index against its table), its record is
+decoded and every kept version is read and verified. A file that is damaged (not SQLite, truncated, another
 program's database, pages that fail the check) is moved aside whole (its versions read
 from a copy with SQLite's magic string put back when only that was overwritten) to
 `<root>/.quarantine/<id>-<time>/`, and the versions that still read intact are written
 into a fresh store for the session, oldest first, under their own ids — nothing is
 deleted. So is a sound file in which no version reads any more (a value's bytes flipped
 in a message every version holds). Corrupt versions in a sound file that still has an
-intact one are reported (loading already falls back past them); a store written by a newer Workingset is reported and left alone.
+intact one are reported (loading already falls back past them); a store written by a
+newer Workingset is reported and left alone.
 """
 
 from __future__ import annotations
@@ -32,16 +33,8 @@ from agents.snapshot_errors import (
     SnapshotTooNew,
     StoreDamaged,
 )
-from agents.snapshot_file import (
-    QUARANTINE,
-    WRONG_MAGIC,
-    SalvagedRows,
-    SessionRecord,
-    StoreReader,
-    header_damage,
-    quarantine,
-    restore_magic,
-)
+from agents.snapshot_file import QUARANTINE, SalvagedRows, SessionRecord, StoreReader, quarantine
+from agents.snapshot_header import WRONG_MAGIC, header_damage, restore_magic
 from agents.snapshot_store import DiskSnapshotStore
 from agents.snapshot_version import read_version
 

@@ -7,14 +7,12 @@ diskcache would not do: its constructor writes its settings (and its tables, int
 SQLite file it is pointed at) on every open, so a read would need a writable disk and
 could change a file that is not a store at all.
 
-Opening checks what SQLite itself reads only lazily: the file's 100-byte header (the
-16-byte magic string, a possible page size) and its length (whole pages, as many as the
-header says, when no write-ahead log holds newer pages). That costs one small read and
-a stat (see `benchmarks.snapshot_bench`), so a truncated, torn or overwritten file is
-reported when it is opened, naming what is wrong, instead of at whichever page a read
-reaches first. Damage inside a page is SQLite's to find when it reads it (or ours: every
-value is checksummed); a load that finds a version corrupt asks SQLite to check the
-whole file (`quick_check`) before blaming that version alone.
+Opening checks the file's header and length first (`agents.snapshot_header`), so a
+truncated, torn or overwritten file is reported when it is opened, naming what is wrong,
+instead of at whichever page a read reaches first. Damage inside a page is SQLite's to
+find when it reads it (or ours: every value is checksummed); a load that finds a version
+corrupt asks SQLite to check the whole file (`quick_check`) before blaming that version
+alone (`agents.snapshot_store`).
 
 Writing goes through diskcache with every value kept inside SQLite: values in separate
 files are outside the transaction (diskcache deletes a replaced file before the
@@ -49,20 +47,18 @@ from agents.snapshot_errors import (
     StoreDamaged,
     StoreDiskFull,
 )
+from agents.snapshot_header import header_damage
 
 __all__ = [
     "STORE_FORMAT",
     "QUARANTINE",
-    "WRONG_MAGIC",
     "SalvagedRows",
     "SessionRecord",
     "StoreReader",
     "decode_record",
     "disk_full_message",
-    "header_damage",
     "open_for_write",
     "quarantine",
-    "restore_magic",
     "store_error",
 ]
 
@@ -82,9 +78,6 @@ _RAW, _BINARY, _TEXT, _PICKLE = 1, 2, 3, 4  # diskcache's value modes
 _BATCH = 500  # keys per SELECT (SQLite allows 999 parameters by default)
 _SALVAGE_MISSES = 10_000  # unreadable rowids in a row after which salvage stops
 _NEARLY_FULL = 1 << 20  # bytes free below which an I/O error is taken for a full disk
-_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
-_HEADER = 100  # bytes of SQLite's database header
-WRONG_MAGIC = "its first 16 bytes are not SQLite's header"
 
 
 class SessionRecord(BaseModel):
@@ -144,56 +137,6 @@ def damaged(session_id: str, where: Path, why: str) -> StoreDamaged:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-def restore_magic(damaged_file: Path, copy: Path) -> None:
-    """Copy a store file whose first 16 bytes were overwritten, with SQLite's magic string
-    put back (the rest of a header says which pages hold what; the magic says nothing)."""
-    shutil.copyfile(damaged_file, copy)
-    with copy.open("r+b") as file:
-        file.write(_MAGIC)
-
-
-def _has_log(path: Path) -> bool:
-    """Whether a write-ahead log beside `path` may hold pages newer than the file's."""
-    try:
-        return os.stat(f"{path}-wal").st_size > 0
-    except OSError:
-        return False
-
-
-def header_damage(path: Path) -> str | None:
-    """What SQLite's header and the file's length say is wrong with the database file at
-    `path`, in words; None when they agree (or the file cannot be read: SQLite says why)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        head = os.pread(fd, _HEADER, 0)
-        size = os.fstat(fd).st_size
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if size == 0:
-        return None  # made, never written: an empty database, which holds no snapshot
-    if head[:16] != _MAGIC:
-        return f"{WRONG_MAGIC} ({head[:16]!r}): the file was overwritten or is not a database"
-    if len(head) < _HEADER:
-        return f"it is {size} bytes long, shorter than SQLite's {_HEADER}-byte header: it was cut short"
-    page_size = int.from_bytes(head[16:18], "big")
-    page_size = 65_536 if page_size == 1 else page_size
-    if page_size < 512 or page_size & (page_size - 1):
-        return f"its header gives an impossible page size ({page_size}): the header was overwritten"
-    if _has_log(path):
-        return None  # the log may hold pages the file does not yet: SQLite reconciles the two
-    if size % page_size:
-        return f"it ends {size % page_size} bytes into a page of {page_size} bytes: it was cut short or torn"
-    pages = int.from_bytes(head[28:32], "big")
-    if head[24:28] == head[92:96] and pages * page_size > size:  # the count is valid when these agree
-        return f"it holds {size // page_size} pages where its header says {pages}: it was cut short"
-    return None
 
 
 class StoreReader:

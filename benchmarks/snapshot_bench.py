@@ -49,7 +49,8 @@ from agents.config import load_settings
 from agents.loop import Session
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.session_state import SessionState
-from agents.snapshot_file import StoreReader, header_damage
+from agents.snapshot_file import StoreReader
+from agents.snapshot_header import header_damage
 from agents.snapshot_store import DiskSnapshotStore
 
 SID = "bench"
