@@ -21,9 +21,9 @@ made encodable where it enters (a model's reply, a tool's output, the user's inp
 
 `shown_name` and `name_from_shown` round-trip every name: in a shown name a backslash is
 either doubled (`\\\\`), starts a byte escape (`\\xNN`, NN from 80 to ff), or stands for
-itself and is followed by neither. The one path that reads differently than before is one
-holding such a sequence literally (`a\\\\b` names `a\\b`); a listing never shows a real
-name that way.
+itself and is followed by neither. So a path the model writes itself that holds such a
+sequence literally is read as the escape (`a\\\\b` names `a\\b`); every other path means
+what it always did.
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ Reply (`OpenAIReply`), built from streamed chunks, with the quirks of compatible
   - finish_reason `stop` with tool calls (some servers) is a tool_use stop; `length` is
     max_tokens; `content_filter`, or a `refusal` text, is a refusal;
   - usage may come in a final chunk with no choices, on the last choice chunk, or not at all
-    (then it is estimated, `agents.tokens.estimated_usage`, and `usage_reported` is False); cached prompt tokens and
-    reasoning tokens are read from the `*_details` objects when present.
+    (then it is estimated, `agents.tokens.estimated_usage`, and `usage_reported` is
+    False); cached prompt tokens and reasoning tokens are read from the `*_details`
+    objects when present.
 """
 
 from __future__ import annotations
