@@ -4,7 +4,9 @@ Messages go through pydantic's JSON-mode dump (so every value is a msgpack-nativ
 type) and come back through the one message adapter, which re-validates them.
 Encoding is total over what a JSON dump can hold: an integer outside msgpack's 64-bit
 range (a model may write one into a tool input) travels as an extension holding its
-decimal digits, so such a value never makes a session unsavable.
+decimal digits, and a string UTF-8 cannot encode (one holding a surrogate: a workspace
+path that is not UTF-8) is stored with its surrogates as their own code points and read
+back as the same string, so no value makes a session unsavable.
 """
 
 from __future__ import annotations
@@ -54,13 +56,25 @@ def _extension(code: int, data: bytes) -> Any:
 def pack(value: Any) -> bytes:
     try:
         return msgpack.packb(value, use_bin_type=True, default=_beyond_msgpack)
+    except UnicodeEncodeError:
+        # A string holding a surrogate (a path that is not UTF-8, in surrogateescape form):
+        # stored as its code points, and read back as the same string by `unpack`. Only
+        # then, since the error handler makes every string's packing slower.
+        return _pack_surrogates(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise CodecError(f"value cannot be encoded ({exc})") from exc
+
+
+def _pack_surrogates(value: Any) -> bytes:
+    try:
+        return msgpack.packb(value, use_bin_type=True, default=_beyond_msgpack, unicode_errors="surrogatepass")
     except (TypeError, ValueError, OverflowError) as exc:
         raise CodecError(f"value cannot be encoded ({exc})") from exc
 
 
 def unpack(data: bytes) -> Any:
     try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=_extension)
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=_extension, unicode_errors="surrogatepass")
     except (msgpack.ExtraData, msgpack.FormatError, msgpack.StackError, ValueError, TypeError) as exc:
         raise CodecError(f"undecodable msgpack data ({exc})") from exc
 

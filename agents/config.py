@@ -405,6 +405,17 @@ class LoadedSettings:
         return " ".join(p for p in parts if p) or None
 
 
+def _is_config_file(path: Path) -> bool:
+    """Whether the user's config file is there; one that is something else (a directory)
+    is refused, never silently skipped: the run would not be the one the user set up."""
+    if path.is_file():
+        return True
+    if path.exists():
+        raise ConfigError(f"config file {path} is not a file (a directory?); move it aside and put your settings "
+                          "in a file of that name")
+    return False
+
+
 def load_settings(
     cwd: Path, overrides: dict[str, Any] | None = None, home: Path | None = None, *, trusted: bool | None = None
 ) -> WorkingsetSettings:
@@ -422,7 +433,7 @@ def load_workspace_settings(
     directory (default: Path.home()), holding `.workingset/config.toml` and the trust list."""
     cwd = Path(cwd).resolve()
     _check_environment()
-    user_files = [p for p in config_files(cwd, home)[1:] if p.is_file()]
+    user_files = [p for p in config_files(cwd, home)[1:] if _is_config_file(p)]
     for path in user_files:
         _check_toml(path)
     if trusted is None:

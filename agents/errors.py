@@ -60,6 +60,7 @@ stream errors by their retry loop, which turns the last one into Overloaded):
     └── StreamStalled               no event within providers.idle_timeout_s
     _Problem                        why one plugin is skipped (agents.plugins)
     _ActorLost                      a SessionActor died under a call (cluster.remote_session)
+    _GiveUp                         a 429 asks a wait past the total timeout: Overloaded at once (a BaseException)
     _Moved                          a directory of the workspace moved under a merge (tools.sandbox.merge)
     _Malformed                      a TLS ClientHello that does not parse (cluster.eval.environments.client_hello)
 

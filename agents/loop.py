@@ -48,6 +48,7 @@ from agents.system_prompt import SystemPrompt
 from agents.tool_batch import TURN_CANCELLED, ToolBatchRunner
 from agents.tool_calls import interrupted_result
 from agents.working_set import CompiledRequest, WorkingSetCompiler
+from tools.encodable import encodable
 
 __all__ = ["Session", "SessionKit", "SessionPorts", "TurnOutcome", "TurnReason", "new_session_id"]
 
@@ -194,7 +195,8 @@ class Session:
             source, state.start_source = state.start_source, None
             cwd = str(self.kit.tool_context.workspace)
             await self.notify_hooks(HookEvent.SESSION_START, {"session_id": self.session_id, "cwd": cwd, "source": source})
-        state.conversation.append(self.delivery.user_message(user_input, state.conversation, self.kit.registry, self.mode, self.goal))
+        text = encodable(user_input)  # a command-line argument that is not UTF-8 holds surrogates
+        state.conversation.append(self.delivery.user_message(text, state.conversation, self.kit.registry, self.mode, self.goal))
         state.turn_calls, state.final_text, state.cut_in_a_row, state.unanswered = 0, "", 0, []
         state.turns, state.in_turn = state.turns + 1, True
         if state.goal is not None:

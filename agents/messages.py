@@ -19,9 +19,11 @@ load: `agents.snapshot_upgrade`.)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+
+from tools.encodable import encodable_value
 
 __all__ = [
     "Bridge",
@@ -46,6 +48,7 @@ __all__ = [
     "ToolResultBlock",
     "ToolUseBlock",
     "completed_tool_interactions",
+    "encodable_block",
     "protocol_problems",
     "is_protocol_complete",
     "message_caches",
@@ -372,6 +375,25 @@ class Message(BaseModel):
     @property
     def tool_results_in(self) -> list[ToolResultBlock]:
         return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+
+_TEXT_FIELDS = ("text", "thinking", "content", "input", "raw_input", "id", "name", "tool_use_id", "signature", "data")
+
+
+_Block = TypeVar("_Block", bound=BaseModel)
+
+
+def encodable_block(block: _Block) -> _Block:
+    """`block` with every text field UTF-8 can encode (`tools.encodable`); the very same
+    block when nothing needed it, which is almost always."""
+    changes = {}
+    for name in _TEXT_FIELDS:
+        value = getattr(block, name, None)
+        if value is not None:
+            made = encodable_value(value)
+            if made is not value:
+                changes[name] = made
+    return block.model_copy(update=changes) if changes else block
 
 
 def message_caches(message: Message) -> dict[str, Any]:

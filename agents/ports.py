@@ -8,14 +8,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.evidence import EvidenceRef, RecallRecord
-from agents.messages import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from agents.messages import (
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    encodable_block,
+)
 from agents.permissions.refusals import RefusedCalls
 from agents.session_state import SessionState
 from agents.usage import Usage
 from tools.base import Tool, ToolContext, ToolOutput
+from tools.encodable import encodable
 
 if TYPE_CHECKING:
     from agents.snapshot_store import LoadedSnapshot
@@ -75,6 +83,17 @@ class ModelResponse(BaseModel):
     unknown_blocks: tuple[str, ...] = Field(
         (), description="Types of content blocks the reply held that Workingset does not know; left out of it."
     )
+
+    @model_validator(mode="after")
+    def _encodable(self) -> ModelResponse:
+        """Whatever the provider decoded, the reply's text can be saved and sent back: a lone
+        surrogate a model wrote as a JSON escape is kept as visible text (`tools.encodable`)."""
+        content = tuple(encodable_block(block) for block in self.content)
+        if any(a is not b for a, b in zip(content, self.content, strict=True)):
+            self.content = content
+        if self.stop_details is not None:
+            self.stop_details = encodable(self.stop_details)
+        return self
 
     def as_message(self) -> Message:
         return Message(role="assistant", content=self.content)

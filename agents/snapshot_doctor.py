@@ -1,18 +1,23 @@
 """`workingset sessions doctor`: check every session's store, and repair what can be repaired.
 
-Each session's store file gets SQLite's page check, its record is decoded and every kept
-version is read and verified. A file that is damaged (not SQLite, truncated, another
-program's database, pages that fail the check) is moved aside whole to
+Each session's store file gets its header checked and SQLite's full check
+(`integrity_check`: every page, and every index against its table), its record is
+decoded and every kept version is read and verified. A file that is damaged (not SQLite, truncated, another
+program's database, pages that fail the check) is moved aside whole (its versions read
+from a copy with SQLite's magic string put back when only that was overwritten) to
 `<root>/.quarantine/<id>-<time>/`, and the versions that still read intact are written
 into a fresh store for the session, oldest first, under their own ids — nothing is
-deleted. Corrupt versions in a sound file are reported (loading already falls back past
-them); a store written by a newer Workingset is reported and left alone.
+deleted. So is a sound file in which no version reads any more (a value's bytes flipped
+in a message every version holds). Corrupt versions in a sound file that still has an
+intact one are reported (loading already falls back past them); a store written by a
+newer Workingset is reported and left alone.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -29,6 +34,7 @@ from agents.snapshot_errors import (
     StoreDamaged,
 )
 from agents.snapshot_file import QUARANTINE, SalvagedRows, SessionRecord, StoreReader, quarantine
+from agents.snapshot_header import WRONG_MAGIC, header_damage, restore_magic
 from agents.snapshot_store import DiskSnapshotStore
 from agents.snapshot_version import read_version
 
@@ -98,17 +104,32 @@ def _read_versions(source: StoreReader | SalvagedRows, reading: _Reading) -> Non
 
 
 def _read(session_id: str, directory: Path) -> _Reading:
-    with StoreReader(session_id, directory) as reader:
-        damage = ""
-        try:
-            verdict = reader.check()
-            damage = "" if verdict == "ok" else f"SQLite's check of the file reports: {verdict}"
-        except StoreDamaged as exc:
-            damage = exc.why
+    damage = header_damage(directory / "cache.db") or ""
+    if damage.startswith(WRONG_MAGIC):
+        # Only SQLite's 16-byte magic string is wrong: read a copy with it put back.
+        with tempfile.TemporaryDirectory(prefix=f".header-{session_id}-", dir=directory.parent) as copy:
+            restore_magic(directory / "cache.db", Path(copy) / "cache.db")
+            reading = _read_file(session_id, Path(copy), damage)
+        reading.damage = damage
+        return reading
+    return _read_file(session_id, directory, damage)
+
+
+def _read_file(session_id: str, directory: Path, damage: str) -> _Reading:
+    with StoreReader(session_id, directory, check_header=False) as reader:
+        if not damage:
+            try:
+                verdict = reader.check(full=True)
+                damage = "" if verdict == "ok" else f"SQLite's check of the file reports: {verdict}"
+            except StoreDamaged as exc:
+                damage = exc.why
         if not damage:
             reading = _Reading()
             try:
                 _read_versions(reader, reading)
+                if reading.current is not None and not reading.intact:
+                    # A sound file in which no version reads is as stuck as a damaged one.
+                    reading.damage = f"no version of the session can be read ({reading.first_problem})"
                 return reading
             except SnapshotTooNew as exc:
                 return _Reading(newer=str(exc))

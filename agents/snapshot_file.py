@@ -7,6 +7,13 @@ diskcache would not do: its constructor writes its settings (and its tables, int
 SQLite file it is pointed at) on every open, so a read would need a writable disk and
 could change a file that is not a store at all.
 
+Opening checks the file's header and length first (`agents.snapshot_header`), so a
+truncated, torn or overwritten file is reported when it is opened, naming what is wrong,
+instead of at whichever page a read reaches first. Damage inside a page is SQLite's to
+find when it reads it (or ours: every value is checksummed); a load that finds a version
+corrupt asks SQLite to check the whole file (`quick_check`) before blaming that version
+alone (`agents.snapshot_store`).
+
 Writing goes through diskcache with every value kept inside SQLite: values in separate
 files are outside the transaction (diskcache deletes a replaced file before the
 enclosing transaction commits), which is how a killed save used to lose every version.
@@ -40,6 +47,7 @@ from agents.snapshot_errors import (
     StoreDamaged,
     StoreDiskFull,
 )
+from agents.snapshot_header import header_damage
 
 __all__ = [
     "STORE_FORMAT",
@@ -120,7 +128,7 @@ def decode_record(raw: Any, session_id: str, where: Path) -> SessionRecord | Non
 
 def damaged(session_id: str, where: Path, why: str) -> StoreDamaged:
     return StoreDamaged(
-        f"the snapshot store of session {session_id} ({where}) is damaged: {why}; "
+        f"the snapshot store of session {session_id} ({where / 'cache.db'}) is damaged: {why}; "
         "`workingset sessions doctor` moves it aside and keeps what can still be read",
         session_id=session_id,
         why=why,
@@ -134,11 +142,14 @@ def _first_line(exc: BaseException) -> str:
 class StoreReader:
     """A read-only view of one session's store file; use as a context manager."""
 
-    def __init__(self, session_id: str, directory: Path):
+    def __init__(self, session_id: str, directory: Path, *, check_header: bool = True):
         self.session_id, self.directory = session_id, directory
         self._path = directory / "cache.db"
         if not self._path.is_file():
             raise SnapshotNotFound(f"no snapshot of session {session_id} in {directory.parent}")
+        why = header_damage(self._path) if check_header else None  # the doctor reads past it
+        if why is not None:
+            raise damaged(session_id, directory, why)
         self._con = self._connect("?mode=ro")
         self._immutable = False
 
@@ -171,9 +182,11 @@ class StoreReader:
     def close(self) -> None:
         self._con.close()
 
-    def check(self) -> str:
-        """SQLite's own page-level check of the whole file: "ok" or what is wrong."""
-        rows = self._query("PRAGMA quick_check(5)", ())
+    def check(self, *, full: bool = False) -> str:
+        """SQLite's own check of the whole file: "ok" or what is wrong. `quick_check` reads
+        every page and checks its structure; `full` (integrity_check) also checks that each
+        index agrees with its table, which costs more (see benchmarks.snapshot_bench)."""
+        rows = self._query("PRAGMA integrity_check(5)" if full else "PRAGMA quick_check(5)", ())
         return "; ".join(str(r[0]) for r in rows)
 
     def record(self) -> SessionRecord | None:
@@ -193,17 +206,24 @@ class StoreReader:
         (not through its key index, which damage may have broken) and stepping over rows
         that cannot be read."""
         rows: dict[str, Any] = {}
-        last, misses = 0, 0
-        query = "SELECT rowid, key, mode, filename, value FROM Cache NOT INDEXED WHERE rowid > ? AND raw = 1 ORDER BY rowid LIMIT 256"
+        # SQLite refuses a whole file shorter than its header says; with this flag it reads
+        # the pages that are there (a read-only connection still writes nothing).
+        with contextlib.suppress(sqlite3.Error):
+            self._con.execute("PRAGMA writable_schema = ON")
+        last, misses, size = 0, 0, 256
+        query = "SELECT rowid, key, mode, filename, value FROM Cache NOT INDEXED WHERE rowid > ? AND raw = 1 ORDER BY rowid LIMIT ?"
         while misses < _SALVAGE_MISSES:
             try:
-                batch = self._con.execute(query, (last,)).fetchall()
+                batch = self._con.execute(query, (last, size)).fetchall()
             except sqlite3.DatabaseError:
-                last, misses = last + 1, misses + 1
+                if size > 1:  # some row of the batch is unreadable: take the rows before it one by one
+                    size = 1
+                else:
+                    last, misses = last + 1, misses + 1
                 continue
             if not batch:
                 break
-            misses = 0
+            misses, size = 0, 256
             for rowid, key, mode, filename, value in batch:
                 decoded = self._decode(mode, filename, value)
                 if isinstance(key, str) and decoded is not None:

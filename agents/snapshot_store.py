@@ -52,6 +52,7 @@ from agents.snapshot_errors import (
 from agents.snapshot_file import (
     SessionRecord,
     StoreReader,
+    damaged,
     decode_record,
     open_for_write,
     quarantine,
@@ -118,6 +119,15 @@ class LoadedSnapshot(BaseModel):
     state: SessionState
     version: str
     problem: str | None = None  # set when the requested version was corrupt and an older one was used
+
+
+def _blame_the_file(reader: StoreReader, exc: SnapshotCorrupt) -> None:
+    """A version that fails its checks may be the sign of a damaged file: SQLite's check of
+    the whole file (run only now, not on every open) tells which. Raises StoreDamaged when
+    the file is damaged; returns when only the version is."""
+    verdict = reader.check()
+    if verdict != "ok":
+        raise damaged(reader.session_id, reader.directory, f"{exc}, and SQLite's check of the file reports: {verdict}") from exc
 
 
 def _check_id(session_id: str) -> str:
@@ -298,6 +308,7 @@ class DiskSnapshotStore:
                 state, index = read_version(reader, wanted)
                 loaded = LoadedSnapshot(state=state, version=wanted)
             except SnapshotCorrupt as exc:
+                _blame_the_file(reader, exc)
                 if not fall_back:
                     raise
                 state, index = self._fall_back(reader, record, wanted, exc)
@@ -313,7 +324,8 @@ class DiskSnapshotStore:
                 return read_version(reader, older)
             except SnapshotCorrupt:
                 continue
-        raise SnapshotCorrupt(f"{exc}; no intact older version exists", version=wanted) from exc
+        raise SnapshotCorrupt(f"{exc}; no intact older version exists in {reader.directory / 'cache.db'}; "
+                              "`workingset sessions doctor` moves the store aside", version=wanted) from exc
 
     def history(self, session_id: str) -> list[VersionInfo]:
         """Newest first; the current version is marked."""

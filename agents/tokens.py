@@ -30,12 +30,15 @@ from agents.messages import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    encodable_block,
     message_caches,
 )
+from agents.usage import Usage
 
 __all__ = [
     "CalibratedCounter",
     "CharRatioEstimator",
+    "estimated_usage",
     "IncrementalEstimate",
     "TokenCounter",
     "estimate_messages_tokens",
@@ -242,3 +245,14 @@ def estimate_request_tokens(
     """Everything the request sends: system prompt, tool schemas and messages."""
     prefix = estimate_prefix_tokens(counter, system=system, tools=tools)
     return prefix + estimate_messages_tokens(counter, messages)
+
+
+def estimated_usage(request: Any, content: Sequence[Any]) -> Usage:
+    """The usage of a reply whose provider reported none: the request's tokens in and the
+    reply's blocks out, by the character-ratio estimator. Never zero, so a token budget
+    still trips; the caller marks it estimated (`usage_reported=False`: not used to
+    calibrate)."""
+    counter = CharRatioEstimator()
+    prompt = estimate_request_tokens(counter, system=request.system, tools=request.tools, messages=request.messages)
+    output = sum(counter.count_text(encodable_block(block).model_dump_json()) for block in content)
+    return Usage(input_tokens=prompt, output_tokens=output)

@@ -23,6 +23,13 @@ a busy machine; wall-clock p50 is shown beside them.
    cache is closed, as written and after SQLite VACUUM (which drops free pages).
 3. Resume: what `--resume ID` does at N messages — build the session for the current
    environment, load the snapshot, restore it (CPU ms).
+4. Open: what opening a session's store file costs before anything is read from it
+   (`StoreReader` and its session record: what every load, and the first save of a
+   resumed session in a process, pays; the header check's own CPU µs shown apart), at
+   each size, next to what SQLite's
+   `PRAGMA quick_check` and `integrity_check` of the file would add to it (`sessions
+   doctor` runs the latter; a load runs `quick_check` only when a version fails its
+   checks).
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ from agents.config import load_settings
 from agents.loop import Session
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.session_state import SessionState
+from agents.snapshot_file import StoreReader
+from agents.snapshot_header import header_damage
 from agents.snapshot_store import DiskSnapshotStore
 
 SID = "bench"
@@ -233,6 +242,34 @@ async def resume_ms(root: Path, size: int, repeats: int) -> dict[str, float]:
     return {"build": statistics.median(build), "load_restore": statistics.median(load_restore)}
 
 
+def open_costs(root: Path, size: int, repeats: int) -> dict[str, float]:
+    """p50 CPU ms of opening a stored session's file and reading its record, and of the
+    same followed by each of SQLite's checks of the whole file."""
+    store = DiskSnapshotStore(root / f"open-{size}")
+    store.save(state(conversation(size)))
+    store.close()
+    directory = root / f"open-{size}" / SID
+
+    def opened(check: str | None) -> float:
+        samples = []
+        for _ in range(repeats):
+            started = time.process_time()
+            with StoreReader(SID, directory) as reader:
+                reader.record()
+                if check is not None:
+                    reader.check(full=check == "integrity_check")
+            samples.append((time.process_time() - started) * 1000)
+        return statistics.median(samples)
+
+    started = time.process_time()
+    for _ in range(1_000):
+        header_damage(directory / "cache.db")
+    header_us = (time.process_time() - started) * 1000
+
+    return {"file_kib": (directory / "cache.db").stat().st_size / 1024, "header_us": header_us, "open": opened(None),
+            "quick_check": opened("quick_check"), "integrity_check": opened("integrity_check")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 5_000, 20_000])
@@ -240,7 +277,13 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=100, help="versions in the disk-size comparison")
     parser.add_argument("--resume-size", type=int, default=1_000)
     parser.add_argument("--resume-repeats", type=int, default=20)
+    parser.add_argument("--open-repeats", type=int, default=20)
+    parser.add_argument("--only-open", action="store_true", help="measure only the cost of opening a store")
     args = parser.parse_args()
+    if args.only_open:
+        with tempfile.TemporaryDirectory() as tmp:
+            print_open_costs(Path(tmp), args.sizes, args.open_repeats)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -275,6 +318,21 @@ def main() -> None:
         print(f"resume at {args.resume_size} messages, CPU ms, p50 of {args.resume_repeats}: "
               f"build_session {r['build']:.1f} ms + load & restore {r['load_restore']:.1f} ms "
               f"= {r['build'] + r['load_restore']:.1f} ms")
+
+        print()
+        print_open_costs(root, args.sizes, args.open_repeats)
+
+
+def print_open_costs(root: Path, sizes: list[int], repeats: int) -> None:
+    print(f"opening a session's store file and reading its record, CPU ms (p50 of {repeats}),"
+          " and with SQLite's check of the whole file")
+    print(f"{'messages':>8}  {'file MiB':>8}  {'open':>7}  {'its header check µs':>19}  {'+ quick_check':>13}  "
+          f"{'+ integrity_check':>17}")
+    for size in sizes:
+        c = open_costs(root, size, repeats)
+        print(f"{size:>8}  {c['file_kib'] / 1024:>8.1f}  {c['open']:>7.3f}  {c['header_us']:>19.1f}  "
+              f"{c['quick_check']:>13.2f}  "
+              f"{c['integrity_check']:>17.2f}")
 
 
 if __name__ == "__main__":

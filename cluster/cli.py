@@ -22,6 +22,7 @@ from typing import Any
 
 from agents.assembly import resolve_workspace, snapshot_store
 from agents.config import WorkingsetSettings, load_workspace_settings
+from agents.directories import home_directory
 from agents.errors import ConfigError, ModelError, WorkingsetError
 from agents.events import EventSink
 from agents.handle import SessionHandle
@@ -120,6 +121,7 @@ def _run_command(args: argparse.Namespace) -> int:
     flags = setting_overrides(args, "run")
     interactive = sys.stdin.isatty() or args.prompt is None
     settings = _settings(workspace, flags, args.trust_workspace, interactive)
+    home_directory(settings.home)  # before any work: an unwritable home fails at its first write otherwise
     if not interactive and settings.permissions.headless is None:
         # Nobody can answer a prompt: asks become clear denials instead of a hang.
         settings = settings.model_copy(

@@ -9,11 +9,13 @@ is the event's JSON revealed the same way: the same values, with no raw control 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 from rich.console import Console
 from rich.text import Text
 
@@ -33,7 +35,13 @@ class JsonRenderer:
         self.stream = stream or sys.stdout
 
     def __call__(self, event: BaseModel) -> None:
-        self.stream.write(reveal(event.model_dump_json()) + "\n")
+        try:
+            line = event.model_dump_json()
+        except PydanticSerializationError:
+            # A string with a surrogate (a path that is not UTF-8): json writes it as the
+            # JSON escape `\udcxx`, which decodes to the same string.
+            line = json.dumps(event.model_dump(mode="json"))
+        self.stream.write(reveal(line) + "\n")
         self.stream.flush()
 
 

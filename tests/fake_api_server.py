@@ -34,7 +34,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 __all__ = ["PRESENTED_KEY", "FakeApiServer", "RecordedRequest", "StreamFault", "json_error", "pieces",
-           "presented_key", "sse_response", "with_presented_key"]
+           "presented_key", "retry_after", "sse_response", "with_presented_key"]
 
 PRESENTED_KEY = "{presented_key}"
 
@@ -50,12 +50,14 @@ class RecordedRequest:
 @dataclass(frozen=True)
 class StreamFault:
     """How a streamed answer goes wrong after `after` events: it stalls for `stall_s`,
-    sends `error` (a JSON body) as the next event, or drops the connection."""
+    sends `error` (a JSON body) as the next event, drops the connection, or sends
+    `malformed` (text that is not JSON) as the data of the next event, under its name."""
 
     after: int
     stall_s: float | None = None
     error: dict[str, Any] | None = None
     drop: bool = False
+    malformed: str | None = None
 
 
 def _frame(event: str | None, data: Any) -> bytes:
@@ -85,6 +87,9 @@ def sse_response(
                     return
                 if fault.drop:
                     raise _Dropped("connection dropped by the fake server")
+                if fault.malformed is not None:
+                    yield _frame(event, fault.malformed)
+                    continue
             yield _frame(event, data)
 
     return StreamingResponse(body(), media_type="text/event-stream", headers=headers or {})
@@ -232,6 +237,11 @@ def with_presented_key(body: Any, headers: dict[str, str]) -> Any:
 
 def json_error(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
     return Response(json.dumps(body), status_code=status, media_type="application/json", headers=headers or {})
+
+
+def retry_after(seconds: float, header: str) -> str:
+    """A wait as `header` gives it: `retry-after-ms` in milliseconds, `retry-after` in seconds."""
+    return str(max(int(seconds * 1000), 1)) if header == "retry-after-ms" else str(max(int(seconds), 1))
 
 
 def pieces(text: str, size: int) -> list[str]:

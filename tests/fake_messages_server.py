@@ -5,7 +5,9 @@ JSON message) and `POST /v1/messages/count_tokens`. Answers come from a queue th
 fills (`push_text`, `push_tool_use`, `push_content`, `push_error`, `push_raw`, ...; an
 error message holding `PRESENTED_KEY` echoes the request's key, see fake_api_server); with the queue
 empty it answers a default text reply. A streamed answer can fail the ways real streams
-do (`fault=StreamFault(...)`: stall, `error` event, dropped connection).
+do (`fault=StreamFault(...)`: stall, `error` event, dropped connection, an event whose
+data is not JSON), come without usage (`no_usage=True`, as some proxies send it), or
+be a 429 asking for a wait in either header (`push_rate_limit(s, header=...)`).
 
 What it receives is checked as the real API checks it, and a mistake is answered with
 the real 400 (`invalid_request_error`) and kept in `problems`:
@@ -40,6 +42,7 @@ from tests.fake_api_server import (
     json_error,
     pieces,
     presented_key,
+    retry_after,
     sse_response,
     with_presented_key,
 )
@@ -71,6 +74,7 @@ class ScriptedResponse:
     fault: StreamFault | None = None
     chunk_chars: int = 8
     raw: tuple[str, str] | None = None  # (body, content type): sent exactly as it is
+    no_usage: bool = False  # the stream carries no usage at all (as some proxies send it)
 
 
 def error_body(error_type: str, message: str) -> dict[str, Any]:
@@ -99,21 +103,24 @@ class FakeMessagesServer(FakeApiServer):
     # ---------------------------------------------------------------- scripting
 
     def push_text(self, text: str = DEFAULT_TEXT, *, stop_reason: str = "end_turn", usage: dict[str, int] | None = None,
-                  fault: StreamFault | None = None, stop_details: dict[str, Any] | None = None) -> None:
+                  fault: StreamFault | None = None, stop_details: dict[str, Any] | None = None,
+                  no_usage: bool = False) -> None:
         self.push(ScriptedResponse(content=[{"type": "text", "text": text}], stop_reason=stop_reason,
-                                   usage=dict(usage or {}), fault=fault, stop_details=stop_details))
+                                   usage=dict(usage or {}), fault=fault, stop_details=stop_details, no_usage=no_usage))
 
     def push_tool_use(self, name: str, input: dict[str, Any], *, id: str | None = None, text: str | None = None,
-                      usage: dict[str, int] | None = None) -> None:
+                      usage: dict[str, int] | None = None, no_usage: bool = False) -> None:
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text is not None else []
         content.append({"type": "tool_use", "id": id or f"toolu_{next(self.ids):04d}", "name": name, "input": input})
-        self.push(ScriptedResponse(content=content, stop_reason="tool_use", usage=dict(usage or {})))
+        self.push(ScriptedResponse(content=content, stop_reason="tool_use", usage=dict(usage or {}), no_usage=no_usage))
 
     def push_content(self, content: list[dict[str, Any]], *, stop_reason: str = "end_turn",
-                     usage: dict[str, int] | None = None, fault: StreamFault | None = None) -> None:
+                     usage: dict[str, int] | None = None, fault: StreamFault | None = None, no_usage: bool = False) -> None:
         """A reply with arbitrary blocks. A thinking block without a `signature` is signed
-        here; a tool_use may give `partial_json` (raw argument text) instead of `input`."""
-        self.push(ScriptedResponse(content=list(content), stop_reason=stop_reason, usage=dict(usage or {}), fault=fault))
+        here; a tool_use may give `partial_json` (raw argument text) instead of `input`;
+        text may hold what JSON can escape but UTF-8 cannot encode (a lone surrogate)."""
+        self.push(ScriptedResponse(content=list(content), stop_reason=stop_reason, usage=dict(usage or {}), fault=fault,
+                                   no_usage=no_usage))
 
     def push_error(self, status: int, error_type: str, message: str, *, headers: dict[str, str] | None = None) -> None:
         self.push(ScriptedResponse(status=status, body=error_body(error_type, message), headers=dict(headers or {})))
@@ -122,8 +129,11 @@ class FakeMessagesServer(FakeApiServer):
         """An answer that is not what the API sends (an empty or HTML body, JSON that is not a message)."""
         self.push(ScriptedResponse(status=status, raw=(body, content_type)))
 
-    def push_rate_limit(self, retry_after_s: float | None = None, message: str = "Rate limited") -> None:
-        headers = {} if retry_after_s is None else {"retry-after-ms": str(int(retry_after_s * 1000))}
+    def push_rate_limit(self, retry_after_s: float | None = None, message: str = "Rate limited", *,
+                        header: str = "retry-after-ms") -> None:
+        """A 429 asking to wait `retry_after_s`, in `retry-after-ms` (Anthropic's) or the
+        standard `retry-after` (whole seconds)."""
+        headers = {} if retry_after_s is None else {header: retry_after(retry_after_s, header)}
         self.push_error(429, "rate_limit_error", message, headers=headers)
 
     def push_overloaded(self, message: str = "Overloaded") -> None:
@@ -214,6 +224,8 @@ def _events(message: dict[str, Any], scripted: ScriptedResponse) -> list[tuple[s
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     start.pop("stop_details", None)
+    if scripted.no_usage:
+        del start["usage"]
     events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start}),
                                      ("ping", {"type": "ping"})]
     for index, block in enumerate(message["content"]):
@@ -221,8 +233,10 @@ def _events(message: dict[str, Any], scripted: ScriptedResponse) -> list[tuple[s
     delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
     if message.get("stop_details") is not None:
         delta["stop_details"] = message["stop_details"]
-    events.append(("message_delta", {"type": "message_delta", "delta": delta,
-                                     "usage": {"output_tokens": usage["output_tokens"]}}))
+    ending = {"type": "message_delta", "delta": delta}
+    if not scripted.no_usage:
+        ending["usage"] = {"output_tokens": usage["output_tokens"]}
+    events.append(("message_delta", ending))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 

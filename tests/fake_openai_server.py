@@ -41,6 +41,7 @@ try:
         StreamFault,
         json_error,
         pieces,
+        retry_after,
         sse_response,
         with_presented_key,
     )
@@ -51,6 +52,7 @@ except ImportError:  # run by hand as a file (see above): tests/ itself is on sy
         StreamFault,
         json_error,
         pieces,
+        retry_after,
         sse_response,
         with_presented_key,
     )
@@ -115,9 +117,10 @@ class FakeOpenAIServer(FakeApiServer):
         payload = body if body is not None else openai_error(message, type=type, code=code)
         self.push(ScriptedCompletion(status=status, body=payload, headers=dict(headers or {})))
 
-    def push_rate_limit(self, retry_after_s: float = 0.001) -> None:
+    def push_rate_limit(self, retry_after_s: float = 0.001, *, header: str = "retry-after-ms") -> None:
+        """A 429 asking to wait `retry_after_s`, in `retry-after-ms` or `retry-after` (seconds)."""
         self.push_error(429, "Rate limit reached", type="requests", code="rate_limit_exceeded",
-                        headers={"retry-after-ms": str(max(int(retry_after_s * 1000), 1))})
+                        headers={header: retry_after(retry_after_s, header)})
 
     def push_server_error(self) -> None:
         self.push_error(500, "The server had an error", type="server_error", headers={"retry-after-ms": "1"})

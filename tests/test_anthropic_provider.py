@@ -3,7 +3,9 @@ fake Messages API that checks what it receives as the real one does."""
 
 from __future__ import annotations
 
+import email.utils
 import socket
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -310,6 +312,22 @@ async def test_rate_limit_is_retried_by_the_sdk(make_client, messages_server):
     assert (await client.create(simple_request())).content == (TextBlock(text="after the wait"),)
     assert client.last_attempts == 2
     assert [r.headers.get("x-stainless-retry-count") for r in messages_server.requests] == ["0", "1"]
+
+
+async def test_a_rate_limit_whose_retry_after_date_is_past_the_total_timeout_fails_at_once_naming_it(make_client,
+                                                                                                    messages_server):
+    later = email.utils.formatdate(time.time() + 3600, usegmt=True)
+    messages_server.push_error(429, "rate_limit_error", "Rate limited", headers={"retry-after": later})
+    with pytest.raises(Overloaded, match=rf"{MODEL}: rate limited by anthropic: retry-after 3\d+ s exceeds "
+                                         r"providers.total_timeout_s \(30 s") as info:
+        await make_client().create(simple_request())
+    assert info.value.status_code == 429 and len(messages_server.requests) == 1
+
+
+async def test_a_stream_that_carries_no_usage_gets_an_estimate_marked_as_such(make_client, messages_server):
+    messages_server.push_text("some reply", no_usage=True)
+    response = await make_client().create(simple_request())
+    assert not response.usage_reported and response.usage.input_tokens > 0 and response.usage.output_tokens > 0
 
 
 async def test_overloaded_529_is_retried_then_succeeds(make_client, messages_server):

@@ -313,6 +313,22 @@ async def test_a_rate_limit_is_retried_by_the_sdk(make_client, openai_server):
     assert client.last_attempts == 2
 
 
+async def test_a_rate_limit_asking_a_wait_past_the_total_timeout_fails_at_once_naming_it(make_client, openai_server):
+    openai_server.push_rate_limit(3600, header="retry-after")
+    with pytest.raises(Overloaded, match=rf"openai:{MODEL}: rate limited by openai: retry-after 3600 s exceeds "
+                                         r"providers.total_timeout_s \(30 s") as info:
+        await make_client().create(simple_request())
+    assert info.value.status_code == 429 and len(openai_server.requests) == 1
+
+
+async def test_a_chunk_whose_data_is_not_json_is_one_model_error_naming_the_provider(make_client, openai_server):
+    openai_server.push_text("a reply in pieces", fault=StreamFault(after=2, malformed="{not json"))
+    with pytest.raises(ModelResponseError, match=rf"openai:{MODEL}: the stream held a chunk whose data is not JSON .*"
+                                                 r"'\{not json'\); the reply was not used"):  # noqa: RUF039
+        await make_client().create(simple_request())
+    assert len(openai_server.requests) == 1  # a garbled stream is not asked for again
+
+
 async def test_quota_used_up_is_not_reported_as_overload(make_client, openai_server):
     for _ in range(3):
         openai_server.push_error(429, "You exceeded your current quota", type="insufficient_quota",

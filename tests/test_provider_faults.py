@@ -1,7 +1,8 @@
 """Every provider fault a clear outcome: `workingset run` against a real local Messages-API
 server (tests/fake_messages_server.py) that misbehaves in each way a provider can. A fault
 the retries ride out ends the run normally; one they cannot ends it with exit 1 and one
-line naming the fault — never a traceback, never an empty "success"."""
+line naming the fault — never a traceback, never an empty "success". A stream that
+carries no usage is estimated, never free."""
 
 import json
 
@@ -39,6 +40,7 @@ def _sse(*events: dict) -> str:
 MESSAGE_START = {"type": "message_start", "message": {
     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
     "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}
+UNOPENED_BLOCK = _sse(MESSAGE_START, {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}})
 CUT_SHORT = _sse(MESSAGE_START, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
                  {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half a rep"}})
 
@@ -83,6 +85,15 @@ FATAL = {
                                "Overloaded", "not a Messages API stream"),
     "truncated stream": (_twice(lambda s: s.push_raw(CUT_SHORT, content_type="text/event-stream")), "Overloaded",
                          "ended before the reply was complete"),
+    "an event whose data is not JSON": (lambda s: s.push_text("Hello there.", fault=StreamFault(after=4, malformed="{broken")),
+                                        "ModelResponseError", "anthropic:claude-sonnet-4-5: the stream held an event whose "
+                                        "data is not JSON (Expecting property name enclosed in double quotes at character 1: "
+                                        "'{broken')"),
+    "an event that cannot be used": (lambda s: s.push_raw(UNOPENED_BLOCK, content_type="text/event-stream"),
+                                     "ModelResponseError", "a content_block_delta event that cannot be used (KeyError: 3)"),
+    "429 whose retry-after outlasts the total timeout": (
+        lambda s: s.push_rate_limit(3600, header="retry-after"), "Overloaded",
+        "rate limited by anthropic: retry-after 3600 s exceeds providers.total_timeout_s (4 s"),
 }
 
 
@@ -103,3 +114,13 @@ def test_an_unknown_content_block_is_left_out_with_a_notice(run, messages_server
     assert code == 0 and events[-1]["final_text"] == "Still answered."
     notices = [e["text"] for e in events if e["type"] == "notice"]
     assert any("content blocks of a type this Workingset does not know (mystery_block)" in t for t in notices)
+
+
+def test_a_stream_without_usage_is_estimated_so_a_token_budget_still_trips(run, messages_server, monkeypatch):
+    monkeypatch.setenv("WORKINGSET_SUBAGENTS__TREE_MAX_TOKENS", "1000")  # less than one request's system prompt
+    for n in range(3):
+        messages_server.push_tool_use("Glob", {"pattern": f"*.{n}"}, no_usage=True)
+    code, events, _ = run()
+    calls = [e for e in events if e["type"] == "model_call"]
+    assert events[-1]["reason"] == "budget" and len(calls) == 1
+    assert calls[0]["usage"]["input_tokens"] > 1000 and calls[0]["usage"]["output_tokens"] > 0

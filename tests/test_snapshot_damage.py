@@ -1,9 +1,10 @@
-"""Stores that degrade per session: a damaged, truncated or foreign store file names its own
-session and leaves the others usable; reading never creates a store or changes one;
-snapshots of a newer schema or store format are refused with their number; `sessions
-doctor` moves damaged stores aside and keeps what still reads; a store a save finds
-damaged is moved aside and the session goes on saving; format-1 stores (values in files)
-still load."""
+"""Stores that degrade per session: a damaged, truncated, torn, overwritten or foreign store
+file — or one with bytes flipped in a page or in a value — is one clear error naming its
+file and `sessions doctor`, and leaves the others usable; reading never creates a store or
+changes one; snapshots of a newer schema or store format are refused with their number;
+`sessions doctor` moves damaged stores aside and keeps what still reads; a store a save
+finds damaged is moved aside and the session goes on saving; format-1 stores (values in
+files) still load."""
 
 import json
 import os
@@ -13,11 +14,12 @@ from pathlib import Path
 import diskcache
 import pytest
 
-from agents.codec import pack, unpack
+from agents.codec import encode_message, pack, unpack
 from agents.messages import Message
 from agents.snapshot_doctor import check_store
 from agents.snapshot_store import (
     DiskSnapshotStore,
+    SnapshotCorrupt,
     SnapshotNotFound,
     SnapshotTooNew,
     StoreDamaged,
@@ -34,15 +36,49 @@ def _conversation(pairs: int, body_chars: int = 200) -> list[Message]:
 
 
 def _three_sessions(root: Path, cwd: str = "/work/ws") -> None:
+    """alpha, broken and gamma; broken's file spans many pages (ten 3,000-character results),
+    so damage in its middle lands in pages a load reads."""
     store = DiskSnapshotStore(root)
     for n, sid in enumerate(["alpha", "broken", "gamma"]):
-        state = session_state(_conversation(n + 1), session_id=sid, saved_at=1_000.0 + n)
+        conversation = _conversation(10, 3_000) if sid == "broken" else _conversation(n + 1)
+        state = session_state(conversation, session_id=sid, saved_at=1_000.0 + n)
         store.save(state.model_copy(update={"cwd": cwd}))
     store.close()
 
 
+PAGE = 4096  # diskcache's SQLite page size
+
+
 def _truncate(db: Path) -> None:
     os.truncate(db, db.stat().st_size // 2)
+
+
+def _torn(db: Path) -> None:
+    """Cut in the middle of a page, as a write torn by a crash leaves it."""
+    os.truncate(db, db.stat().st_size // PAGE // 2 * PAGE + 1000)
+
+
+def _cut_at_a_page(db: Path) -> None:
+    os.truncate(db, db.stat().st_size // PAGE // 2 * PAGE)
+
+
+def _header_overwritten(db: Path) -> None:
+    with db.open("r+b") as file:
+        file.write(b"\xde\xad\xbe\xef" * 4)
+
+
+def _flipped_mid_file(db: Path) -> None:
+    """Every bit of the first 8 bytes of the middle page flipped (its b-tree page header,
+    or the pointer that chains an overflow page)."""
+    _flip(db, db.stat().st_size // PAGE // 2 * PAGE, 8)
+
+
+def _flip(db: Path, offset: int, count: int) -> None:
+    with db.open("r+b") as file:
+        file.seek(offset)
+        spoiled = bytes(b ^ 0xFF for b in file.read(count))
+        file.seek(offset)
+        file.write(spoiled)
 
 
 def _garbage(db: Path) -> None:
@@ -62,12 +98,19 @@ def _bad_record(db: Path) -> None:
         cache.set("session", b"\xc1 not msgpack")
 
 
-DAMAGE = {
-    "truncated": (_truncate, "database disk image is malformed"),
-    "garbage": (_garbage, "file is not a database"),
+OVERWRITTEN = "its first 16 bytes are not SQLite's header"
+# Damage the opening of the file shows: its header, its length, its session record.
+SEEN_AT_OPEN = {
+    "truncated": (_truncate, "it was cut short"),
+    "torn mid-page": (_torn, "it ends 1000 bytes into a page of 4096 bytes: it was cut short or torn"),
+    "cut at a page boundary": (_cut_at_a_page, "where its header says"),
+    "16-byte header overwritten": (_header_overwritten, f"{OVERWRITTEN} (b'\\xde\\xad\\xbe\\xef"),
+    "garbage": (_garbage, OVERWRITTEN),
     "foreign": (_foreign, "another program's database (tables invoices)"),
     "bad record": (_bad_record, "its session record is not a Workingset record"),
 }
+# Damage inside a page: found by the load that reads it (SQLite, or a checksum and then SQLite's check).
+DAMAGE = {**SEEN_AT_OPEN, "bytes flipped mid-file": (_flipped_mid_file, "malformed")}
 
 
 def _files(root: Path) -> set[str]:
@@ -90,7 +133,7 @@ def _one_damaged(tmp_path: Path, damage: str) -> tuple[Path, str]:
     return root, why
 
 
-@pytest.mark.parametrize("damage", list(DAMAGE))
+@pytest.mark.parametrize("damage", list(SEEN_AT_OPEN))
 def test_a_damaged_store_file_names_its_session_and_leaves_the_others_listed(tmp_path, damage):
     root, why = _one_damaged(tmp_path, damage)
     scan = DiskSnapshotStore(root).scan()
@@ -106,7 +149,9 @@ def test_loading_a_damaged_store_is_one_clear_error_and_the_others_load(tmp_path
     store = DiskSnapshotStore(root)
     with pytest.raises(StoreDamaged, match="session broken") as caught:
         store.load("broken")
-    assert why in str(caught.value) and str(root / "broken") in str(caught.value)
+    message = str(caught.value)
+    assert why in message and f"({root / 'broken' / 'cache.db'})" in message
+    assert "`workingset sessions doctor`" in message and "\n" not in message
     assert store.load("alpha").state.conversation == _conversation(1)
     assert store.load("gamma").state.conversation == _conversation(3)
 
@@ -185,7 +230,7 @@ def test_a_store_found_damaged_when_a_session_saves_is_moved_aside_and_saving_go
     version = store.save(session_state(_conversation(2)))
     [aside] = (root / ".quarantine").iterdir()
     assert aside.name.startswith("sess01-") and (aside / "cache.db").read_bytes().startswith(b"this is not a database")
-    assert "file is not a database" in (aside / "WHY.txt").read_text()
+    assert OVERWRITTEN in (aside / "WHY.txt").read_text()
     loaded = store.load("sess01")
     assert loaded.version == version and loaded.state.conversation == _conversation(2)
     [info] = store.scan().sessions
@@ -214,6 +259,84 @@ def test_doctor_moves_a_damaged_store_aside_and_keeps_every_version_that_reads(t
     assert [v.version for v in store.history("broken")] == list(reversed(versions))
     assert store.load("broken").state.conversation == _conversation(3)
     assert check_store(store).sessions[0].status == "ok"
+
+
+def test_doctor_repairs_a_store_whose_16_byte_header_was_overwritten_keeping_every_version(tmp_path):
+    root = tmp_path / "snapshots"
+    store = DiskSnapshotStore(root)
+    versions = [store.save(session_state(_conversation(n, 3_000), session_id="broken")) for n in range(1, 4)]
+    store.close()
+    _header_overwritten(root / "broken" / "cache.db")
+
+    [check] = check_store(DiskSnapshotStore(root)).sessions
+    assert check.status == "repaired" and OVERWRITTEN in check.detail
+    assert "kept 3 of 3 versions in a fresh store" in check.detail
+    [aside] = (root / ".quarantine").iterdir()
+    assert (aside / "cache.db").read_bytes().startswith(b"\xde\xad\xbe\xef")  # moved aside as it was found
+    store = DiskSnapshotStore(root)
+    assert [v.version for v in store.history("broken")] == list(reversed(versions))
+    assert store.load("broken").state.conversation == _conversation(3, 3_000)
+
+
+def _flip_in_value(db: Path, value: bytes) -> None:
+    """Flip one byte in the middle of `value` where the file holds it."""
+    at = db.read_bytes().find(value)
+    assert at > 0, "the value is stored in one piece"
+    _flip(db, at + len(value) // 2, 1)
+
+
+def test_bytes_flipped_in_a_value_every_version_holds_are_one_error_naming_the_file_and_the_doctor(tmp_path):
+    root = tmp_path / "snapshots"
+    _three_sessions(root)
+    _, first = encode_message(_conversation(1)[0])  # "investigate": in every version of every session
+    _flip_in_value(root / "broken" / "cache.db", first)
+    store = DiskSnapshotStore(root)
+    with pytest.raises(SnapshotCorrupt) as caught:
+        store.load("broken")
+    message = str(caught.value)
+    assert "is missing or damaged" in message and "no intact older version exists" in message
+    assert str(root / "broken" / "cache.db") in message and "`workingset sessions doctor`" in message
+    assert store.load("gamma").state.conversation == _conversation(3)
+
+
+def test_bytes_flipped_in_a_value_only_the_newest_version_holds_fall_back_to_the_older_one(tmp_path):
+    root = tmp_path / "snapshots"
+    store = DiskSnapshotStore(root)
+    older = store.save(session_state(_conversation(2)))
+    store.save(session_state(_conversation(3)))
+    store.close()
+    _, newest_result = encode_message(_conversation(3)[-1])
+    _flip_in_value(root / "sess01" / "cache.db", newest_result)
+    loaded = DiskSnapshotStore(root).load("sess01")
+    assert loaded.version == older and loaded.state.conversation == _conversation(2)
+    assert "is missing or damaged" in loaded.problem
+
+
+def test_a_version_that_fails_its_checks_in_a_file_with_damaged_pages_blames_the_file(tmp_path):
+    """Bytes flipped at the head of a page in the middle of a long session's file: the load
+    finds a message whose checksum fails, and SQLite's check, run then, finds the page."""
+    root = tmp_path / "snapshots"
+    store = DiskSnapshotStore(root)
+    store.save(session_state(_conversation(15, 6_000)))
+    store.save(session_state(_conversation(30, 6_000)))
+    store.close()
+    _flipped_mid_file(root / "sess01" / "cache.db")
+    with pytest.raises(StoreDamaged, match="is missing or damaged, and SQLite's check of the file reports: "):
+        DiskSnapshotStore(root).load("sess01")
+
+
+def test_doctor_moves_aside_a_sound_file_in_which_no_version_reads(tmp_path):
+    root = tmp_path / "snapshots"
+    _three_sessions(root)
+    _, first = encode_message(_conversation(1)[0])
+    _flip_in_value(root / "broken" / "cache.db", first)
+    checks = {c.session_id: c for c in check_store(DiskSnapshotStore(root)).sessions}
+    assert checks["broken"].status == "repaired"
+    assert "no version of the session can be read" in checks["broken"].detail
+    [aside] = (root / ".quarantine").iterdir()
+    assert f"moved aside to {aside}" in checks["broken"].detail and (aside / "cache.db").is_file()
+    assert checks["alpha"].status == checks["gamma"].status == "ok"
+    assert [s.session_id for s in DiskSnapshotStore(root).scan().sessions] == ["gamma", "alpha"]
 
 
 def test_doctor_dry_run_reports_and_changes_nothing(tmp_path):
@@ -317,13 +440,14 @@ def test_continue_skips_the_damaged_session_and_says_so(tmp_path, capsys):
 
 def test_sessions_doctor_quarantines_the_damaged_store_and_reports(tmp_path, capsys):
     ws, root = _cli_home(tmp_path)
-    _truncate(root / "broken" / "cache.db")
+    _torn(root / "broken" / "cache.db")
+    torn = "it ends 1000 bytes into a page of 4096 bytes: it was cut short or torn"
     assert main(["sessions", "--cwd", str(ws), "doctor", "--dry-run"]) == 1
-    assert "broken  damaged: database disk image is malformed" in capsys.readouterr().out
+    assert f"broken  damaged: {torn}" in capsys.readouterr().out
     assert main(["sessions", "--cwd", str(ws), "doctor"]) == 0
     out = capsys.readouterr().out.splitlines()
     [aside] = (root / ".quarantine").iterdir()
-    assert out[0] == f"broken  repaired: database disk image is malformed; moved aside to {aside}; no version could be read from it"
+    assert out[0] == f"broken  repaired: {torn}; moved aside to {aside}; no version could be read from it"
     assert out[1] == f"checked 3 sessions in {root}: 2 ok, 1 repaired"
     assert out[2] == f"1 stores moved aside are kept in {root}/.quarantine/ (delete them when done)"
     assert main(["sessions", "--cwd", str(ws), "list"]) == 0

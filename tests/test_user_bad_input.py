@@ -1,8 +1,12 @@
 """A user's broken file is one clear line and the run goes on without it (a broken config,
-which decides how the run goes, stops it with exit 2 and names the file): a real
-`workingset run` in a trusted workspace holding each kind of broken file."""
+which decides how the run goes, stops it with exit 2 and names the file; so does a home
+that cannot be written, before any work): a real `workingset run` in a trusted workspace
+holding each kind of broken file."""
 
 import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +15,8 @@ import pytest
 from agents.memory import MemoryStore
 from cluster.cli import main
 from tests.fakes import trust_workspace
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _broken_skill(ws: Path, home: Path) -> str:
@@ -65,3 +71,39 @@ def test_a_broken_config_file_stops_the_run_in_one_line_naming_it(tmp_path, caps
     assert main(["run", "go", "--cwd", str(ws), "--json"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "config.toml" in err and "Traceback" not in err
+
+
+def test_a_user_config_toml_that_is_a_directory_stops_the_run_in_one_line_naming_it(tmp_path, capsys):
+    ws, _ = _workspace(tmp_path)
+    (Path.home() / ".workingset" / "config.toml").mkdir(parents=True)
+    assert main(["run", "go", "--cwd", str(ws), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"config file {Path.home() / '.workingset' / 'config.toml'} is not a file" in err
+
+
+def test_a_home_that_names_a_file_is_one_line_before_any_work(tmp_path, capsys, monkeypatch):
+    ws, _ = _workspace(tmp_path)
+    (tmp_path / "not-a-dir").write_text("")
+    monkeypatch.setenv("WORKINGSET_HOME", str(tmp_path / "not-a-dir"))
+    assert main(["run", "go", "--cwd", str(ws), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert f"home (WORKINGSET_HOME) {tmp_path / 'not-a-dir'} is a file, not a directory" in captured.err
+    assert "set WORKINGSET_HOME (or `home` in config.toml) to a directory you can write" in captured.err
+
+
+def test_a_home_on_a_read_only_mount_is_one_line_before_any_work(tmp_path):
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare(1) to mount a read-only directory")
+    ws, _ = _workspace(tmp_path)
+    home = tmp_path / "read-only-home"
+    home.mkdir()
+    run = f"{sys.executable} -m cluster.cli run go --cwd {ws} --json"
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"mount --bind {home} {home} && mount -o remount,ro,bind {home} && {run}"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "WORKINGSET_HOME": str(home)},
+    )
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert f"home (WORKINGSET_HOME) {home} cannot be written: read-only file system" in done.stderr

@@ -14,8 +14,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tools.encodable import encodable
 from tools.protected import PROTECTED_DIRS
 
 __all__ = [
@@ -48,8 +49,17 @@ class ToolError(Exception):
 
 
 class ToolOutput(BaseModel):
+    """What a tool returns. Its text is made encodable here, the one place every tool's
+    output passes (`tools.encodable`): a file name that is not UTF-8 or a lone surrogate
+    from an MCP server is shown as an escape, never a save or request that fails."""
+
     content: str
     is_error: bool = False
+
+    @field_validator("content")
+    @classmethod
+    def _encodable(cls, content: str) -> str:
+        return encodable(content)
 
 
 class ToolLimits(BaseModel):

@@ -237,8 +237,10 @@ class OutputCapture:
 class _CaptureProtocol(asyncio.SubprocessProtocol):
     def __init__(self, capture: OutputCapture) -> None:
         self.capture = capture
-        # Incremental, so a UTF-8 character split across two reads decodes intact.
-        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # Incremental, so a UTF-8 character split across two reads decodes intact. A byte
+        # that is not UTF-8 (`ls` of a Latin-1 file name) is kept, and shown as `\xNN` by
+        # ToolOutput (tools.encodable): the name the model reads is one the file tools open.
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
         self.exited = asyncio.Event()
         self.closed = asyncio.Event()
 

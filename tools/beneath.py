@@ -34,6 +34,7 @@ from pathlib import Path, PurePosixPath
 from tools.base import ToolError
 from tools.component_walk import DIR_FLAGS, lstat_at, open_walking, path_parts
 from tools.component_walk import real_path as walked_real_path
+from tools.encodable import name_from_shown
 
 __all__ = ["MAX_PATH_BYTES", "READ_FLAGS", "Beneath", "BeneathError", "relative_path", "require_regular"]
 
@@ -74,7 +75,9 @@ def relative_path(root: Path, path: str) -> str:
 
     Lexical only: the kernel decides at open time where the path really leads. NUL bytes,
     text that is no file name, paths over MAX_PATH_BYTES, empty paths and absolute paths
-    outside the root are refused here with a message."""
+    outside the root are refused here with a message. A name shown with escapes for bytes
+    that are not UTF-8 (`tools.encodable.shown_name`) is read back to those bytes."""
+    path = name_from_shown(path)
     _check_nul(path)
     if not path.strip():
         raise BeneathError("the path is empty; give a file path inside the workspace")

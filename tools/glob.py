@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
 from tools.deadline import Deadline, run_until_deadline
+from tools.encodable import shown_name
 from tools.glob_regex import GlobError, compile_regex, files_regex, subject
 from tools.tree_walk import walk_files
 from tools.workspace import (
@@ -131,5 +132,5 @@ def _find(ctx: ToolContext, args: GlobInput, segments: list[str], match: Callabl
             if deadline.passed():
                 return top.named, sorted(found), False
             if match(subject("/" + entry.path[below:])) is not None and not is_hidden(ctx, entry.path, entry.real):
-                found.append(entry.path)
+                found.append(shown_name(entry.path))
     return top.named, sorted(found), True

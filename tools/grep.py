@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools.base import ExecutionDomain, ToolContext, ToolError, ToolOutput
 from tools.beneath import BeneathError
 from tools.deadline import Deadline, run_until_deadline
+from tools.encodable import shown_name
 from tools.glob import INCLUDE_IGNORED, glob_segments
 from tools.glob_regex import GlobError, compile_regex, files_regex, subject
 from tools.grep_regex import compile_grep_pattern
@@ -209,7 +210,7 @@ def _search(ctx: ToolContext, args: GrepInput, search: _Search, wanted: Callable
             raise ToolError(f"Path not found: {target.named}")
         if not stat.S_ISDIR(st.st_mode):
             # An explicitly named file is searched even if the glob or an ignore file would leave it out.
-            search.file(root.open_regular(target.real, follow_links=False), target.named)
+            search.file(root.open_regular(target.real, follow_links=False), shown_name(target.named))
             return target.named, search
         walk = walk_files(root, target.real, skip_dirs=SKIP_DIRS, follow_links=False,
                           ignore_files=not args.include_ignored)
@@ -223,5 +224,5 @@ def _search(ctx: ToolContext, args: GrepInput, search: _Search, wanted: Callable
                 fd = open_walked(root, entry)
             except BeneathError:
                 continue  # replaced or removed mid-walk: not worth failing the whole search
-            search.file(fd, entry.path)
+            search.file(fd, shown_name(entry.path))
     return target.named, search

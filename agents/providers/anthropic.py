@@ -15,7 +15,8 @@ exact when calls of one client do not overlap.
 Errors leave as the `agents.errors` tree, converted here with `raise ... from exc`:
 401/403 AuthError (never retried), 413 or "prompt is too long" PromptTooLong (with the
 provider's counts), retryable statuses after the retries Overloaded, any other
-refusal ModelResponseError.
+refusal ModelResponseError (a malformed stream too, see `agents.providers.streaming`).
+A stream that carries no usage at all is estimated and marked so (`usage_reported`).
 
 Conversion both ways lives in `agents.providers.anthropic_convert` (pure functions).
 """
@@ -150,7 +151,7 @@ class AnthropicModelClient(StreamedClient):
             if _error_type(exc) in _TRANSIENT_STREAM_ERRORS:
                 raise StreamBroken(f"the stream ended with {_describe(exc)}") from exc
             raise self._final_error(exc) from exc
-        return reply.response()
+        return reply.response(request)
 
     def _final_error(self, exc: anthropic.APIStatusError) -> ModelError:
         status = exc.status_code

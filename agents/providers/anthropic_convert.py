@@ -40,6 +40,7 @@ from agents.messages import (
     ToolUseBlock,
 )
 from agents.ports import ModelRequest, ModelResponse, ReplyBlock, StopReason, Usage
+from agents.tokens import estimated_usage
 
 __all__ = [
     "CACHE_CONTROL",
@@ -227,16 +228,20 @@ class AnthropicReply:
             return "the stream ended before the reply was complete (no message_stop event)"
         return None
 
-    def response(self) -> ModelResponse:
+    def response(self, request: ModelRequest) -> ModelResponse:
         blocks = [(self._blocks[i].get("type"), self._block(i)) for i in sorted(self._blocks)]
         content = tuple(b for _, b in blocks if b is not None)
+        # A stream with no usage at all (some proxies and compatible servers) is estimated,
+        # never counted as free: a token budget must still trip.
+        reported = bool(self._usage)
         return ModelResponse(
             content=content,
             stop_reason=_stop_reason(self._stop_reason, content),
-            usage=Usage(**self._usage),
+            usage=Usage(**self._usage) if reported else estimated_usage(request, content),
             model=self.model,
             stop_details=self._stop_details,
             unknown_blocks=tuple(str(kind) for kind, b in blocks if b is None),
+            usage_reported=reported,
         )
 
     def _block(self, index: int) -> ReplyBlock | None:

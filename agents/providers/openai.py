@@ -108,6 +108,7 @@ class OpenAIModelClient(StreamedClient):
     """ModelClient over `openai.AsyncOpenAI` Chat Completions, streamed."""
 
     provider = "openai"
+    _event_word = "chunk"
     _sdk = openai
     _sdk_client_class = openai.AsyncOpenAI
     _api_key_env = "OPENAI_API_KEY"

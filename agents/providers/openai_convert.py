@@ -23,8 +23,9 @@ Reply (`OpenAIReply`), built from streamed chunks, with the quirks of compatible
   - finish_reason `stop` with tool calls (some servers) is a tool_use stop; `length` is
     max_tokens; `content_filter`, or a `refusal` text, is a refusal;
   - usage may come in a final chunk with no choices, on the last choice chunk, or not at all
-    (then it is estimated and `usage_reported` is False); cached prompt tokens and
-    reasoning tokens are read from the `*_details` objects when present.
+    (then it is estimated, `agents.tokens.estimated_usage`, and `usage_reported` is
+    False); cached prompt tokens and reasoning tokens are read from the `*_details`
+    objects when present.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from agents.messages import (
     ToolUseBlock,
 )
 from agents.ports import ModelRequest, ModelResponse, ReplyBlock, StopReason, Usage
-from agents.tokens import CharRatioEstimator, estimate_request_tokens
+from agents.tokens import CharRatioEstimator, estimated_usage
 
 __all__ = ["OpenAIOptions", "OpenAIReply", "to_openai_params", "tool_call_arguments"]
 
@@ -250,10 +251,7 @@ class OpenAIReply:
     def _usage_of(self, request: ModelRequest, content: tuple[ReplyBlock, ...]) -> tuple[Usage, bool]:
         u = self._usage
         if u is None:
-            counter = CharRatioEstimator()
-            prompt = estimate_request_tokens(counter, system=request.system, tools=request.tools, messages=request.messages)
-            output = sum(counter.count_text(b.model_dump_json()) for b in content)
-            return Usage(input_tokens=prompt, output_tokens=output), False
+            return estimated_usage(request, content), False
         prompt = getattr(u, "prompt_tokens", 0) or 0
         cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", None) or 0
         completion = getattr(u, "completion_tokens", 0) or 0

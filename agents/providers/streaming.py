@@ -12,24 +12,36 @@ well. What it cannot see stays here: a stream that stalls or breaks after the re
 started, or an error event inside a 200 stream (Anthropic's `overloaded_error`).
 Those raise `StreamBroken` in the provider and `call_with_retries` runs the whole
 call again, at most `stream_retries` times, with backoff, inside the total deadline.
+
+What is not retried, and is said as such: a stream whose event (chunk) data is not JSON,
+or is an event the reply cannot use, is one ModelResponseError naming the provider and
+what was malformed (the SDKs let `JSONDecodeError` through); a 429 whose `retry-after`
+outlasts what is left of the total budget ends the call at once as Overloaded naming the
+rate limit, instead of the SDK sleeping it out into a timeout that does not say why. A
+request body the SDK cannot encode (text holding a surrogate that entered unescaped) is
+sent once more with that text escaped (`tools.encodable`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import functools
 import importlib
+import json
 import os
 import random
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from agents.config import ProviderSettings
-from agents.errors import ModelTimeout, Overloaded
+from agents.errors import ModelResponseError, ModelTimeout, Overloaded
 from agents.ports import ModelRequest, ModelResponse
 from agents.redaction import remember
+from tools.encodable import encodable_value
 
 __all__ = [
     "CallPolicy",
@@ -39,6 +51,7 @@ __all__ = [
     "StreamedClient",
     "StreamedReply",
     "call_with_retries",
+    "retry_after_s",
     "transport_errors",
 ]
 
@@ -78,6 +91,30 @@ def _untrusted_certificate(exc: BaseException) -> ssl.SSLCertVerificationError |
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """The wait a response asks for, in seconds, read as the SDKs read it: `retry-after-ms`,
+    else `retry-after` as seconds or as an HTTP date; None when it asks for none."""
+    try:
+        return float(headers.get("retry-after-ms")) / 1000
+    except (TypeError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    when = email.utils.parsedate_tz(value)
+    return None if when is None else email.utils.mktime_tz(when) - time.time()
+
+
+class _GiveUp(BaseException):
+    """Raised from the HTTP client's response hook to end a call the SDK would otherwise
+    wait out; a BaseException so that the SDK's `except Exception` (which retries what it
+    takes for a connection error) lets it through. Caught in `StreamedClient.create`."""
 
 
 class StreamBroken(Exception):
@@ -214,6 +251,7 @@ class StreamedClient:
     reads from the settings (`_configure`)."""
 
     provider: str
+    _event_word = "event"  # what one item of the provider's stream is called
     _sdk: Any
     _sdk_client_class: Any
     _api_key_env: str
@@ -241,6 +279,7 @@ class StreamedClient:
         self.policy = CallPolicy.from_settings(settings)
         self._sleep = sleep
         self._sent = 0
+        self._deadline: float | None = None  # loop time at which the current call's total budget ends
         self.last_attempts = 0
         """HTTP requests made by the latest `create` call (1 = no retry)."""
         self._configure(settings)
@@ -262,11 +301,28 @@ class StreamedClient:
         client_class = self._sdk.DefaultAsyncHttpxClient
         tls = _tls_context(client_class.__mro__[1].__module__.partition(".")[0])
         shared = {"verify": tls} if tls is not None else {}
-        http = client_class(timeout=timeout, event_hooks={"request": [self._count_request]}, **shared)
+        hooks = {"request": [self._count_request], "response": [self._watch_rate_limit]}
+        http = client_class(timeout=timeout, event_hooks=hooks, **shared)
         return self._sdk_client_class(max_retries=self.policy.max_retries, timeout=timeout, http_client=http, **kwargs)
 
     async def _count_request(self, request: Any) -> None:
         self._sent += 1
+
+    async def _watch_rate_limit(self, response: Any) -> None:
+        """A 429 whose `retry-after` outlasts what is left of the total budget: the SDK would
+        sleep it out and the call end as a timeout that never says why. Give up at once,
+        naming the rate limit."""
+        if response.status_code != 429 or self._deadline is None:
+            return
+        wait = retry_after_s(response.headers)
+        left = self._deadline - asyncio.get_running_loop().time()
+        if wait is None or wait <= left:
+            return
+        raise _GiveUp(
+            f"{self.name}: rate limited by {self.provider}: retry-after {wait:.0f} s exceeds providers.total_timeout_s "
+            f"({self.policy.total_timeout_s:g} s, {max(left, 0):.0f} s of it left); wait and run again, or raise "
+            "providers.total_timeout_s"
+        )
 
     def _unreachable(self, exc: BaseException) -> Overloaded:
         """No connection after every retry; a certificate nobody here vouches for is said
@@ -289,13 +345,26 @@ class StreamedClient:
     async def create(self, request: ModelRequest) -> ModelResponse:
         params = self._params(request)
         before = self._sent
+        self._deadline = asyncio.get_running_loop().time() + self.policy.total_timeout_s
+
+        async def attempt() -> ModelResponse:
+            nonlocal params
+            try:
+                return await self._stream_once(params, request)
+            except UnicodeEncodeError:
+                # The SDK could not encode the body: text that entered without being made
+                # encodable (a system prompt naming a path that is not UTF-8). Send it
+                # escaped rather than fail every request from now on.
+                params = encodable_value(params)
+                return await self._stream_once(params, request)
+
         try:
-            return await call_with_retries(
-                lambda: self._stream_once(params, request), policy=self.policy, name=self.name, sleep=self._sleep
-            )
+            return await call_with_retries(attempt, policy=self.policy, name=self.name, sleep=self._sleep)
         except Overloaded as exc:
             exc.attempts = self._sent - before
             raise
+        except _GiveUp as exc:
+            raise Overloaded(str(exc), status_code=429, attempts=self._sent - before) from None
         finally:
             self.last_attempts = self._sent - before
 
@@ -308,16 +377,28 @@ class StreamedClient:
             async with StallGuard(self.policy.idle_timeout_s) as guard:
                 async for event in stream:
                     guard.touch()
-                    reply.feed(event)
+                    try:
+                        reply.feed(event)
+                    except (KeyError, IndexError, AttributeError, TypeError, ValueError) as exc:
+                        kind = getattr(event, "type", None) or type(event).__name__
+                        raise self._malformed(f"a {kind} {self._event_word} that cannot be used ({type(exc).__name__}: {exc})") from exc
         except self._sdk.APIConnectionError as exc:
             raise StreamBroken(f"the stream broke: {exc.message}") from exc
         except transport_errors() as exc:
             raise StreamBroken(f"the stream broke: {type(exc).__name__}: {exc}") from exc
+        except json.JSONDecodeError as exc:  # the SDK decodes each event's data and lets this through
+            article = "an" if self._event_word[0] in "aeiou" else "a"
+            raise self._malformed(f"{article} {self._event_word} whose data is not JSON ({exc.msg} at character {exc.pos}: "
+                                  f"{exc.doc[:80]!r})") from exc
         finally:
             await stream.close()
         missing = reply.missing()
         if missing is not None:
             raise StreamBroken(missing)
+
+    def _malformed(self, what: str) -> ModelResponseError:
+        # Not retried: a server or proxy that garbles its stream does so again.
+        return ModelResponseError(f"{self.name}: the stream held {what}; the reply was not used")
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -30,6 +30,11 @@ async def test_output_ends_with_exit_code(tmp_path):
     assert not out.is_error
 
 
+async def test_output_bytes_that_are_not_utf8_are_shown_as_byte_escapes(tmp_path):
+    out = await bash(tmp_path, r"printf 'caf\351.txt\n'")
+    assert out.content == "caf\\xe9.txt\nexit code: 0"
+
+
 async def test_nonzero_exit_is_reported_not_an_error(tmp_path):
     out = await bash(tmp_path, "echo oops >&2; exit 3")
     assert out.content == "oops\nexit code: 3"

@@ -1,9 +1,11 @@
+import os
 from pathlib import Path
 
 import pytest
 
-from tools import GlobTool, ToolContext, ToolError, ToolLimits
+from tools import GlobTool, ReadTool, ToolContext, ToolError, ToolLimits
 from tools.glob import GlobInput
+from tools.read import ReadInput
 
 
 async def glob(workspace: Path, limits: dict | None = None, **kwargs) -> str:
@@ -81,3 +83,24 @@ async def test_a_bracket_never_matches_a_slash(tree):
 async def test_glob_past_its_time_limit_says_the_list_is_incomplete(tree):
     content = await glob(tree, {"search_timeout_s": 1e-9}, pattern="**/*.py")
     assert "[stopped at the time limit of 1e-09 s (tools.search_timeout_s)" in content
+
+
+def _not_utf8_file(workspace: Path) -> Path:
+    """`café.txt` with é as the single Latin-1 byte 0xE9, which is no UTF-8."""
+    name = os.fsdecode(b"caf\xe9.txt")
+    (workspace / name).write_text("brewed\n")
+    return workspace / name
+
+
+async def test_a_file_name_that_is_not_utf8_is_listed_with_its_byte_escaped(tmp_path):
+    _not_utf8_file(tmp_path)
+    content = await glob(tmp_path, pattern="*.txt")
+    assert content == "caf\\xe9.txt"
+    content.encode("utf-8")  # what every store and wire needs
+
+
+async def test_the_listed_name_of_a_file_that_is_not_utf8_opens_it_with_read(tmp_path):
+    _not_utf8_file(tmp_path)
+    [listed] = (await glob(tmp_path, pattern="*.txt")).splitlines()
+    out = await ReadTool().run(ReadInput(path=listed), ToolContext(workspace=tmp_path, limits=ToolLimits()))
+    assert not out.is_error and "brewed" in out.content

@@ -154,3 +154,15 @@ async def test_other_coroutines_run_while_a_large_grep_searches(tmp_path):
     await asyncio.sleep(0)  # the Grep task takes its first step: a search on the loop would end here
     assert not search.done()  # it searches in its worker thread while this coroutine runs
     assert "No matches" in await search
+
+
+async def test_a_file_name_that_is_not_utf8_is_named_with_its_byte_escaped(tmp_path):
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_text("brewed\n")
+    content = await grep(tmp_path, pattern="brewed")
+    assert content == "caf\\xe9.txt:1:brewed"
+    content.encode("utf-8")
+
+
+async def test_grep_searches_a_file_named_by_its_escaped_name(tmp_path):
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_text("brewed\n")
+    assert await grep(tmp_path, pattern="brewed", path="caf\\xe9.txt") == "caf\\xe9.txt:1:brewed"
