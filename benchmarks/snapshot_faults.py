@@ -8,8 +8,8 @@ appends a tool interaction whose result is a distinct `body-kb` KB and saves, ag
 again, printing "saving" before each save and the version id once `save` returned. The
 conversation keeps its first message and the last 10 interactions (older ones leave it,
 as a compaction would), so saves also rewrite and garbage collection runs. The
-driver kills it with SIGKILL at a random moment (uniform over 0–`--window` s after it is
-ready), then opens the store itself and checks:
+driver kills it with SIGKILL at a random moment (uniform over 0–`--window` s after its
+first save is reported), then opens the store itself and checks:
 
 - the current version loads intact, and it is the last version reported or a later one
   (a save can commit before its id is printed);
@@ -118,9 +118,18 @@ def run_trial(root: Path, rng: random.Random, *, body_kb: int, max_history: int,
     if first != "ready":
         proc.kill()
         raise RuntimeError(f"writer did not start: {first!r} {proc.stderr.read()}")
+    # The kill is timed from the writer's first completed save, not from its start: on a
+    # busy machine a start-relative moment can fall before any save, which tests nothing.
+    seen = []
+    while not (line := proc.stdout.readline()).strip().isdigit():
+        if not line:
+            raise RuntimeError(f"writer stopped before its first save: {proc.stderr.read()}")
+        seen.append(line)
+    seen.append(line)
     time.sleep(rng.uniform(0, window))
     os.kill(proc.pid, signal.SIGKILL)
-    out, _ = proc.communicate(timeout=60)
+    rest, _ = proc.communicate(timeout=60)
+    out = "".join(seen) + rest
     lines = out.splitlines()
     complete = lines if out.endswith("\n") else lines[:-1]
     trial = Trial(reported=[x for x in complete if x.isdigit()], inside_save=bool(complete) and complete[-1] == "saving")
