@@ -74,7 +74,8 @@ def _rows() -> list[ResultRow]:
 def test_summary_pass_rate_costs_tokens_and_wall_percentiles():
     summary = summarize(_rows(), tasks_total=6, invalid=["t.jsonl line 9: not valid JSON"], model="scripted:m.yaml")
     assert (summary["tasks"], summary["finished"], summary["pending"], summary["invalid_lines"]) == (6, 4, 2, 1)
-    assert summary["statuses"] == {"passed": 1, "failed": 1, "error": 1, "timeout": 1, "budget": 0, "truncated": 0, "refused": 0}
+    assert summary["statuses"] == {"passed": 1, "failed": 1, "error": 1, "timeout": 1, "budget": 0, "truncated": 0, "refused": 0,
+                                  "infra_error": 0}
     assert summary["pass_rate"] == 0.25
     assert summary["cost_usd"] == pytest.approx(0.6)
     assert summary["cost_per_task_usd"] == pytest.approx(0.15)
