@@ -106,7 +106,7 @@ class Heartbeat:
             sent = time.monotonic()
             ref = self.actor.heartbeat.remote()
             try:
-                self.where = await asyncio.wait_for(ref.as_future(), self.timeout_s)
+                self.where = await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.timeout_s)
             except TimeoutError:
                 # The answer may have come while this process's own loop was held up (a
                 # prompt waiting for the user): Ray has it ready then, and nothing stopped.

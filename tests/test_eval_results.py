@@ -102,7 +102,7 @@ def test_report_has_the_figures_one_row_per_task_and_the_invalid_lines(tmp_path)
     text = path.read_text()
     assert "6 tasks: 4 finished, 2 pending, 1 invalid lines (interrupted: rerun the same command to finish)" in text
     assert "| pass rate | 25.0 % (1 / 4) |" in text
-    assert "| passed / failed / error / timeout / budget / truncated / refused | 1 / 1 / 1 / 1 / 0 / 0 / 0 |" in text
+    assert "| passed / failed / error / timeout / budget / truncated / refused / infra_error | 1 / 1 / 1 / 1 / 0 / 0 / 0 / 0 |" in text
     assert "$0.6000 total · $0.1500 per task · $0.6000 per solved task" in text
     assert "| tokens | 1,720 (in 1,500 · out 150 · cache read 50 · cache write 20) |" in text
     assert "| wall per task | p50 15.0 s · p95 28.5 s · max 30.0 s |" in text

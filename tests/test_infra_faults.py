@@ -2,7 +2,7 @@
 
 - A tool worker SIGKILLed mid-command, found as the chaos batch finds it (a descendant of
   this process titled `ray::run_tool_task`): the model gets the interrupted-call result,
-  the task goes on and is graded as it would have been.
+  the task goes on and is graded as it would have been; a read-only call simply runs again.
 - The session's actor SIGSTOPped (a deadlock or a swapped-out node looks like this): its
   heartbeat goes silent, the driver kills and replaces it, the row says so, the batch ends.
 - A driver killed with -9: every process it started goes with it; a process that did not
@@ -20,9 +20,11 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import psutil
 import pytest
+from pydantic import BaseModel, Field
 
 from agents.config import WorkingsetSettings
 from benchmarks.chaos_batch import victims
@@ -31,7 +33,10 @@ from cluster.eval.progress import JsonReporter
 from cluster.eval.ray_host import RayHost
 from cluster.eval.runner import EvalOptions, EvalRunner
 from cluster.eval.task_file import load_tasks
+from cluster.remote_session import RemoteSession
+from cluster.tool_tasks import RayToolExecutor
 from tests.eval_support import GRADER, ROOT, calc_repo, script, task, tasks_file
+from tools.base import ExecutionDomain, ToolContext, ToolOutput
 
 _HANG_BOUND_S = 600  # only catches a hang: nothing here is expected to come near it
 _FIX = {"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}
@@ -118,6 +123,7 @@ async def test_a_stopped_session_actor_is_replaced_its_row_says_so_and_the_batch
                     os.kill(holder[0], signal.SIGSTOP)
 
             handle = await super().open(workspace, settings, watch, **where)
+            assert isinstance(handle, RemoteSession)
             _, pid, _ = await handle.actor.heartbeat.remote()
             holder.append(pid)
             return handle
@@ -141,6 +147,49 @@ async def test_a_stopped_session_actor_is_replaced_its_row_says_so_and_the_batch
     # replaced, the actor came back, the session reopened from its snapshot and went on
     assert row["status"] in ("passed", "timeout"), row
     assert summary["finished"] == 1
+
+
+class _LookInput(BaseModel):
+    name: str = Field(description="The file to look at.")
+
+
+class _FirstCallHangs:
+    """A read-only tool whose first call in a workspace leaves a mark and hangs (its worker
+    is killed there); a later call answers."""
+
+    name: ClassVar[str] = "Look"
+    description: ClassVar[str] = "Look at a file."
+    input_model: ClassVar[type[BaseModel]] = _LookInput
+    is_read_only: ClassVar[bool] = True
+    execution_domain: ClassVar[ExecutionDomain] = ExecutionDomain.LOCAL
+    root_only: ClassVar[bool] = False
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        assert isinstance(args, _LookInput)
+        mark = ctx.workspace / "started"
+        if not mark.exists():
+            mark.write_text("1")
+            await asyncio.sleep(_HANG_BOUND_S)
+        return ToolOutput(content=f"{args.name} looked at")
+
+
+async def test_a_read_only_call_whose_worker_was_killed_simply_runs_again(ray_cluster, tmp_path):
+    call = asyncio.ensure_future(RayToolExecutor(ray_cluster.head_node_id).execute(
+        _FirstCallHangs(), _LookInput(name="calc.py"), ToolContext(workspace=tmp_path)))
+    killed: list[int] = []
+
+    def kill_its_worker() -> bool:
+        if (tmp_path / "started").exists():
+            for pid in victims("tool"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+        return bool(killed) or call.done()
+
+    await _until(kill_its_worker, "the call's worker was found")
+    async with asyncio.timeout(_HANG_BOUND_S):
+        out = await call
+    assert killed and (out.is_error, out.content) == (False, "calc.py looked at")
 
 
 def test_a_plain_rerun_runs_the_infra_error_tasks_again_and_only_those(tmp_path):
