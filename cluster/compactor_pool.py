@@ -81,33 +81,34 @@ class PooledSummarizer:
     async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
         encoded = encode_messages(messages)
         start = next(self._next)
-        problems: list[str] = []
+        problems: dict[int, str] = {}  # member -> what its last call met
         deadline = time.monotonic() + self.timeout_s
         for round_ in range(LOST_ROUNDS):
             lost = False
             for i in range(len(self.members)):
+                index = (start + i) % len(self.members)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    problems.append(f"timed out after {self.timeout_s:g} s")
-                    break
-                member = self.members[(start + i) % len(self.members)]
+                    problems.setdefault(index, f"timed out after {self.timeout_s:g} s")
+                    continue
                 try:
-                    text = await asyncio.wait_for(member.handle.summarize.remote(encoded, focus), left)
+                    text = await asyncio.wait_for(self.members[index].handle.summarize.remote(encoded, focus), left)
                 except TimeoutError:
-                    problems.append(f"timed out after {self.timeout_s:g} s")
+                    problems[index] = f"timed out after {self.timeout_s:g} s"
                     continue
                 except RayError as exc:
                     lost = lost or is_lost_infrastructure(exc)
-                    problems.append(f"unavailable ({type(exc).__name__})")
+                    problems[index] = f"unavailable ({type(exc).__name__})"
                     continue
                 if text == BUSY:
-                    problems.append("busy")
+                    problems[index] = "busy"
                     continue
                 return text
             if not lost or deadline - time.monotonic() <= 0:
                 break
             await asyncio.sleep(min(_RESTART_PAUSE_S * (round_ + 1), max(deadline - time.monotonic(), 0)))
-        raise SummaryFailed(f"compactor pool could not summarize: {', '.join(problems) or 'no summarizers'}")
+        said = ", ".join(problems[i] for i in sorted(problems))
+        raise SummaryFailed(f"compactor pool could not summarize: {said or 'no summarizers'}")
 
 
 def start_compactor_pool(settings: SummarizerSettings, *, size: int, max_queue: int) -> PooledSummarizer:

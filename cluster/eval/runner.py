@@ -9,9 +9,10 @@ runs the task again from its start, with a fresh workspace, recorded in `retries
 `notes`, at most MAX_INFRA_RETRIES times. A lost node runs it again from its start on
 another node, recorded in `node_losses` and `notes`, without using up those retries (at
 most MAX_NODE_LOSSES times). A task the infrastructure fails every time ends as
-`infra_error`, not the agent's `error`: a plain rerun of the command runs it again. Cancellation (Ctrl-C) stops the workers, closes their sessions,
-removes their workspaces, writes summary, report and predictions for what finished,
-and re-raises: the interrupted tasks have no row, so the same command resumes them.
+`infra_error`, not the agent's `error`: a plain rerun of the command runs it again.
+Cancellation (Ctrl-C) stops the workers, closes their sessions, removes their
+workspaces, writes summary, report and predictions for what finished, and re-raises:
+the interrupted tasks have no row, so the same command resumes them.
 
 Before anything runs, the out directory is checked (and held: one batch at a time; an
 earlier batch's processes still alive there are named in one line: leftovers.py): a
@@ -280,7 +281,8 @@ class EvalRunner:
                 lost.append(exc)
                 losses += 1
                 if losses >= MAX_NODE_LOSSES:
-                    row = self._lost_row(task, attempt, retries, losses, f"lost {losses} nodes: {exc}", notes)
+                    row = self._lost_row(task, attempt, retries, losses, f"lost {losses} nodes: {exc}",
+                                         [*notes, *exc.notes])
                     break
                 self.reporter.event("task_retry", task_id=task.id, reason=str(exc), node_lost=True)
                 notes = [*notes, *exc.notes, f"{exc}: run again from its start on another node"]
@@ -288,7 +290,8 @@ class EvalRunner:
                 lost.append(exc)
                 if retries >= MAX_INFRA_RETRIES:
                     row = self._lost_row(task, attempt, retries, losses,
-                                         f"lost infrastructure {retries + 1} times; the last: {exc}", notes)
+                                         f"lost infrastructure {retries + 1} times; the last: {exc}",
+                                         [*notes, *exc.notes])
                     break
                 self.reporter.event("task_retry", task_id=task.id, reason=str(exc))
                 retries += 1

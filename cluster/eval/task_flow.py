@@ -15,8 +15,8 @@ network (only the build may have it).
 
 Each stage that fails ends the task with an error row saying why (`TaskEnded`); a lost
 session actor or runtime, or a worker that died under any stage (cluster.faults), raises
-`Retry` for the batch to run the task again; a lost node raises `NodeLost` (the batch runs the task again from its start elsewhere, without
-counting it as a retry). The agent's workspace is removed as soon as its patch is taken,
+`Retry` for the batch to run the task again; a lost node raises `NodeLost` (the batch
+runs the task again from its start elsewhere, without counting it as a retry). The agent's workspace is removed as soon as its patch is taken,
 the base and the grading copy when the task ends, whatever happens (the directories stay
 with --keep-workspaces), and a cancelled task (Ctrl-C) closes its session first.
 
