@@ -56,12 +56,23 @@ def _rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
-async def _until(condition, what: str) -> None:
-    """Wait for `condition()` (checked off the event loop), bounded only against a hang."""
+async def _kill_tool_workers(running: asyncio.Future, once=lambda: True) -> list[int]:
+    """SIGKILL the tool workers running now, found as the chaos batch finds them, as soon
+    as there are any and `once()` holds (bounded only against a hang); their pids."""
+    killed: list[int] = []
+
+    def kill() -> bool:
+        if once():
+            for pid in victims("tool"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+        return bool(killed) or running.done()
+
     async with asyncio.timeout(_HANG_BOUND_S):
-        while not await asyncio.to_thread(condition):
+        while not await asyncio.to_thread(kill):
             await asyncio.sleep(0.2)
-    assert condition(), what
+    return killed
 
 
 async def test_a_tool_worker_killed_mid_command_gives_the_model_the_interrupted_result_and_the_task_its_grade(
@@ -76,16 +87,7 @@ async def test_a_tool_worker_killed_mid_command_gives_the_model_the_interrupted_
     runner = EvalRunner(_settings(tmp_path / "home"), load_tasks(tasks).tasks, EvalOptions(out=out, concurrency=1),
                         host=RayHost(actors=1), reporter=JsonReporter(io.StringIO()))
     batch = asyncio.ensure_future(runner.run())
-    killed: list[int] = []
-
-    def kill_the_tool_worker() -> bool:
-        for pid in victims("tool"):  # as the chaos batch finds them
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-        return bool(killed) or batch.done()
-
-    await _until(kill_the_tool_worker, "the Bash call's worker was found")
+    killed = await _kill_tool_workers(batch)
     async with asyncio.timeout(_HANG_BOUND_S):
         summary = await batch
 
@@ -176,17 +178,7 @@ class _FirstCallHangs:
 async def test_a_read_only_call_whose_worker_was_killed_simply_runs_again(ray_cluster, tmp_path):
     call = asyncio.ensure_future(RayToolExecutor(ray_cluster.head_node_id).execute(
         _FirstCallHangs(), _LookInput(name="calc.py"), ToolContext(workspace=tmp_path)))
-    killed: list[int] = []
-
-    def kill_its_worker() -> bool:
-        if (tmp_path / "started").exists():
-            for pid in victims("tool"):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-        return bool(killed) or call.done()
-
-    await _until(kill_its_worker, "the call's worker was found")
+    killed = await _kill_tool_workers(call, once=(tmp_path / "started").exists)
     async with asyncio.timeout(_HANG_BOUND_S):
         out = await call
     assert killed and (out.is_error, out.content) == (False, "calc.py looked at")
