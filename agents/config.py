@@ -249,6 +249,11 @@ class ClusterSettings(Section):
     snapshot_actor: Literal["auto", "always", "never"] = Field(
         "auto", description="Route snapshots through one store actor: auto = when the cluster has several nodes."
     )
+    heartbeat_s: float = Field(5.0, gt=0, description="How often the driver pings each session and task actor.")
+    heartbeat_timeout_s: float = Field(
+        60.0, gt=0, description="An actor alive to Ray that answers no ping for this long has stopped (SIGSTOP, a "
+        "deadlock, a swapped-out node): it is killed and replaced."
+    )
 
 
 class PluginSettings(Section):

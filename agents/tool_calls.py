@@ -25,6 +25,7 @@ __all__ = [
     "error_result",
     "execute_prepared",
     "interrupted_result",
+    "interrupted_text",
     "lost_call_result",
     "parked_use",
     "prepare_parked",
@@ -83,15 +84,17 @@ def lost_call_result(use_id: str) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=use_id, content="(the parked call was lost)", is_error=True)
 
 
+def interrupted_text(*, by: str, started: bool) -> str:
+    """What the model is told of a call cut short (a lost session or worker, the user)."""
+    if started:
+        return f"This call was interrupted when {by}; it may or may not have taken effect. Check before repeating it."
+    return f"This call did not run: {by} before it started."
+
+
 def interrupted_result(use_id: str, *, by: str, started: bool) -> ToolResultBlock:
     """The result of a call a lost session or the user cut short. One that had started
     may or may not have taken effect, and is never run again: the model is told to check."""
-    if started:
-        text = (f"This call was interrupted when {by}; it may or may not have taken effect. "
-                "Check before repeating it.")
-    else:
-        text = f"This call did not run: {by} before it started."
-    return ToolResultBlock(tool_use_id=use_id, content=text, is_error=True)
+    return ToolResultBlock(tool_use_id=use_id, content=interrupted_text(by=by, started=started), is_error=True)
 
 
 def prepare_parked(

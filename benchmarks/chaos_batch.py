@@ -24,7 +24,11 @@ the rows are written (steady), with the second burst, or with the late kills.
 Reported per timing: tasks that ended with the unperturbed run's grade and byte-identical
 patch (N of N), rows lost (tasks without a row), rows duplicated (rows beyond one per task),
 kills landed per kind (the process existed and SIGKILL reached it), and the rows' own
-counts of actor restarts, node losses and retries.
+counts of actor restarts, node losses, infrastructure retries (`retries`: a task run
+again from its start) and infra_error rows (a task the infrastructure failed through
+every retry: a plain rerun would run it again; none is expected), and the tool calls
+whose worker died under them (`interrupted_calls`: the model got the interrupted-call
+result, the task went on).
 """
 
 from __future__ import annotations
@@ -139,6 +143,11 @@ def patch_of(out: Path, row: dict) -> bytes | None:
     return (out / row["patch_path"]).read_bytes() if row.get("patch_path") else None
 
 
+def _events(out: Path, row: dict) -> list[dict]:
+    path = out / row["events_path"]
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
 def compare(tasks: Path, base_out: Path, base: dict, out: Path, perturbed: dict) -> dict:
     """The figures of one perturbed run against the unperturbed one."""
     ids = [t.id for t in load_tasks(tasks).tasks]
@@ -149,11 +158,14 @@ def compare(tasks: Path, base_out: Path, base: dict, out: Path, perturbed: dict)
              and patch_of(out, after[i]) == patch_of(base_out, before[i])]
     wrong = {i: after[i]["status"] for i in ids if i in after and i not in right}
     rows = perturbed["rows"]
+    interrupted = sum(1 for r in rows if r.get("events_path") for e in _events(out, r)
+                      if e.get("type") == "tool_result" and "interrupted when its worker died" in e.get("content", ""))
     return {"right": len(right), "tasks": len(ids), "rows_lost": sum(1 for i in ids if i not in after),
             "rows_duplicated": sum(n - 1 for n in per_task.values()), "wrong": wrong,
             "statuses": dict(Counter(r["status"] for r in rows)),
             "actor_restarts": sum(r["actor_restarts"] for r in rows),
             "node_losses": sum(r["node_losses"] for r in rows), "retries": sum(r["retries"] for r in rows),
+            "infra_errors": sum(r["status"] == "infra_error" for r in rows), "interrupted_calls": interrupted,
             "compactions": dict(sum((Counter(r["compaction_kinds"]) for r in rows), Counter())),
             "wall_s": perturbed["wall_s"]}
 
@@ -348,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
                                       wait_for_restart=not args.stack_kills))
     for r in results:
         print(f"{r['timing']}: {r['right']}/{r['tasks']} right grade and same patch, rows lost {r['rows_lost']}, "
-              f"duplicated {r['rows_duplicated']}, kills landed {r['kills_landed']}")
+              f"duplicated {r['rows_duplicated']}, kills landed {r['kills_landed']}, infra retries {r['retries']}, "
+              f"infra_error rows {r['infra_errors']}, interrupted tool calls {r['interrupted_calls']}")
     bad = any(r["right"] != r["tasks"] or r["rows_lost"] or r["rows_duplicated"] for r in results)
     return 1 if bad else 0
 

@@ -14,13 +14,19 @@ being written), and then the same command is run again to its end. Reported per 
 - valid: every line of the final results.jsonl is a whole result row;
 - statuses at the end, and whether the rerun exited 0 or 1 (1: a task failed on purpose).
 
-With --ray the embedded Ray cluster's processes are descendants of the killed driver;
-any still alive after the kill are named and killed, so nothing is left behind.
+Orphans: every process that was a descendant of the driver when it was killed (with
+--ray, the embedded cluster's processes, its workers and their sandboxes) is watched
+after the kill; `orphans` are those still alive `--grace` seconds later (default 30: a
+bound that only catches processes that do not die with the driver, not a speed), named,
+and then killed so that nothing is left behind; `gone_in_s` is how long the last one
+that did go took. The rerun's own first line about them (the batch's marker of its
+processes, cluster/eval/leftovers.py) is kept as `rerun_leftovers`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -64,18 +70,43 @@ def _rows(path: Path) -> tuple[list[str], bool]:
     return lines, valid
 
 
-def _kill_tree(proc: subprocess.Popen, children: list[psutil.Process]) -> list[str]:
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _kill_tree(proc: subprocess.Popen, children: list[psutil.Process], grace_s: float) -> tuple[list[str], float]:
+    """SIGKILL the driver; (the descendants still alive after `grace_s`, named; the
+    seconds the last one that went took). Survivors are killed afterwards."""
+    killed = time.monotonic()
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-    time.sleep(2)  # give processes that share the driver's fate the time to go
-    left = [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
-    names = [f"{c.pid} {c.name()}" for c in left]
+    gone_in = 0.0
+    watching = list(children)
+    while watching and time.monotonic() - killed < grace_s:
+        still = [c for c in watching if _alive(c)]
+        if len(still) < len(watching):
+            gone_in = time.monotonic() - killed
+        watching = still
+        time.sleep(0.2)
+    left = [c for c in watching if _alive(c)]
+    names = []
     for c in left:
-        c.kill()
-    return names
+        with contextlib.suppress(psutil.Error):
+            names.append(f"{c.pid} {' '.join(c.cmdline()[:1]) or c.name()}")
+            c.kill()
+    return names, round(gone_in, 1)
 
 
-def one(tasks: Path, moment: str, *, ray: bool, work: Path) -> dict:
+def _descendants(pid: int) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(pid).children(recursive=True)
+    return []
+
+
+def one(tasks: Path, moment: str, *, ray: bool, work: Path, grace_s: float = 30.0) -> dict:
     kind, count = _moment(moment)
     total = sum(1 for line in tasks.read_text().splitlines() if line.strip())
     count = total if count == -1 else count
@@ -88,10 +119,11 @@ def one(tasks: Path, moment: str, *, ray: bool, work: Path) -> dict:
     assert proc.stdout is not None
     for line in proc.stdout:
         seen += json.loads(line).get("type") == kind
-        children = psutil.Process(proc.pid).children(recursive=True) or children
+        children = _descendants(proc.pid) or children
         if seen >= count:
             break
-    left = _kill_tree(proc, children)
+    children = _descendants(proc.pid) or children  # as it stands at the kill
+    left, gone_in = _kill_tree(proc, children, grace_s)
     proc.stdout.close()
     before, _ = _rows(out / "results.jsonl")
 
@@ -104,7 +136,9 @@ def one(tasks: Path, moment: str, *, ray: bool, work: Path) -> dict:
         "moment": moment, "rows_at_kill": len(before), "rows_lost": sum(1 for line in before if line not in after),
         "rows_duplicated": sum(n - 1 for n in per_task.values() if n > 1), "missing": total - len(per_task),
         "valid": valid, "statuses": dict(Counter(r["status"] for r in rows)), "rerun_exit": rerun.returncode,
-        "rerun_s": round(time.monotonic() - started, 1), "left_after_kill": left,
+        "rerun_s": round(time.monotonic() - started, 1), "processes_at_kill": len(children),
+        "orphans": len(left), "orphaned": left, "gone_in_s": gone_in,
+        "rerun_leftovers": next((line for line in rerun.stderr.splitlines() if "still running" in line), None),
     }
 
 
@@ -113,21 +147,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=Path, default=ROOT / "benchmarks" / "eval_tasks" / "tasks.jsonl")
     parser.add_argument("--moments", nargs="+", default=["started", "2-rows", "last-row"], type=str)
     parser.add_argument("--ray", action="store_true", help="sessions on the embedded Ray cluster (default: --local)")
+    parser.add_argument("--grace", type=float, default=30.0,
+                        help="seconds after the kill by which every process of the batch must be gone")
     args = parser.parse_args(argv)
     for moment in args.moments:
         _moment(moment)
     results = []
     with tempfile.TemporaryDirectory(prefix="driver-kill-") as work:
         for moment in args.moments:
-            result = one(args.tasks.resolve(), moment, ray=args.ray, work=Path(work))
+            result = one(args.tasks.resolve(), moment, ray=args.ray, work=Path(work), grace_s=args.grace)
             results.append(result)
             print(json.dumps(result), flush=True)
     lost = sum(r["rows_lost"] for r in results)
     dup = sum(r["rows_duplicated"] for r in results)
     missing = sum(r["missing"] for r in results)
+    orphans = sum(r["orphans"] for r in results)
     print(f"{len(results)} kill timings: rows lost {lost}, rows duplicated {dup}, tasks missing {missing}, "
-          f"file valid {'yes' if all(r['valid'] for r in results) else 'NO'}")
-    return 0 if not (lost or dup or missing) and all(r["valid"] for r in results) else 1
+          f"file valid {'yes' if all(r['valid'] for r in results) else 'NO'}, orphans after the kill {orphans}")
+    return 0 if not (lost or dup or missing or orphans) and all(r["valid"] for r in results) else 1
 
 
 if __name__ == "__main__":

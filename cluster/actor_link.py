@@ -11,6 +11,10 @@ same tick), and each session still gets its own result or its own error, raised 
 would have raised it from a call of its own (`CallFailed`). Should the actor be lost,
 every call of the batch gets that error, and each session's own recovery
 (RemoteSession) takes it from there.
+
+The link also keeps the actor's heartbeat (cluster.heartbeat), from the first call on:
+an actor that stops answering is killed and replaced, so no call of its sessions
+waits on it for ever.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.event_pump import ActorEvents, CallFailed
+from cluster.heartbeat import Heartbeat
 
 __all__ = ["ActorLink", "Coalesced", "call_each"]
 
@@ -73,13 +78,24 @@ async def call_each(method: Callable[[Any], Any], items: list, where: str) -> li
 class ActorLink:
     """The calls this process makes to one SessionActor for its sessions (RemoteSession)."""
 
-    def __init__(self, actor: Any):
+    def __init__(self, actor: Any, *, heartbeat: Heartbeat | None = None):
         self.actor = actor
         self.events = ActorEvents(actor)
-        self.open = Coalesced(lambda specs: actor.open_many.remote(specs))
-        self.close = Coalesced(lambda session_ids: actor.close_many.remote(session_ids))
+        self.heartbeat = heartbeat or Heartbeat(actor, what="session's actor")
+        self._open = Coalesced(lambda specs: actor.open_many.remote(specs))
+        self._close = Coalesced(lambda session_ids: actor.close_many.remote(session_ids))
         self._begin = Coalesced(lambda starts: actor.begin_many.remote(starts))
+
+    async def open(self, spec: Any) -> Any:
+        """Open a session on the actor (SessionActor.open)."""
+        self.heartbeat.ensure_running()
+        return await self._open(spec)
+
+    async def close(self, session_id: str) -> None:
+        self.heartbeat.ensure_running()
+        await self._close(session_id)
 
     async def begin(self, token: int, method: str, session_id: str, *args: Any) -> None:
         """Start a turn whose batches come through `events` (SessionActor.begin)."""
+        self.heartbeat.ensure_running()
         await self._begin((token, method, session_id, args))

@@ -5,12 +5,19 @@ queue bound, so a burst of compactions fails fast instead of piling up. The clie
 (`PooledSummarizer`, the Summarizer port on Ray) spreads calls round-robin, skips
 busy and dead actors, and gives up with SummaryFailed — which the compiler's rules
 already handle (auto: keep the cleared conversation; manual: history unchanged).
+
+A summary changes nothing, so a call whose actor died under it (killed, OOM-killed,
+its node lost: cluster.faults) is simply made again: on the next member, and once
+every member has been tried, on the restarted ones (each actor restarts when killed),
+up to LOST_ROUNDS rounds within the pool's timeout. Only then does a death count as
+the pool being unavailable.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 
 import ray
 from ray.exceptions import RayError
@@ -21,11 +28,14 @@ from agents.compaction.summary import SummaryFailed
 from agents.config import SummarizerSettings
 from agents.messages import Message
 from cluster.credentials import model_runtime_env
+from cluster.faults import is_lost_infrastructure
 from cluster.named_actor import NamedActor, start_named
 
 __all__ = ["BUSY", "PooledSummarizer", "SummarizerActor", "start_compactor_pool"]
 
 BUSY = "\x00workingset:busy"
+LOST_ROUNDS = 4  # rounds over the members while calls keep failing on lost actors
+_RESTART_PAUSE_S = 1.0  # before the next round: a killed actor takes a moment to restart
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -71,22 +81,34 @@ class PooledSummarizer:
     async def summarize(self, messages: list[Message], *, focus: str | None = None) -> str:
         encoded = encode_messages(messages)
         start = next(self._next)
-        problems = []
-        for i in range(len(self.members)):
-            member = self.members[(start + i) % len(self.members)]
-            try:
-                text = await asyncio.wait_for(member.handle.summarize.remote(encoded, focus), self.timeout_s)
-            except TimeoutError:
-                problems.append(f"timed out after {self.timeout_s:g} s")
-                continue
-            except RayError as exc:
-                problems.append(f"unavailable ({type(exc).__name__})")
-                continue
-            if text == BUSY:
-                problems.append("busy")
-                continue
-            return text
-        raise SummaryFailed(f"compactor pool could not summarize: {', '.join(problems) or 'no summarizers'}")
+        problems: dict[int, str] = {}  # member -> what its last call met
+        deadline = time.monotonic() + self.timeout_s
+        for round_ in range(LOST_ROUNDS):
+            lost = False
+            for i in range(len(self.members)):
+                index = (start + i) % len(self.members)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    problems.setdefault(index, f"timed out after {self.timeout_s:g} s")
+                    continue
+                try:
+                    text = await asyncio.wait_for(self.members[index].handle.summarize.remote(encoded, focus), left)
+                except TimeoutError:
+                    problems[index] = f"timed out after {self.timeout_s:g} s"
+                    continue
+                except RayError as exc:
+                    lost = lost or is_lost_infrastructure(exc)
+                    problems[index] = f"unavailable ({type(exc).__name__})"
+                    continue
+                if text == BUSY:
+                    problems[index] = "busy"
+                    continue
+                return text
+            if not lost or deadline - time.monotonic() <= 0:
+                break
+            await asyncio.sleep(min(_RESTART_PAUSE_S * (round_ + 1), max(deadline - time.monotonic(), 0)))
+        said = ", ".join(problems[i] for i in sorted(problems))
+        raise SummaryFailed(f"compactor pool could not summarize: {said or 'no summarizers'}")
 
 
 def start_compactor_pool(settings: SummarizerSettings, *, size: int, max_queue: int) -> PooledSummarizer:

@@ -12,6 +12,7 @@ from agents.session_kit import Approver
 from cluster.actor_link import ActorLink
 from cluster.compactor_pool import start_compactor_pool
 from cluster.credentials import model_runtime_env
+from cluster.heartbeat import Heartbeat
 from cluster.remote_session import RemoteSession
 from cluster.runtime import RuntimeInfo, connect, current_node_id
 from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
@@ -53,7 +54,10 @@ async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: A
         runtime_env=model_runtime_env(),  # the provider credentials (credentials.py)
     ).remote(services)
     spec = SessionSpec.of(opening, interactive=approver is not None)
-    remote = RemoteSession(ActorLink(actor), spec, emit=emit, approver=approver, model_name=settings.model,
+    c = settings.cluster
+    link = ActorLink(actor, heartbeat=Heartbeat(actor, what="session's actor", period_s=c.heartbeat_s,
+                                                timeout_s=c.heartbeat_timeout_s))
+    remote = RemoteSession(link, spec, emit=emit, approver=approver, model_name=settings.model,
                            services=services, restart_timeout_s=settings.cluster.actor_restart_timeout_s)
     await remote.open()
     return remote

@@ -3,7 +3,9 @@
 It offers the methods the CLI and REPL use on an in-process Session (run_turn,
 answer_permission, compact_now, set_mode, set_goal, clear, ...), streams the
 session's events to the caller's sink as they happen, answers subagents'
-permission questions, and survives the actor's death: an open that finds the actor
+permission questions, and survives the actor's death — or its silence: the link's
+heartbeat (cluster.heartbeat) kills and replaces an actor that stops answering, which
+this session hears as a notice and then as a death. An open that finds the actor
 restarting waits for it (up to `cluster.actor_restart_timeout_s`); a turn that loses it
 waits for the restart,
 reopens the session from its last snapshot and, if the interrupted turn had not
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +82,7 @@ class RemoteSession:
         self.goal: GoalState | None = None
         self.pool_index = 0  # which actor of a SessionPool hosts it
         self._control: dict = {}
+        self._unlisten: Callable[[], None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -95,6 +98,9 @@ class RemoteSession:
         self.session_id = opened["session_id"]
         self.spec = self.spec.model_copy(update={"session_id": self.session_id})
         self._apply(opened)
+        if self._unlisten is None:  # the actor replaced for not answering: said in this session's events
+            self._unlisten = self.link.heartbeat.listen(
+                lambda reason: self.emit(Notice(session_id=self.session_id, text=reason)))
         return self._emit_all(opened["events"])
 
     def _emit_all(self, events: list) -> list[str]:
@@ -104,6 +110,9 @@ class RemoteSession:
 
     async def aclose(self) -> None:
         """Close the session on its actor (a turn still running there is stopped)."""
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
         await self.link.close(self.session_id)
 
     def announce_start(self) -> None:

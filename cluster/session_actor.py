@@ -37,6 +37,7 @@ from agents.providers import load_model_client
 from agents.tool_batch import PermissionAnswer
 from cluster.actor_link import call_each
 from cluster.event_pump import Outbox
+from cluster.heartbeat import Whereabouts, whereabouts
 from cluster.root_tools import answer_root_tool
 from cluster.subagent_actor import ray_spawner_factory
 from cluster.subagent_pool import SubagentPool
@@ -381,6 +382,10 @@ class SessionActor:
 
     def ping(self) -> str:
         return self.node_id
+
+    def heartbeat(self) -> Whereabouts:
+        """Answered by this actor's event loop: the caller's sign that it runs (cluster.heartbeat)."""
+        return whereabouts()
 
     def warm(self, settings: dict) -> None:
         """Pay this process's one-time costs of a session before the first one opens:

@@ -3,7 +3,9 @@
 A SessionActor hosts sessions as asyncio tasks, so a batch of hundreds of sessions
 needs only a handful of processes. Each new session goes to the actor hosting the
 fewest; every session is driven through its own RemoteSession (and so keeps the
-fault tolerance of one).
+fault tolerance of one). Each actor's link pings it (cluster.heartbeat: settings
+`cluster.heartbeat_s`, `cluster.heartbeat_timeout_s`), so one that stops answering is
+replaced.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from agents.events import EventSink, discard_events
 from agents.tool_batch import Approver
 from cluster.actor_link import ActorLink
 from cluster.credentials import model_runtime_env
+from cluster.heartbeat import Heartbeat
 from cluster.ray_run import start_services
 from cluster.remote_session import RemoteSession
 from cluster.runtime import connect, current_node_id, node_cpus
@@ -41,7 +44,10 @@ class SessionPool:
         self.actors = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
         self.load = [0] * actors
         # One link per actor for all its sessions: one event stream, coalesced calls (cluster.actor_link).
-        self.links = [ActorLink(actor) for actor in self.actors]
+        c = settings.cluster
+        self.links = [ActorLink(actor, heartbeat=Heartbeat(actor, what="session's actor", period_s=c.heartbeat_s,
+                                                           timeout_s=c.heartbeat_timeout_s))
+                      for actor in self.actors]
         self._wire: tuple[WorkingsetSettings, dict] | None = None
 
     def _wire_form(self, settings: WorkingsetSettings) -> dict:
@@ -87,9 +93,13 @@ class SessionPool:
         return remote
 
     async def close(self, remote: RemoteSession) -> None:
-        await remote.aclose()
-        self.load[remote.pool_index] -= 1
+        try:
+            await remote.aclose()
+        finally:
+            self.load[remote.pool_index] -= 1
 
     def shutdown(self) -> None:
+        for link in self.links:
+            link.heartbeat.stop()
         for actor in self.actors:
             ray.kill(actor)

@@ -6,10 +6,16 @@ directly instead (it is safe across processes), which avoids a hop per turn.
 
 The actor is asynchronous: its event loop hands every call to the store's writer
 thread, so one session's save never holds up another session's call.
+
+The actor restarts when killed. A call whose actor died under it (cluster.faults) is
+made again on the restarted actor, up to LOST_TRIES times: loads, scans and releases
+change nothing, and a save made twice stores the same state twice (the second becomes
+`current`, the first one history). Only then is the store "unavailable".
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +33,13 @@ from agents.snapshot_store import (
     StoreScan,
     VersionInfo,
 )
+from cluster.faults import is_lost_infrastructure
 from cluster.named_actor import NamedActor, start_named
 
-__all__ = ["RaySnapshotStore", "SnapshotStoreActor", "start_snapshot_actor"]
+__all__ = ["LOST_TRIES", "RaySnapshotStore", "SnapshotStoreActor", "start_snapshot_actor"]
+
+LOST_TRIES = 4
+_RESTART_PAUSE_S = 1.0
 
 
 @ray.remote(num_cpus=0, max_restarts=-1)
@@ -79,25 +89,32 @@ class RaySnapshotStore:
     def actor(self):
         return self.named.handle
 
-    async def asave(self, state: SessionState) -> str:
+    async def _call(self, method: str, *args):
+        """`method` on the actor, made again (up to LOST_TRIES) while its actor dies under it."""
         with _store_errors():
-            return await self.actor.save.remote(state)
+            for tried in range(1, LOST_TRIES + 1):
+                try:
+                    return await getattr(self.actor, method).remote(*args)
+                except RayError as exc:
+                    if tried == LOST_TRIES or not is_lost_infrastructure(exc):
+                        raise
+                    await asyncio.sleep(_RESTART_PAUSE_S * tried)  # a killed actor takes a moment to restart
+        raise AssertionError("unreachable")
+
+    async def asave(self, state: SessionState) -> str:
+        return await self._call("save", state)
 
     async def aload(self, session_id: str, version: str | None = None) -> LoadedSnapshot:
-        with _store_errors():
-            return await self.actor.load.remote(session_id, version)
+        return await self._call("load", session_id, version)
 
     async def arelease(self, session_id: str) -> None:
-        with _store_errors():
-            await self.actor.release.remote(session_id)
+        await self._call("release", session_id)
 
     async def ahistory(self, session_id: str) -> list[VersionInfo]:
-        with _store_errors():
-            return await self.actor.history.remote(session_id)
+        return await self._call("history", session_id)
 
     async def ascan(self, cwd: Path | None = None) -> StoreScan:
-        with _store_errors():
-            return await self.actor.scan.remote(str(cwd) if cwd else None)
+        return await self._call("scan", str(cwd) if cwd else None)
 
     def save(self, state: SessionState) -> str:
         return ray.get(self.actor.save.remote(state))

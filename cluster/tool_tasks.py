@@ -6,6 +6,13 @@ the bubblewrap runner its ToolContext carries. Tools that talk to another runtim
 (DELEGATED_RUNTIME: subagents; REMOTE: MCP connections held by the session) run
 where the session is. Foreign Ray failures become an error result the model sees.
 
+A task is never retried by Ray (max_retries=0): a Bash command must not run twice
+behind the model's back. When its worker dies under it (killed, OOM-killed by Ray's
+memory monitor or the kernel, its node lost: cluster.faults), a read-only tool's call
+simply runs again, once; any other call comes back as the result a call cut short by
+a lost session gets (agents.tool_calls.interrupted_text): it may or may not have
+taken effect, check before repeating it. The model decides; the task goes on.
+
 The file tools (tools.FILE_TOOLS: Read, Write, Edit, Glob, Grep) run no code of the
 agent's and open every path beneath the workspace through tools.beneath, in whatever
 process runs them; a Ray task adds no isolation to that, only its cost (measured at
@@ -24,6 +31,8 @@ from pydantic import BaseModel
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from agents.tool_calls import interrupted_text
+from cluster.faults import is_lost_infrastructure, what_was_lost
 from cluster.runtime import current_node_id
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.executor import LocalToolExecutor, ThreadedToolExecutor
@@ -32,6 +41,7 @@ from tools.registry import FILE_TOOLS
 __all__ = ["RayToolExecutor", "run_tool_task", "warm_tool_workers"]
 
 _IN_SESSION = (ExecutionDomain.DELEGATED_RUNTIME, ExecutionDomain.REMOTE)
+_READ_ONLY_TRIES = 2  # a read-only call whose worker died runs once more: it changed nothing
 
 
 _worker_loop: asyncio.AbstractEventLoop | None = None
@@ -109,6 +119,22 @@ class RayToolExecutor:
         if self.runs_here(tool):
             return await _file_executor().execute(tool, args, ctx)
         _ship_by_value(tool)
+        tries = _READ_ONLY_TRIES if tool.is_read_only else 1
+        for tried in range(1, tries + 1):
+            try:
+                return await self._in_task(tool, args, ctx)
+            except ToolError as exc:
+                return ToolOutput(content=str(exc), is_error=True)
+            except RayError as exc:
+                if not is_lost_infrastructure(exc):
+                    return ToolOutput(content=f"The {tool.name} call failed in its worker ({what_was_lost(exc)}).",
+                                      is_error=True)
+                if tried == tries:
+                    return ToolOutput(content=interrupted_text(by=f"its worker died ({what_was_lost(exc)})",
+                                                               started=True), is_error=True)
+        raise AssertionError("unreachable")
+
+    async def _in_task(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         strategy = NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
         ref = run_tool_task.options(scheduling_strategy=strategy, num_cpus=self.num_cpus).remote(tool, args, ctx)
         try:
@@ -116,11 +142,3 @@ class RayToolExecutor:
         except asyncio.CancelledError:
             ray.cancel(ref, force=True)  # the turn was abandoned: stop the command too
             raise
-        except ToolError as exc:
-            return ToolOutput(content=str(exc), is_error=True)
-        except RayError as exc:
-            return ToolOutput(
-                content=f"The {tool.name} call failed in its worker and was not retried ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}). Check the workspace before repeating it.",
-                is_error=True,
-            )

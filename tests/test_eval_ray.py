@@ -111,7 +111,8 @@ async def test_eval_on_ray_survives_a_killed_session_actor_and_stops_a_timed_out
     assert rows["plain"]["finished_at"] - slow["started_at"] > 5.0
     assert not (Path(slow["workspace"]) / "late.txt").exists() and (Path(slow["workspace"]) / "calc.py").exists()
 
-    assert summary["statuses"] == {"passed": 2, "failed": 0, "error": 0, "timeout": 1, "budget": 0, "truncated": 0, "refused": 0}
+    assert summary["statuses"] == {"passed": 2, "failed": 0, "error": 0, "timeout": 1, "budget": 0, "truncated": 0, "refused": 0,
+                                  "infra_error": 0}
     assert summary["retries"] == 0 and summary["actor_restarts"] == 1
     assert host.pool is None  # the batch's actors are gone
     assert (out / "home" / "snapshots").is_dir()  # sessions keep their snapshots with the results

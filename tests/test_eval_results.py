@@ -74,7 +74,8 @@ def _rows() -> list[ResultRow]:
 def test_summary_pass_rate_costs_tokens_and_wall_percentiles():
     summary = summarize(_rows(), tasks_total=6, invalid=["t.jsonl line 9: not valid JSON"], model="scripted:m.yaml")
     assert (summary["tasks"], summary["finished"], summary["pending"], summary["invalid_lines"]) == (6, 4, 2, 1)
-    assert summary["statuses"] == {"passed": 1, "failed": 1, "error": 1, "timeout": 1, "budget": 0, "truncated": 0, "refused": 0}
+    assert summary["statuses"] == {"passed": 1, "failed": 1, "error": 1, "timeout": 1, "budget": 0, "truncated": 0, "refused": 0,
+                                  "infra_error": 0}
     assert summary["pass_rate"] == 0.25
     assert summary["cost_usd"] == pytest.approx(0.6)
     assert summary["cost_per_task_usd"] == pytest.approx(0.15)
@@ -101,7 +102,7 @@ def test_report_has_the_figures_one_row_per_task_and_the_invalid_lines(tmp_path)
     text = path.read_text()
     assert "6 tasks: 4 finished, 2 pending, 1 invalid lines (interrupted: rerun the same command to finish)" in text
     assert "| pass rate | 25.0 % (1 / 4) |" in text
-    assert "| passed / failed / error / timeout / budget / truncated / refused | 1 / 1 / 1 / 1 / 0 / 0 / 0 |" in text
+    assert "| passed / failed / error / timeout / budget / truncated / refused / infra_error | 1 / 1 / 1 / 1 / 0 / 0 / 0 / 0 |" in text
     assert "$0.6000 total · $0.1500 per task · $0.6000 per solved task" in text
     assert "| tokens | 1,720 (in 1,500 · out 150 · cache read 50 · cache write 20) |" in text
     assert "| wall per task | p50 15.0 s · p95 28.5 s · max 30.0 s |" in text

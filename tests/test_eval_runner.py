@@ -145,7 +145,8 @@ def test_timeout_budget_and_error_rows_and_the_batch_goes_on(tmp_path):
     assert all(r["turns"] == 0 for k, r in rows.items() if k in ("no-repo", "bad-setup", "slow-setup"))
     assert list((out / "workspaces").iterdir()) == []
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["statuses"] == {"passed": 1, "failed": 0, "error": 6, "timeout": 1, "budget": 2, "truncated": 0, "refused": 0}
+    assert summary["statuses"] == {"passed": 1, "failed": 0, "error": 6, "timeout": 1, "budget": 2, "truncated": 0, "refused": 0,
+                                  "infra_error": 0}
 
 
 def test_a_patch_that_breaks_the_setup_fails_in_the_grading_copy(tmp_path):
@@ -384,7 +385,8 @@ class FlakyHost(LocalHost):
         return isinstance(exc, ClusterError)
 
 
-async def test_lost_infrastructure_runs_the_task_once_more_and_says_so(tmp_path):
+async def test_lost_infrastructure_runs_the_task_again_and_past_its_retries_is_an_infra_error_a_plain_rerun_runs(
+        tmp_path):
     repo = _calc_repo(tmp_path)
     fix = _script(tmp_path, "fix", _fix_turns())
     tasks = _tasks_file(tmp_path / "tasks.jsonl", [_task("a", repo)])
@@ -403,10 +405,15 @@ async def test_lost_infrastructure_runs_the_task_once_more_and_says_so(tmp_path)
     assert "task_retry" in events
 
     out2 = tmp_path / "out2"
-    await _runner(tmp_path, tasks, fix, out2, host=FlakyHost(failures=2)).run()
+    summary = await _runner(tmp_path, tasks, fix, out2, host=FlakyHost(failures=3)).run()
     (row,) = _rows(out2)
-    assert (row["status"], row["retries"]) == ("error", 1)
-    assert row["error"].startswith("lost infrastructure twice: ClusterError:")
+    assert (row["status"], row["retries"]) == ("infra_error", 2)
+    assert row["error"].startswith("lost infrastructure 3 times; the last: ClusterError:")
+    assert summary["infra_errors"] == 1 and summary["statuses"]["error"] == 0
+    assert "| infrastructure errors | 1 " in (out2 / "report.md").read_text()
+
+    await _runner(tmp_path, tasks, fix, out2, host=FlakyHost(failures=0)).run()  # the same command, no --retry-failed
+    assert [(r["status"], r["attempt"]) for r in _rows(out2)] == [("infra_error", 1), ("passed", 2)]
 
 
 class NodeLosingHost(LocalHost):
@@ -425,7 +432,7 @@ class NodeLosingHost(LocalHost):
         return await super().open(workspace, settings, emit, **where)
 
 
-async def test_a_lost_node_reruns_the_task_without_using_its_retry_and_three_make_an_error_row(tmp_path):
+async def test_a_lost_node_reruns_the_task_without_using_its_retries_and_three_make_an_infra_error_row(tmp_path):
     repo = _calc_repo(tmp_path)
     fix = _script(tmp_path, "fix", _fix_turns())
     tasks = _tasks_file(tmp_path / "tasks.jsonl", [_task("a", repo)])
@@ -437,7 +444,7 @@ async def test_a_lost_node_reruns_the_task_without_using_its_retry_and_three_mak
 
     await _runner(tmp_path, tasks, fix, tmp_path / "out2", host=NodeLosingHost(losses=3)).run()
     (row,) = _rows(tmp_path / "out2")
-    assert (row["status"], row["node_losses"], row["retries"]) == ("error", 3, 0)
+    assert (row["status"], row["node_losses"], row["retries"]) == ("infra_error", 3, 0)
     assert row["error"] == "lost 3 nodes: node ffffffffffff was lost during the agent phase"
 
 

@@ -28,7 +28,8 @@ task in `results.jsonl`, plus a summary, a report and SWE-bench predictions.
     spend.py        the batch's total cost cap
     report.py       summary.json and report.md
     task_flow.py    one task: workspace, setup, session, patch, grade -> a row
-    runner.py       the batch: concurrency, rerun, one retry, Ctrl-C, the summary
+    runner.py       the batch: concurrency, rerun, infrastructure retries, Ctrl-C, the summary
+    leftovers.py    the batch's processes die with its driver (a mark, a keeper); the next run names survivors
     progress.py     live rich progress, or a JSON event stream
     cli.py          the `eval` subcommand
 """

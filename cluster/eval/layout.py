@@ -14,6 +14,7 @@
     state/bases/<task>.git   the task's trusted base, while it runs (no sandbox binds state/ writable)
     state/scratch/     scratch indexes and object directories of host-side git
     state/batch.lock   held by the batch running on this directory (one at a time)
+    state/processes.json  the running batch's mark on its processes (leftovers.py)
     previous/<time>/   what --redo moved aside: the rows, reports and per-task files of before
     state/envs/        the tasks' own environments, unless --env-cache names another place
                        (environments/cache.py: bound read-only into the sandboxes that use them)
@@ -67,6 +68,7 @@ class OutDir:
         self.run_record = self.root / "run.json"
         self.previous = self.root / "previous"
         self.environments = self.state / "envs"
+        self.processes = self.state / "processes.json"
         self._lock: int | None = None
 
     # What --redo moves aside: the rows first and run.json last, so a move cut short by a

@@ -1,6 +1,7 @@
 """Lost infrastructure, as the batch sees it (task_flow.py raises, runner.py reruns).
 
-    Retry      a session actor or runtime that did not come back: the task runs once more
+    Retry      a session actor or runtime that did not come back, a worker lost under a
+               stage: the task runs again (runner.MAX_INFRA_RETRIES)
     NodeLost   the node the attempt ran on left the cluster: the task runs again from its
                start elsewhere, not counted as that one retry
 
@@ -27,6 +28,8 @@ class Retry(WorkingsetError):
         self.usage = stats.usage if stats else Usage()
         self.cost_usd = stats.cost_usd if stats else 0.0
         self.unpriced_calls = stats.unpriced_calls if stats else 0
+        self.notes = list(stats.notes) if stats else []  # what the infrastructure did under the lost run
+        self.charged = stats is not None  # False: raised where the attempt's figures are not known
 
     def charge(self, row: ResultRow) -> ResultRow:
         u = self.usage

@@ -7,7 +7,13 @@
     grade_task    the grade as a Ray task with declared resources, pinned to the node
     RaySite       the driver's handle on one attempt's site: its lease (placement.py),
                   its node, the calls to the node, and the guard that turns the node's
-                  loss into NodeLost
+                  loss into NodeLost, and the TaskNode's replacement (it stopped
+                  answering its heartbeat) into Retry
+
+The grade changes nothing outside its own grading copy, so a grade whose worker died
+under it (cluster.faults) runs again, once (GRADE_TRIES); and it is bounded by the
+task's own limits (its setup and test timeouts) plus a margin, so a stopped worker
+cannot hold the task.
 
 A source on the driver's disk travels as a git bundle through Ray's object store
 (base_repo.Shipped); a git URL is cloned by the node itself.
@@ -39,12 +45,16 @@ from cluster.eval.placement import Lease, NodeWatch
 from cluster.eval.stages import EnvironmentOutcome, StageConfig, TaskStages
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace
+from cluster.faults import is_lost_infrastructure
+from cluster.heartbeat import Heartbeat, Whereabouts, whereabouts
 from cluster.runtime import ClusterError
 from tools.remove_tree import remove_tree
 
-__all__ = ["RaySite", "TaskNode", "batch_key", "grade_task", "node_root"]
+__all__ = ["GRADE_TRIES", "RaySite", "TaskNode", "batch_key", "grade_task", "node_root"]
 
 T = TypeVar("T")
+GRADE_TRIES = 2
+_GRADE_MARGIN_S = 120.0  # beyond the grade's setup and test limits: the copy, the patch, a worker's start
 
 
 def batch_key(out: OutDir) -> str:
@@ -68,6 +78,10 @@ class _NodeStages(TaskStages):
 
     def where(self) -> tuple[str, str]:
         return self.node or "", str(self.out.root)
+
+    def heartbeat(self) -> Whereabouts:
+        """The driver's sign that this actor runs (cluster.heartbeat)."""
+        return whereabouts()
 
     def tidy(self) -> None:
         """At the batch's end: this node's directory for the batch goes (its files came
@@ -104,7 +118,7 @@ async def _unwrapped(ref: Any) -> Any:
 
 class RaySite:
     def __init__(self, lease: Lease, actor, root: str, config: StageConfig, watch: NodeWatch, *,
-                 shipped: Awaitable[Shipped | None], grade_resources: dict):
+                 shipped: Awaitable[Shipped | None], grade_resources: dict, heartbeat: Heartbeat | None = None):
         self.lease = lease
         self.node: str | None = lease.node
         self._node: str = lease.node
@@ -116,6 +130,7 @@ class RaySite:
         self._shipped = shipped
         self._grade_resources = grade_resources
         self._grade_logs: dict[str, bytes] = {}
+        self.heartbeat = heartbeat  # the TaskNode's
 
     @property
     def lost(self) -> bool:
@@ -143,11 +158,22 @@ class RaySite:
     async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
                     venv: Path | None) -> tuple[bool | None, dict]:
         strategy = NodeAffinitySchedulingStrategy(node_id=self._node, soft=False)
-        ref = grade_task.options(scheduling_strategy=strategy, **self._grade_resources).remote(
-            self.config, self.root, task, ws, patch, name, venv)
-        passed, row, logs = await _unwrapped(ref)
-        self._grade_logs = logs
-        return passed, row
+        limit = task.timeouts.setup_s + task.timeouts.test_s + _GRADE_MARGIN_S
+        for tried in range(1, GRADE_TRIES + 1):
+            ref = grade_task.options(scheduling_strategy=strategy, **self._grade_resources).remote(
+                self.config, self.root, task, ws, patch, name, venv)
+            try:
+                passed, row, logs = await asyncio.wait_for(_unwrapped(ref), limit)
+            except TimeoutError:
+                ray.cancel(ref, force=True)
+                raise ClusterError(f"the grade's worker gave no answer within {limit:g} s") from None
+            except RayError as exc:
+                if tried == GRADE_TRIES or not is_lost_infrastructure(exc) or self.lost:
+                    raise
+                continue
+            self._grade_logs = logs
+            return passed, row
+        raise AssertionError("unreachable")
 
     async def discard(self, name: str) -> str | None:
         if self.lost:
@@ -162,8 +188,17 @@ class RaySite:
     async def guard(self, work: Awaitable[T]) -> T:
         running = asyncio.ensure_future(work)
         lost = asyncio.ensure_future(self.watch.lost(self._node).wait())
+        replaced: asyncio.Future = asyncio.ensure_future(
+            self.heartbeat.replaced() if self.heartbeat else asyncio.Event().wait())
         try:
-            done, _ = await asyncio.wait({running, lost}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({running, lost, replaced}, return_when=asyncio.FIRST_COMPLETED)
+            if replaced in done and running not in done:
+                # The node's task actor stopped answering and was killed: what ran on it is lost.
+                running.cancel()
+                await outlive([running])
+                if not running.cancelled():
+                    running.exception()
+                raise Retry(str(replaced.result()))
             if running in done:
                 try:
                     return running.result()
@@ -179,6 +214,7 @@ class RaySite:
             raise NodeLost(self._node, self.phase)
         finally:
             lost.cancel()
+            replaced.cancel()
             if not running.done():
                 running.cancel()
                 await outlive([running])  # its clean-up runs on this node's actors: let it end first

@@ -7,6 +7,13 @@
               a source on this machine's disk is bundled once and shipped to the node
     open      the session on a SessionActor of the site's node, so its tool calls (pinned
               to the actor's node) and its workspace are on the same disk
+
+Every await on the driver's side of a task is bounded, whatever the actors do: the
+session's turn by the task's wall clock (task_flow.py), its open and close by limits
+here, and each actor — SessionActors through their links, each node's TaskNode here —
+has a heartbeat (cluster.heartbeat) that kills and replaces one that stops answering,
+which fails every call still waiting on it: the task recovers or is retried, and the
+batch goes on.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from cluster.eval.placement import (
 )
 from cluster.eval.stages import StageConfig
 from cluster.eval.tasks import Task, is_url
+from cluster.faults import is_lost_infrastructure
+from cluster.heartbeat import Heartbeat
 from cluster.runtime import ClusterError, connect, node_cpus
 from cluster.session_actor import ClusterServices
 
@@ -53,9 +62,13 @@ class _NodeServices:
     pool: SessionPool  # of this node
     actor: Any  # TaskNode
     root: str
+    heartbeat: Heartbeat  # the TaskNode's
 
 
 _TIDY_S = 60.0  # what the batch's end waits for the nodes to remove their directories
+_START_S = 600.0  # what a node's actors and tool workers may take to start (Ray starts them slowly when busy)
+_CLOSE_S = 30.0  # what closing a session waits for its actor (a stopped one is replaced meanwhile)
+_OPEN_MARGIN_S = 30.0  # beyond an open's own wait for a restarting actor and a heartbeat's timeout
 
 
 class RayHost:
@@ -147,9 +160,14 @@ class RayHost:
                 self.actors_started[node] = actors
                 pool = pool_class(self.settings, actors=actors, services=self.services, node_id=node)
                 actor = TaskNode.options(scheduling_strategy=strategy).remote(self._config, self._key)
-                _, root = await actor.where.remote()
-                await pool.ready()
-                self._nodes[node] = _NodeServices(pool, actor, root)
+                async with asyncio.timeout(_START_S):  # a node whose processes do not answer: tried again
+                    _, root = await actor.where.remote()
+                    await pool.ready()
+                c = self.settings.cluster
+                heartbeat = Heartbeat(actor, what="node's task actor", period_s=c.heartbeat_s,
+                                      timeout_s=c.heartbeat_timeout_s)
+                heartbeat.ensure_running()
+                self._nodes[node] = _NodeServices(pool, actor, root, heartbeat)
                 return self._nodes[node]
             except Exception as exc:
                 self._drop(pool, actor)
@@ -173,6 +191,7 @@ class RayHost:
         """A lost node's services: gone with it."""
         services = self._nodes.pop(node, None)
         if services is not None:
+            services.heartbeat.stop()
             self._drop(services.pool, services.actor)
 
     # -- sites --------------------------------------------------------------------------
@@ -221,7 +240,7 @@ class RayHost:
             if self.sandbox:
                 grade["resources"] = {"workingset_sandbox": 0.001}
             site = RaySite(held, services.actor, services.root, config, self.watch,
-                           shipped=self._shipped_for(task, out), grade_resources=grade)
+                           shipped=self._shipped_for(task, out), grade_resources=grade, heartbeat=services.heartbeat)
             try:
                 yield site
             finally:
@@ -237,7 +256,12 @@ class RayHost:
         if node is None:
             node = ray.get_runtime_context().get_node_id()
         services = await self._node(node)
-        handle = await services.pool.open(workspace, settings=settings, emit=emit)
+        c = settings.cluster
+        limit = c.actor_restart_timeout_s + c.heartbeat_timeout_s + _OPEN_MARGIN_S
+        try:
+            handle = await asyncio.wait_for(services.pool.open(workspace, settings=settings, emit=emit), limit)
+        except TimeoutError:
+            raise ClusterError(f"opening a session on node {node[:12]} got no answer within {limit:g} s") from None
         self._handles[id(handle)] = node
         return handle
 
@@ -249,16 +273,16 @@ class RayHost:
         services = self._nodes.get(node) if node else None
         if services is None or self.watch.is_lost(node):
             return  # its actor went with its node
-        # Closing also stops a turn the caller gave up on (a wall-clock timeout).
+        # Closing also stops a turn the caller gave up on (a wall-clock timeout). An actor
+        # that does not answer holds the task no longer than _CLOSE_S: its heartbeat
+        # replaces it, and the turn goes with it.
         with contextlib.suppress(Exception):
-            await services.pool.close(handle)
+            await asyncio.wait_for(services.pool.close(handle), _CLOSE_S)
 
     def retryable(self, exc: BaseException) -> bool:
         """Lost infrastructure (an actor that did not come back, a dead worker), not a
         model or task error raised inside the actor."""
-        from ray.exceptions import RayError, RayTaskError
-
-        return isinstance(exc, ClusterError) or (isinstance(exc, RayError) and not isinstance(exc, RayTaskError))
+        return is_lost_infrastructure(exc)
 
     async def shutdown(self) -> None:
         await self.watch.stop()

@@ -11,6 +11,8 @@ cost cap (--batch-max-cost) stopped it starting tasks.
     cost_per_task_usd     total cost / finished
     cost_per_solved_usd   total cost / passed (what one solved task costs, failures included)
     wall_s                p50 / p95 / mean / max of the per-task wall time (linear interpolation)
+    infra_errors          tasks the infrastructure failed through every retry (status
+                          infra_error, apart from the agent's `error`); a plain rerun runs them
     touching_tests        tasks whose patch changes test infrastructure (patch_touches_tests);
                           of them, passed_touching_tests passed: read those grades with care
     grades                how the graded rows were judged: per test by the grader's reporter,
@@ -133,6 +135,7 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
         "grades": _grades(rows),
         "compactions": sum(r.compactions for r in rows),
         "retries": sum(r.retries for r in rows),
+        "infra_errors": statuses["infra_error"],
         "actor_restarts": sum(r.actor_restarts for r in rows),
         "node_losses": sum(r.node_losses for r in rows),
         "nodes": dict(sorted(Counter(r.node[:12] for r in rows if r.node).items())),
@@ -289,6 +292,8 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         f"| patches touching tests | {s['touching_tests']} ({s['passed_touching_tests']} of them passed) |",
         f"| compactions | {s['compactions']} |",
         f"| retries · actor restarts · node losses | {s['retries']} · {s['actor_restarts']} · {s['node_losses']} |",
+        *([f"| infrastructure errors | {s['infra_errors']} (the infrastructure failed, not the agent: run the same "
+             "command again to run them) |"] if s.get("infra_errors") else []),
         *([f"| tasks per node | {_cell(', '.join(f'{n}: {k}' for n, k in s['nodes'].items()), 1000)} |"] if s["nodes"] else []),
         "",
         *_task_tables(s, rows),

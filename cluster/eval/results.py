@@ -1,7 +1,9 @@
 """`results.jsonl`: one row per finished task attempt, appended as each task ends.
 
 The latest row of a task is its result. Rerunning the same command skips every task
-that has a row; `--retry-failed` runs again those whose latest row is not `passed`; a
+that has a row, except those that ended in `infra_error` (the infrastructure, not the
+task, failed: they run again); `--retry-failed` runs again those whose latest row is
+not `passed`; a
 task whose row in the task file changed since its result row (`task_digest`) runs
 again and says so. A task interrupted by Ctrl-C or a kill has no row, so the rerun
 picks it up. Each row is one write of a complete line, fsynced (durable.py); a torn
@@ -19,6 +21,9 @@ Statuses:
              where the task rejects that, breaks the setup command): `error` says why
     error    the task could not be run or graded: missing repository, failing setup,
              model or harness error, grader timeout (see `error`)
+    infra_error  the infrastructure kept failing under the task (workers, actors or nodes
+             lost, an actor that stopped answering) through every retry it is given
+             (runner.py); not the agent's doing: a plain rerun runs it again
     timeout    the agent passed its wall-clock budget (budgets.wall_s); still graded
     budget     the agent hit its turn, token or cost budget; still graded
     truncated  the agent's replies were cut off at the output token limit; still graded
@@ -43,10 +48,11 @@ from cluster.eval.durable import append_line, repair_jsonl, write_atomic
 from cluster.eval.tasks import Task
 from cluster.eval.verdicts.grade import Grade
 
-__all__ = ["STATUSES", "Plan", "ResultRow", "ResultsFile", "TaskConflict", "plan_run", "write_predictions"]
+__all__ = ["RERUN_ALWAYS", "STATUSES", "Plan", "ResultRow", "ResultsFile", "TaskConflict", "plan_run", "write_predictions"]
 
-Status = Literal["passed", "failed", "error", "timeout", "budget", "truncated", "refused"]
-STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget", "truncated", "refused")
+Status = Literal["passed", "failed", "error", "timeout", "budget", "truncated", "refused", "infra_error"]
+STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget", "truncated", "refused", "infra_error")
+RERUN_ALWAYS = frozenset({"infra_error"})  # a plain rerun runs these again: nothing of the task's own was decided
 
 
 class ResultRow(BaseModel):
@@ -85,7 +91,7 @@ class ResultRow(BaseModel):
     environment_s: float | None = Field(None, description="Seconds to get the environment: its recipe resolved "
                                         "against the repository, and its build or the wait for another task's.")
     error: str | None = Field(None, description="Why an error row has no verdict, or why a failed row was not graded.")
-    retries: int = Field(0, description="Runs again after lost infrastructure (at most 1).")
+    retries: int = Field(0, description="Runs again after lost infrastructure (runner.MAX_INFRA_RETRIES at most).")
     actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")
     node: str | None = Field(None, description="The Ray node the task ran on (its workspace, session, tool calls "
                              "and grade); None in one process (--local).")
@@ -190,7 +196,8 @@ def plan_run(tasks: list[Task], latest: dict[str, ResultRow], *, retry_failed: b
                 conflicts.setdefault(row.task_file, []).append(task.id)
                 continue
             plan.changed.add(task.id)
-        if row is None or task.id in plan.changed or (retry_failed and row.status != "passed"):
+        if (row is None or task.id in plan.changed or row.status in RERUN_ALWAYS
+                or (retry_failed and row.status != "passed")):
             plan.run.append(task)
         else:
             plan.skipped.append(task)

@@ -4,14 +4,18 @@
 
 and its row is appended to results.jsonl the moment it ends. A task's failure is its
 own row (status error and why); the batch goes on. Lost infrastructure (an actor that
-did not come back) runs the task once more, with a fresh workspace, recorded in
-`retries` and `notes`. A lost node runs it again from its start on another node,
-recorded in `node_losses` and `notes`, without using up that one retry (at most
-MAX_NODE_LOSSES times). Cancellation (Ctrl-C) stops the workers, closes their sessions,
-removes their workspaces, writes summary, report and predictions for what finished,
-and re-raises: the interrupted tasks have no row, so the same command resumes them.
+did not come back or stopped answering, a worker that died under a stage: cluster.faults)
+runs the task again from its start, with a fresh workspace, recorded in `retries` and
+`notes`, at most MAX_INFRA_RETRIES times. A lost node runs it again from its start on
+another node, recorded in `node_losses` and `notes`, without using up those retries (at
+most MAX_NODE_LOSSES times). A task the infrastructure fails every time ends as
+`infra_error`, not the agent's `error`: a plain rerun of the command runs it again.
+Cancellation (Ctrl-C) stops the workers, closes their sessions, removes their
+workspaces, writes summary, report and predictions for what finished, and re-raises:
+the interrupted tasks have no row, so the same command resumes them.
 
-Before anything runs, the out directory is checked (and held: one batch at a time): a
+Before anything runs, the out directory is checked (and held: one batch at a time; an
+earlier batch's processes still alive there are named in one line: leftovers.py): a
 torn last line of results.jsonl is repaired; `--redo` moves the earlier rows aside;
 rows that other settings produced refuse the run (provenance.py); a task id another
 task file holds with other content is refused; a task whose row changed in the task
@@ -36,6 +40,7 @@ from cluster.eval.durable import write_atomic
 from cluster.eval.environments import DEFAULT_HOSTS
 from cluster.eval.hosts import SessionHost
 from cluster.eval.layout import OutDir, safe_name
+from cluster.eval.leftovers import batch_marked
 from cluster.eval.progress import Reporter
 from cluster.eval.provenance import RunRecord, SettingsChanged, record_for
 from cluster.eval.report import summarize, write_report, write_summary
@@ -47,9 +52,10 @@ from cluster.eval.swebench.predictions import Prediction
 from cluster.eval.task_flow import NodeLost, Retry, TaskFlow, describe
 from cluster.eval.tasks import Task
 
-__all__ = ["MAX_NODE_LOSSES", "EvalOptions", "EvalRunner"]
+__all__ = ["MAX_INFRA_RETRIES", "MAX_NODE_LOSSES", "EvalOptions", "EvalRunner"]
 
-MAX_NODE_LOSSES = 3  # a task whose node goes this often is an error row
+MAX_NODE_LOSSES = 3  # a task whose node goes this often is an infra_error row
+MAX_INFRA_RETRIES = 2  # runs again after lost infrastructure; past that, an infra_error row
 
 
 @dataclass
@@ -113,7 +119,10 @@ class EvalRunner:
         self.out.root.mkdir(parents=True, exist_ok=True)
         self.out.lock()
         try:
-            return await self._run()
+            with batch_marked(self.out.processes) as leftovers:
+                if leftovers:
+                    self.reporter.event("notice", text=leftovers)
+                return await self._run()
         finally:
             self.out.unlock()
 
@@ -258,8 +267,9 @@ class EvalRunner:
         self.reporter.event("task_finished", task_id=task.id, status=row.status, result=row.model_dump(mode="json"))
 
     async def _ride_out(self, task: Task, attempt: int) -> ResultRow:
-        """The attempt, run again after lost infrastructure (once) and after lost nodes
-        (up to MAX_NODE_LOSSES, not counted as retries); what lost runs spent is charged."""
+        """The attempt, run again after lost infrastructure (up to MAX_INFRA_RETRIES) and
+        after lost nodes (up to MAX_NODE_LOSSES, not counted as retries); what lost runs
+        spent is charged."""
         lost: list[Retry] = []
         notes: list[str] = []
         retries = losses = 0
@@ -271,25 +281,30 @@ class EvalRunner:
                 lost.append(exc)
                 losses += 1
                 if losses >= MAX_NODE_LOSSES:
-                    row = self._lost_row(task, attempt, retries, losses, f"lost {losses} nodes: {exc}")
+                    row = self._lost_row(task, attempt, retries, losses, f"lost {losses} nodes: {exc}",
+                                         [*notes, *exc.notes])
                     break
                 self.reporter.event("task_retry", task_id=task.id, reason=str(exc), node_lost=True)
-                notes = [*notes, f"{exc}: run again from its start on another node"]
+                notes = [*notes, *exc.notes, f"{exc}: run again from its start on another node"]
             except Retry as exc:
                 lost.append(exc)
-                if retries:
-                    row = self._lost_row(task, attempt, retries, losses, f"lost infrastructure twice: {exc}")
+                if retries >= MAX_INFRA_RETRIES:
+                    row = self._lost_row(task, attempt, retries, losses,
+                                         f"lost infrastructure {retries + 1} times; the last: {exc}",
+                                         [*notes, *exc.notes])
                     break
                 self.reporter.event("task_retry", task_id=task.id, reason=str(exc))
                 retries += 1
-                notes = [*notes, f"run again after lost infrastructure: {exc}"]
+                notes = [*notes, *exc.notes, f"run again after lost infrastructure: {exc}"]
         for charge in lost:
             row = charge.charge(row)
         return row
 
-    def _lost_row(self, task: Task, attempt: int, retries: int, losses: int, error: str) -> ResultRow:
-        return ResultRow(task_id=task.id, status="error", attempt=attempt, retries=retries, node_losses=losses,
-                         model=task.model or self.settings.model, error=error, finished_at=time.time())
+    def _lost_row(self, task: Task, attempt: int, retries: int, losses: int, error: str,
+                  notes: list[str]) -> ResultRow:
+        return ResultRow(task_id=task.id, status="infra_error", attempt=attempt, retries=retries, node_losses=losses,
+                         model=task.model or self.settings.model, error=error, finished_at=time.time(),
+                         notes=list(notes))
 
     def _stamp(self, row: ResultRow, task: Task) -> ResultRow:
         """What produced the row: the settings' fingerprint, the task's row and file."""

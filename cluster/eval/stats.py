@@ -1,5 +1,6 @@
 """One task's event sink: every agent event to `<out>/events/<task>.jsonl`, and the
-totals a result row reports (model calls, tokens, cost, compactions, actor failures).
+totals a result row reports (model calls, tokens, cost, compactions, actor failures),
+and the notes it keeps (an actor replaced for not answering).
 
 Tokens and cost count each session once: the root's own `model_call` events, plus
 each subagent's own usage from its `subagent_finished` event (subagent ids contain a
@@ -26,6 +27,7 @@ from agents.visible import reveal
 __all__ = ["TaskStats"]
 
 _ACTOR_FAILED = "the session's actor failed"
+_ACTOR_REPLACED = "the session's actor stopped answering"  # cluster.heartbeat: kept in the row's notes
 
 
 class TaskStats:
@@ -42,6 +44,8 @@ class TaskStats:
         self.pricings: set[str] = set()
         self.compactions: Counter[str] = Counter()
         self.actor_failures = 0
+        self.phase = "workspace"  # the eval stage running now (named when a worker is lost under it)
+        self.notes: list[str] = []  # what the infrastructure did under the task, for the row
         self._log: IO[str] | None = None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,6 +82,8 @@ class TaskStats:
             self.compactions[event.kind] += 1
         elif isinstance(event, Notice) and event.text.startswith(_ACTOR_FAILED):
             self.actor_failures += 1
+        elif isinstance(event, Notice) and event.text.startswith(_ACTOR_REPLACED):
+            self.notes.append(event.text)
         if changed and self.on_change is not None:
             self.on_change(self)
 

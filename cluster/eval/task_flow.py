@@ -14,9 +14,9 @@ agent's Bash, the grader — runs with that virtualenv, read-only, and never wit
 network (only the build may have it).
 
 Each stage that fails ends the task with an error row saying why (`TaskEnded`); a lost
-session actor or runtime raises `Retry` for the batch to run the task once more; a lost
-node raises `NodeLost` (the batch runs the task again from its start elsewhere, without
-counting it as a retry). The agent's workspace is removed as soon as its patch is taken,
+session actor or runtime, or a worker that died under any stage (cluster.faults), raises
+`Retry` for the batch to run the task again; a lost node raises `NodeLost` (the batch
+runs the task again from its start elsewhere, without counting it as a retry). The agent's workspace is removed as soon as its patch is taken,
 the base and the grading copy when the task ends, whatever happens (the directories stay
 with --keep-workspaces), and a cancelled task (Ctrl-C) closes its session first.
 
@@ -52,6 +52,7 @@ from cluster.eval.stats import TaskStats
 from cluster.eval.swebench.predictions import Prediction
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace, WorkspaceError
+from cluster.faults import what_was_lost
 
 __all__ = ["NodeLost", "Retry", "TaskEnded", "TaskFlow", "describe", "status_for"]
 
@@ -113,6 +114,14 @@ class TaskFlow:
             row.update(status="error", error=str(exc))
         except NodeLost as lost:
             raise NodeLost(lost.node, lost.phase, stats) from None
+        except Retry as exc:
+            if exc.charged:
+                raise
+            raise Retry(str(exc), stats) from exc
+        except Exception as exc:
+            if not self.host.retryable(exc):
+                raise  # a harness bug: the runner's error row names it
+            raise Retry(f"the {stats.phase} phase lost its worker ({what_was_lost(exc)})", stats) from exc
         finally:
             stats.close()
         u = stats.usage
@@ -124,6 +133,7 @@ class TaskFlow:
             compaction_kinds=dict(stats.compactions), actor_restarts=stats.actor_failures, session_id=stats.session_id,
             wall_s=round(time.monotonic() - clock, 3), finished_at=time.time(),
         )
+        row["notes"].extend(stats.notes)
         return ResultRow(**row)
 
     async def _on_site(self, site: TaskSite, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats,
@@ -138,7 +148,7 @@ class TaskFlow:
                 path.write_bytes(data)
 
     def _phase(self, site: TaskSite, task: Task, stats: TaskStats, phase: str) -> None:
-        site.phase = phase
+        site.phase = stats.phase = phase
         self.reporter.event("task_phase", task_id=task.id, phase=phase, node=site.node)
         stats.note("eval_phase", task_id=task.id, phase=phase, ts=time.time(), node=site.node)
 
