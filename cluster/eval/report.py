@@ -7,7 +7,8 @@ tasks grouped per task file; `task_files` in the summary). `selection` names the
 file, --filter and --slice of the run that wrote them; `stopped` says when the batch
 cost cap (--batch-max-cost) stopped it starting tasks.
 
-    pass_rate             passed / finished
+    pass_rate             passed / judged (finished rows less infra_error ones, which describe
+                          the cluster, not the agent; `judged` in the summary)
     cost_per_task_usd     total cost / finished
     cost_per_solved_usd   total cost / passed (what one solved task costs, failures included)
     wall_s                p50 / p95 / mean / max of the per-task wall time (linear interpolation)
@@ -66,9 +67,18 @@ def _per_file(rows: list[ResultRow]) -> list[dict]:
     groups: dict[str, list[ResultRow]] = {}
     for row in rows:
         groups.setdefault(row.task_file or _NO_FILE, []).append(row)
-    return [{"task_file": name, "finished": len(group), "passed": sum(r.status == "passed" for r in group),
-             "pass_rate": _round(sum(r.status == "passed" for r in group) / len(group), 4)}
+    return [{"task_file": name, "finished": len(group), "passed": _passed(group), "pass_rate": _rate(group)}
             for name, group in sorted(groups.items())]
+
+
+def _passed(rows: list[ResultRow]) -> int:
+    return sum(r.status == "passed" for r in rows)
+
+
+def _rate(rows: list[ResultRow]) -> float | None:
+    """passed / judged: an infra_error row says nothing of the agent."""
+    judged = sum(r.status != "infra_error" for r in rows)
+    return _round(_passed(rows) / judged if judged else 0.0, 4)
 
 
 def _grades(rows: list[ResultRow]) -> dict:
@@ -115,7 +125,8 @@ def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], mo
         "pending": max(tasks_total - n, 0),
         "invalid_lines": len(invalid),
         "statuses": {s: statuses[s] for s in STATUSES},
-        "pass_rate": _round(passed / n if n else 0.0, 4),
+        "judged": n - statuses["infra_error"],
+        "pass_rate": _rate(rows),
         "cost_usd": _round(cost),
         "cost_per_task_usd": _round(cost / n if n and cost is not None else None),
         "cost_per_solved_usd": _round(cost / passed if passed and cost is not None else None),
@@ -281,7 +292,7 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         "",
         "| | |",
         "|---|---|",
-        f"| pass rate | {s['pass_rate'] * 100:.1f} % ({st['passed']} / {s['finished']}) |",
+        f"| pass rate | {s['pass_rate'] * 100:.1f} % ({st['passed']} / {s.get('judged', s['finished'])}) |",
         f"| {' / '.join(STATUSES)} | {' / '.join(str(st[k]) for k in STATUSES)} |",
         f"| cost | {_cost_line(s)} |",
         f"| tokens | {t['total']:,} (in {t['input']:,} · out {t['output']:,} · cache read {t['cache_read']:,} · "
