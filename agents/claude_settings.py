@@ -30,13 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.builtin_tools import BUILTIN_TOOL_NAMES
 from agents.claude_mcp import MCP_FILE, read_mcp_file
 from agents.errors import ConfigError
 from agents.permissions.rules import Effect, parse_rule
 from agents.permissions.tool_names import missing_tool
 from tools.host_read import is_present, real_dir
-from tools.mcp import McpServerConfig
+from tools.mcp_config import McpServerConfig
 
 __all__ = ["CLAUDE_SETTINGS_FILES", "ClaudeImport", "read_claude_files"]
 
@@ -134,6 +133,9 @@ def _bad(out: ClaudeImport, where: str, why: str, trusted: bool) -> None:
 
 def _read_rules(out: ClaudeImport, permissions: dict[str, Any], where: str, workspace: Path, home: Path | None,
                 trusted: bool) -> None:
+    # The tools themselves load here, not with the settings: the command line starts without them.
+    from agents.builtin_tools import BUILTIN_TOOL_NAMES
+
     missing: dict[str, list[str]] = {}
     for effect in ("allow", "deny", "ask"):
         texts = permissions.get(effect, [])

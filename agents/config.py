@@ -49,7 +49,7 @@ from agents.settings_keys import UnknownKey, file_keys_problem, unknown_keys, un
 from agents.trust import TrustList
 from agents.workspace_config import WorkspaceConfig, screen, untrusted_notice, workspace_plugins
 from tools.base import ToolLimits
-from tools.mcp import McpServerConfig
+from tools.mcp_config import McpServerConfig
 from tools.sandbox import SandboxLimits, SandboxOptions
 
 __all__ = [
@@ -229,6 +229,10 @@ class ClusterSettings(Section):
 
     address: str | None = Field(None, description="Join this Ray cluster (also RAY_ADDRESS); unset: embedded.")
     dashboard: bool = Field(False, description="Start the Ray dashboard with the embedded cluster.")
+    start_timeout_s: float = Field(
+        60.0, gt=0, description="How long the embedded cluster's GCS may take to come up (Ray gives its raylet a "
+        "fixed 30 s more); a start that fails is tried once more."
+    )
     compactor_pool_size: int = Field(2, ge=1, description="Summarizer actors shared by all sessions.")
     compactor_max_queue: int = Field(16, ge=1, description="Summaries one summarizer actor accepts at once.")
     tool_task_cpus: float = Field(0.5, gt=0, description="CPU reserved by each tool task.")

@@ -27,7 +27,8 @@ Workingset's own tree (agents/, cluster/):
     │   ├── MemoryNotFound
     │   └── MemoryNameError         not a valid record name (also ValueError)
     ├── FrontMatterError            a memory or skill file's front-matter is broken (also ValueError)
-    ├── ClusterError                the Ray runtime cannot start or be joined (cluster.runtime)
+    ├── ClusterError                the Ray runtime cannot start or be joined (cluster.errors)
+    │   └── ClusterJoinError        the command names a cluster this process cannot join (also ConfigError: exit 2)
     ├── TaskEnded                   an eval task ends with an error row (cluster.eval.errors)
     │   └── EnvironmentFailed       its own environment could not be made (names the key)
     ├── Retry                       lost infrastructure: the eval task may run once more (cluster.eval.lost)

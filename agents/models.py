@@ -21,6 +21,7 @@ input at its own listed price.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ __all__ = [
     "cost_usd",
     "input_price_per_mtok",
     "model_info",
+    "nearest_known",
     "usage_cost_usd",
 ]
 
@@ -143,6 +145,32 @@ def _from_table(name: str) -> ModelInfo | None:
     if best is None:
         return None
     return ModelInfo(context_window=best[1], prices=best[2], pricing="list")
+
+
+_TRAILING_VERSION = re.compile(r"(?:[-@](?:\d{8}|\d{4}-\d{2}-\d{2}|latest))+$")
+_DIGITS = re.compile(r"\d+")
+_MORE_NUMBERS = re.compile(r"(?:[-.]\d+)+")
+
+
+def _another_version(bare: str, known: str) -> bool:
+    """`claude-opus-4-6` beside `claude-opus-4-5` or `claude-opus-4`: a newer model, not a typo."""
+    if _DIGITS.sub("#", bare) == _DIGITS.sub("#", known):
+        return True
+    return bare.startswith(known) and _MORE_NUMBERS.fullmatch(bare[len(known):]) is not None
+
+
+def nearest_known(name: str) -> str | None:
+    """The table's model a misspelt `name` most likely meant (`anthropic:claude-sonet-4-5`
+    → `claude-sonnet-4-5`), among the same family's (Claude, or OpenAI's); None when
+    nothing is close or the name is one the table knows."""
+    if _from_table(name) is not None:
+        return None
+    bare = _TRAILING_VERSION.sub("", _bare(name))
+    claude = bare.startswith("claude")
+    candidates = [entry[0] for entry in KNOWN_MODELS
+                  if entry[0].startswith("claude") == claude and not _another_version(bare, entry[0])]
+    found = difflib.get_close_matches(bare, candidates, n=1, cutoff=0.8)
+    return found[0] if found else None
 
 
 def _offline(name: str) -> bool:

@@ -15,10 +15,12 @@ agent may have written), so it is shown so that it reads as what it is:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agents.events import PermissionRequested
 from agents.visible import hidden_characters, reveal
+
+if TYPE_CHECKING:
+    from agents.events import PermissionRequested
 
 __all__ = ["describe_request"]
 

@@ -12,16 +12,18 @@ import contextlib
 import os
 import sys
 import threading
-from typing import TextIO, overload
+from typing import TYPE_CHECKING, TextIO, overload
 
 from agents.errors import ConfigError
-from agents.events import PermissionRequested
-from agents.handle import SessionHandle
-from agents.loop import TurnOutcome
-from agents.session_kit import Approver, PermissionAnswer
 from agents.visible import reveal
 from cluster.approval import describe_request
 from cluster.tree_view import path_label
+
+if TYPE_CHECKING:  # the session's types: `say` alone must not load the agent loop (start-up time)
+    from agents.events import PermissionRequested
+    from agents.handle import SessionHandle
+    from agents.loop import TurnOutcome
+    from agents.session_kit import Approver, PermissionAnswer
 
 __all__ = ["ask_line", "console_approver", "describe_request", "say", "settle_parked"]
 
@@ -92,6 +94,8 @@ def _read_line(prompt: str) -> str:
 
 async def console_approver(request: PermissionRequested) -> PermissionAnswer:
     """Asks until it gets y, n or a; end of input denies."""
+    from agents.session_kit import PermissionAnswer
+
     who = f"subagent {path_label(request.path)} · {request.session_id}" if request.path else request.session_id
     say(f"\nPermission needed [{who}]: {describe_request(request)}")
     while True:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from agents.assembly import resolve_workspace
-from agents.config import load_settings
 from agents.errors import WorkingsetError
-from agents.memory import MemoryRecord, MemoryStore
 from cluster.console import say
+
+if TYPE_CHECKING:  # the store loads when the command runs, not with the parser
+    from agents.memory import MemoryRecord, MemoryStore
 
 __all__ = ["add_memory_parser", "run_memory_command"]
 
@@ -39,6 +40,10 @@ def add_memory_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
 
 def _store(cwd: str) -> MemoryStore:
+    from agents.assembly import resolve_workspace
+    from agents.config import load_settings
+    from agents.memory import MemoryStore
+
     workspace = resolve_workspace(cwd)
     return MemoryStore(workspace, load_settings(workspace).home)
 

@@ -44,7 +44,8 @@ async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: A
     """Open `opening` on a SessionActor of this node; the actor runs the same lifecycle
     (agents.lifecycle.open_or_resume) that a local session is opened by."""
     settings = opening.settings
-    info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard)
+    info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard,
+                   start_timeout_s=settings.cluster.start_timeout_s)
     services = start_services(settings, info)
     # The workspace lives on this node: the session (and its tool tasks) run here.
     actor = SessionActor.options(  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see

@@ -4,14 +4,14 @@
     connect(address="auto")        join the cluster running on this machine (`ray start`)
     connect(address="host:6379")   join the cluster whose head is there (also RAY_ADDRESS)
 
-`ray://` (Ray Client) is refused with one line: sessions stream their events from
-actors and tasks hold placement groups for their whole life, which a client
-connection does not carry reliably; the driver belongs on a node of the cluster
-(`ray job submit` puts it there). A cluster with token authentication is detected
-before joining, so a missing or wrong token is named as such (not as a bad address,
-and without Ray's twenty seconds of retries). The dashboard stays off unless asked
-for. Any failure to start or reach Ray ends in one ClusterError that names the
-address and the fix.
+An address is checked before Ray is handed it (cluster.ray_address: `ray://` refused, a
+GCS probed the way Ray's client asks), so a wrong one is one line within seconds rather
+than Ray's minutes of retries. A cluster with token authentication and a process
+without the right token is named as such (Ray's own client says so at once). The
+embedded cluster starts under `cluster.start_timeout_s` and is tried once more after a
+failure, the cause said (cluster.ray_start). The dashboard stays off unless asked for.
+Any failure to start or reach Ray ends in one ClusterError that names the cause and the
+fix (ClusterJoinError, a ConfigError, for an address that is wrong).
 
 Ray's own lines stay off the progress display: the C++ core's warnings are held below
 errors (RAY_BACKEND_LOG_LEVEL), the banner that setting prints while Ray starts is dropped
@@ -32,24 +32,22 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import ray
 
-from agents.errors import WorkingsetError
+from agents.config import ClusterSettings
+from cluster.errors import ClusterError, ClusterJoinError
+from cluster.ray_address import check_address, given_address
+from cluster.ray_start import start_once_more
 
-__all__ = ["ClusterError", "RuntimeInfo", "connect", "current_node_id", "node_cpus"]
+__all__ = ["ClusterError", "ClusterJoinError", "RuntimeInfo", "connect", "current_node_id", "node_cpus"]
 
 IDLE_WORKER_KEEP_MS = 300_000
-
-
-class ClusterError(WorkingsetError):
-    """Ray could not be started or reached."""
 
 
 @dataclass(frozen=True)
@@ -70,29 +68,6 @@ def node_cpus(node_id: str) -> float:
     return node.get("Resources", {}).get("CPU", 1.0)
 
 
-_CLIENT_REFUSED = (
-    "ray:// addresses (Ray Client) are not supported: the batch streams events from its actors and holds "
-    "placement groups for each task, which Ray Client does not carry reliably. Run the driver on a node of the "
-    "cluster with --address auto (or HEAD_HOST:6379), or submit it there: "
-    "ray job submit --address http://HEAD_HOST:8265 --working-dir . -- workingset eval ..."
-)
-
-
-def _host_port(address: str) -> tuple[str, int] | None:
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        return None  # "auto", "local" and the like: ray.init resolves them itself
-    return host.strip("[]"), int(port)
-
-
-def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    """Fail fast when nothing listens at host:port: ray.init would retry for many minutes."""
-    where = _host_port(address)
-    if where is not None:
-        with socket.create_connection(where, timeout=timeout_s):
-            pass
-
-
 _LEVEL_BANNER = "Set ray log level from environment variable"
 
 
@@ -100,18 +75,23 @@ _LEVEL_BANNER = "Set ray log level from environment variable"
 def _held_stderr():
     """Ray's start-up writes on fd 2, held until it is done, then passed on through
     sys.stderr (which a progress display redirects above itself), less the log-level
-    banner: RAY_BACKEND_LOG_LEVEL itself makes Ray print it, at INFO, before the level applies."""
+    banner: RAY_BACKEND_LOG_LEVEL itself makes Ray print it, at INFO, before the level
+    applies. A start that fails passes nothing on."""
     sys.stderr.flush()
     saved = os.dup(2)
+    failed = False
     with tempfile.TemporaryFile() as held:
         os.dup2(held.fileno(), 2)
         try:
             yield
+        except BaseException:
+            failed = True  # what Ray said of a failed start stays in its logs: the caller names the cause
+            raise
         finally:
             os.dup2(saved, 2)
             os.close(saved)
             held.seek(0)
-            for line in held.read().decode(errors="replace").splitlines():
+            for line in [] if failed else held.read().decode(errors="replace").splitlines():
                 if line.strip() and _LEVEL_BANNER not in line:
                     print(line, file=sys.stderr)
 
@@ -147,9 +127,8 @@ def _quiet_stderr():
 
 
 def _check_token(address: str) -> None:
-    """Token authentication, named as such: one quick call to the cluster's GCS."""
-    if _host_port(address) is None:
-        return
+    """A GCS that asked the probe for a token: whether this process's token (if any) is
+    the right one, by Ray's own client, which answers that at once."""
     from ray._raylet import GcsClient  # type: ignore[attr-defined]  # a compiled module
     from ray.exceptions import AuthenticationError
 
@@ -158,7 +137,7 @@ def _check_token(address: str) -> None:
             GcsClient(address=address)
     except AuthenticationError:
         has = "a token that the cluster refuses" if _token_given() else "no token"
-        raise ClusterError(
+        raise ClusterJoinError(
             f"the Ray cluster at {address} uses token authentication and this process has {has}: set "
             "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN to the cluster's token (or put it in ~/.ray/auth_token, or "
             "name its file in RAY_AUTH_TOKEN_PATH); `ray get-auth-token` on the head prints it") from None
@@ -184,42 +163,62 @@ def _sigterm_handler_kept() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: int | None = None) -> RuntimeInfo:
-    """Start or join Ray once per process; later calls return the same runtime."""
-    address = address or os.environ.get("RAY_ADDRESS") or None
+def _notice(text: str) -> None:
+    print(f"workingset: notice: {text}", file=sys.stderr)
+
+
+def _join(address: str, source: str) -> None:
+    joinable = check_address(address, source=source)
+    if joinable.token:
+        _check_token(joinable.address)
+    try:
+        with _held_stderr():
+            ray.init(address=joinable.address, logging_level=logging.WARNING, log_to_driver=False)
+    except (OSError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        said = " ".join(str(exc).split())[:600]  # Ray's version-mismatch text runs over several lines
+        raise ClusterError(f"cannot join the Ray cluster at {address}: {said}; check that the cluster is up and "
+                           "runs the same Ray and Python as this machine, or use --local") from exc
+
+
+def _start_embedded(num_cpus: int | None, dashboard: bool, timeout_s: float, notify: Callable[[str], None]) -> None:
+    def start() -> None:
+        with _held_stderr(), _quiet_logger(_TOKEN_NOTICE_LOGGER):
+            ray.init(
+                address="local",  # always our own cluster, never one another process left running
+                num_cpus=num_cpus or os.cpu_count() or 1,
+                include_dashboard=dashboard,
+                logging_level=logging.WARNING,
+                log_to_driver=False,
+                configure_logging=True,
+                _system_config={"idle_worker_killing_time_threshold_ms": IDLE_WORKER_KEEP_MS},
+            )
+
+    start_once_more(start, timeout_s=timeout_s, what="the embedded Ray cluster", notify=notify, undo=ray.shutdown)
+
+
+def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: int | None = None,
+            start_timeout_s: float | None = None, notify: Callable[[str], None] = _notice) -> RuntimeInfo:
+    """Start or join Ray once per process; later calls return the same runtime.
+    `start_timeout_s`: the embedded cluster's deadline (default: the setting's);
+    `notify`: told of a first failed start that the second try made good."""
+    given = given_address(address)
     # The runtime's C++ warnings go straight to this process's stderr, across any progress
     # display; below errors they stay in Ray's log files.
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
-    if address and address.startswith("ray://"):
-        raise ClusterError(_CLIENT_REFUSED)
     if not ray.is_initialized():
-        try:
-            with _sigterm_handler_kept():
-                if address:
-                    _check_reachable(address)
-                    _check_token(address)
-                    with _held_stderr():
-                        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
-                else:
-                    with _held_stderr(), _quiet_logger(_TOKEN_NOTICE_LOGGER):
-                        ray.init(
-                            address="local",  # always our own cluster, never one another process left running
-                            num_cpus=num_cpus or os.cpu_count() or 1,
-                            include_dashboard=dashboard,
-                            logging_level=logging.WARNING,
-                            log_to_driver=False,
-                            configure_logging=True,
-                            _system_config={"idle_worker_killing_time_threshold_ms": IDLE_WORKER_KEEP_MS},
-                        )
-        except (OSError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:  # OSError: refused, timed out, unknown host
-            where = f"the Ray cluster at {address}" if address else "an embedded Ray cluster"
-            fix = "check the address and that the cluster is up" if address else "check free memory and /tmp space"
-            raise ClusterError(f"cannot start or reach {where}: {exc}; {fix}, or use --local") from exc
+        with _sigterm_handler_kept():
+            if given is not None:
+                _join(*given)
+            else:
+                timeout_s = start_timeout_s if start_timeout_s is not None else ClusterSettings().start_timeout_s
+                _start_embedded(num_cpus, dashboard, timeout_s, notify)
     context = ray.get_runtime_context()
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     return RuntimeInfo(
         address=context.gcs_address,
-        embedded=not address,
+        embedded=given is None,
         nodes=len(nodes),
         cpus=sum(n.get("Resources", {}).get("CPU", 0.0) for n in nodes),
     )

@@ -12,15 +12,14 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agents.assembly import resolve_workspace, snapshot_store
-from agents.config import load_settings
 from agents.errors import ConfigError
 from agents.messages import TextBlock, ToolResultBlock, ToolUseBlock
-from agents.session_state import SessionState
-from agents.snapshot_doctor import check_store
-from agents.snapshot_store import SnapshotError, SnapshotNotFound
 from cluster.console import say
+
+if TYPE_CHECKING:  # the store loads when the command runs, not with the parser
+    from agents.session_state import SessionState
 
 __all__ = ["add_sessions_parser", "run_sessions_command", "to_markdown"]
 
@@ -77,6 +76,8 @@ def _list(scan, workspace: Path, *, every: bool) -> None:
 
 
 def _doctor(store, *, dry_run: bool) -> int:
+    from agents.snapshot_doctor import check_store
+
     report = check_store(store, repair=not dry_run)
     for check in report.sessions:
         if check.status not in ("ok", "empty"):
@@ -92,6 +93,10 @@ def _doctor(store, *, dry_run: bool) -> int:
 
 
 def run_sessions_command(args: argparse.Namespace) -> int:
+    from agents.assembly import resolve_workspace, snapshot_store
+    from agents.config import load_settings
+    from agents.snapshot_store import SnapshotError, SnapshotNotFound
+
     workspace = resolve_workspace(args.cwd)
     store = snapshot_store(load_settings(workspace))
     try:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from agents.config import WorkingsetSettings
+from cluster.ray_start import start_once_more
 from tests.fake_messages_server import FakeMessagesServer
 from tests.fake_openai_server import FakeOpenAIServer
 from tools import beneath
@@ -129,6 +132,10 @@ class RayCluster:
                 os.environ["HOME"] = test_home
 
 
+def _warn(text: str) -> None:
+    warnings.warn(text, stacklevel=2)  # shown in the run's summary: the suite went on, but the machine is slow
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[RayCluster]:
     """One 2-node cluster shared by every Ray test (starting one costs seconds).
@@ -140,13 +147,21 @@ def ray_cluster() -> Iterator[RayCluster]:
         ray.shutdown()
     object_store = 150 * 1024**2
     home = os.environ.get("HOME")
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 2, "include_dashboard": False, "object_store_memory": object_store,
-                        "resources": {"workingset_sandbox": 1}},
-    )
-    other = cluster.add_node(num_cpus=1, resources={"other_node": 1, "workingset_sandbox": 1},
-                             object_store_memory=object_store)
+
+    def start() -> tuple[Any, Any]:
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 2, "include_dashboard": False, "object_store_memory": object_store,
+                            "resources": {"workingset_sandbox": 1}},
+        )
+        other = cluster.add_node(num_cpus=1, resources={"other_node": 1, "workingset_sandbox": 1},
+                                 object_store_memory=object_store)
+        return cluster, other
+
+    # As the embedded cluster starts: under cluster.start_timeout_s, once more after a
+    # failure (a loaded machine misses Ray's start-up waits now and then).
+    cluster, other = start_once_more(start, timeout_s=WorkingsetSettings().cluster.start_timeout_s,
+                                     what="the tests' shared Ray cluster", notify=_warn)
     try:
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
         cluster.wait_for_nodes()

@@ -13,14 +13,20 @@ refuse (`problems` keeps every one found).
 A scripted error body may hold `PRESENTED_KEY` in its text: the server puts there the
 key the request carried, as some providers and proxies echo it ("invalid x-api-key:
 sk-ant-…"), so a test can check that the key never leaves the client's error.
+
+Run by hand (`python3 tests/fake_openai_server.py --port 8011`, the Messages server
+likewise), a server serves a fixed port until Ctrl-C (`serve_by_hand`); a port another
+process holds is one line on stderr and exit 2 (`PortTaken`), not a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
 import json
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
@@ -33,8 +39,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["PRESENTED_KEY", "FakeApiServer", "RecordedRequest", "StreamFault", "json_error", "pieces",
-           "presented_key", "retry_after", "sse_response", "with_presented_key"]
+__all__ = ["PRESENTED_KEY", "FakeApiServer", "PortTaken", "RecordedRequest", "StreamFault", "json_error", "pieces",
+           "presented_key", "retry_after", "serve_by_hand", "sse_response", "with_presented_key"]
 
 PRESENTED_KEY = "{presented_key}"
 
@@ -64,6 +70,10 @@ def _frame(event: str | None, data: Any) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {payload}\n\n".encode()
+
+
+class PortTaken(OSError):
+    """The port asked for is held by another process."""
 
 
 class _Dropped(Exception):
@@ -130,7 +140,13 @@ class FakeApiServer:
             return self
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self._bind_port))
+        try:
+            sock.bind((self.host, self._bind_port))
+        except OSError as exc:
+            sock.close()
+            if exc.errno == errno.EADDRINUSE:
+                raise PortTaken(errno.EADDRINUSE, f"port {self._bind_port} on {self.host} is in use") from exc
+            raise
         self._socket = sock
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
@@ -247,3 +263,22 @@ def retry_after(seconds: float, header: str) -> str:
 def pieces(text: str, size: int) -> list[str]:
     """`text` cut into chunks of `size` characters (at least one chunk)."""
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def serve_by_hand(server: FakeApiServer, banner: str) -> int:
+    """Serve until Ctrl-C, printing `banner` (its `{url}` filled in) once it listens; a
+    taken port is one line and exit 2."""
+    try:
+        server.start()
+    except PortTaken as exc:
+        print(f"{server.name}: {exc.strerror}; give another port with --port N, or stop what holds it "
+              f"(ss -ltnp 'sport = :{server._bind_port}' names it)", file=sys.stderr)
+        return 2
+    print(banner.format(url=server.url), flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0

@@ -22,20 +22,30 @@ the real 400 (`invalid_request_error`) and kept in `problems`:
         server.push_rate_limit(retry_after_s=0.01)
         server.push_text("hello")
         client = AnthropicModelClient("claude-x", api_key="k", base_url=server.url)
+
+Run by hand, it serves a fixed port (answering "ok") for a `workingset run` against it;
+a port already taken is one line and exit 2:
+
+    python3 tests/fake_messages_server.py --port 8012     # then ANTHROPIC_BASE_URL=http://127.0.0.1:8012
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.fake_api_server import (
+if __name__ == "__main__":  # run by hand as a file (see above): imports resolve from the checkout, not tests/
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from tests.fake_api_server import (  # noqa: E402 - after the path it needs when run by hand
     FakeApiServer,
     RecordedRequest,
     StreamFault,
@@ -43,6 +53,7 @@ from tests.fake_api_server import (
     pieces,
     presented_key,
     retry_after,
+    serve_by_hand,
     sse_response,
     with_presented_key,
 )
@@ -319,3 +330,12 @@ def check_request(body: Any, headers: dict[str, str], *, counting: bool = False)
     problems += _pairing_problems(body["messages"])
     problems += _thinking_problems(body, headers)
     return problems
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A fake Anthropic Messages API server on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8012)
+    sys.exit(serve_by_hand(FakeMessagesServer(port=parser.parse_args().port),
+                           "fake Messages API server on {url} (ANTHROPIC_BASE_URL={url}; Ctrl-C stops it)"))

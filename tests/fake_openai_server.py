@@ -15,9 +15,14 @@ real 400 shape (`{"error": {"message", "type", "param", "code"}}`), kept in `pro
 an assistant message's tool_calls are each answered by the `tool` messages right after
 it, and a `tool` message answers a call of the assistant message before it.
 
-Run by hand, it serves a fixed port for a `workingset run` against it:
+Like a server that predates a request parameter, it can refuse one by name with the 400
+older servers give ("Unrecognized request argument supplied: stream_options"): set
+`refused_params` (cleared by `reset`), or `--refuse-param NAME` by hand.
 
-    python3 tests/fake_openai_server.py --port 8011 [--replies replies.json]
+Run by hand, it serves a fixed port for a `workingset run` against it (a port already
+taken is one line and exit 2):
+
+    python3 tests/fake_openai_server.py --port 8011 [--replies replies.json] [--refuse-param stream_options]
 
 `replies.json` is a list of answers ({"text", "tool_calls": [{"name", "input"}],
 "reasoning", "finish_reason", "usage"}), given in order; then every answer is "ok".
@@ -26,36 +31,30 @@ Run by hand, it serves a fixed port for a `workingset run` against it:
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-try:
-    from tests.fake_api_server import (
-        FakeApiServer,
-        RecordedRequest,
-        StreamFault,
-        json_error,
-        pieces,
-        retry_after,
-        sse_response,
-        with_presented_key,
-    )
-except ImportError:  # run by hand as a file (see above): tests/ itself is on sys.path, not the checkout
-    from fake_api_server import (
-        FakeApiServer,
-        RecordedRequest,
-        StreamFault,
-        json_error,
-        pieces,
-        retry_after,
-        sse_response,
-        with_presented_key,
-    )
+if __name__ == "__main__":  # run by hand as a file (see above): imports resolve from the checkout, not tests/
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from tests.fake_api_server import (  # noqa: E402 - after the path it needs when run by hand
+    FakeApiServer,
+    RecordedRequest,
+    StreamFault,
+    json_error,
+    pieces,
+    retry_after,
+    serve_by_hand,
+    sse_response,
+    with_presented_key,
+)
 
 __all__ = ["FakeOpenAIServer", "Quirks", "RecordedRequest", "ScriptedCompletion", "StreamFault", "openai_error"]
 
@@ -96,6 +95,14 @@ def openai_error(message: str, *, type: str = "invalid_request_error", code: str
 
 class FakeOpenAIServer(FakeApiServer):
     name = "fake-openai-server"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.refused_params: set[str] = set()  # request parameters answered with an older server's 400
+
+    def reset(self) -> None:
+        super().reset()
+        self.refused_params = set()
 
     def routes(self) -> list[Route]:
         return [
@@ -139,6 +146,10 @@ class FakeOpenAIServer(FakeApiServer):
     async def _completions(self, request: Request) -> Response:
         recorded = await self.record(request)
         body = recorded.body if isinstance(recorded.body, dict) else {}
+        refused = sorted(self.refused_params & body.keys())
+        if refused:
+            return json_error(400, openai_error(f"Unrecognized request argument supplied: {refused[0]}",
+                                                param=refused[0]))
         problems = self.refuse(check_request(body))
         if problems:
             return json_error(400, openai_error(problems[0]))
@@ -255,20 +266,13 @@ def check_request(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _serve_forever(port: int, replies_path: str | None) -> None:
-    import threading
-    from pathlib import Path
-
+def _serve_by_hand(port: int, replies_path: str | None, refused: list[str]) -> int:
     server = FakeOpenAIServer(port=port)
+    server.refused_params = set(refused)
     for reply in json.loads(Path(replies_path).read_text(encoding="utf-8")) if replies_path else []:
         reply.setdefault("finish_reason", "tool_calls" if reply.get("tool_calls") else "stop")
         server.push(ScriptedCompletion(**reply))
-    server.start()
-    print(f"fake OpenAI-compatible server on {server.url}/v1 (Ctrl-C stops it)", flush=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        server.stop()
+    return serve_by_hand(server, "fake OpenAI-compatible server on {url}/v1 (OPENAI_BASE_URL={url}/v1; Ctrl-C stops it)")
 
 
 if __name__ == "__main__":
@@ -277,5 +281,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="A fake OpenAI-compatible Chat Completions server on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=8011)
     parser.add_argument("--replies", help="JSON list of scripted answers, used in order")
+    parser.add_argument("--refuse-param", action="append", default=[], metavar="NAME",
+                        help="answer requests carrying this parameter with a 400, as an older server does")
     args = parser.parse_args()
-    _serve_forever(args.port, args.replies)
+    sys.exit(_serve_by_hand(args.port, args.replies, args.refuse_param))

@@ -13,6 +13,10 @@ by their `ray.init()`:
     The token is given to `ray start` in RAY_AUTH_MODE/RAY_AUTH_TOKEN, or (`token_file`)
     only as a file in the head's own `~/.ray/auth_token`, as a user's machine may have it.
 
+It starts as every cluster of the tests starts (cluster.ray_start): Ray's start-up wait
+set from cluster.start_timeout_s, and a failed start ended and tried once more, the cause
+written to its log.
+
 Always torn down: a watchdog process (this file run as a script) owns `ray start` in a
 process group of its own and stops it when its stdin closes — when the test ends, fails,
 or when the test process itself dies (the pipe closes with it). Stopping is SIGTERM to
@@ -49,7 +53,11 @@ from pathlib import Path
 
 import psutil
 
-START_TIMEOUT_S = 90.0
+from agents.config import WorkingsetSettings
+from cluster.errors import ClusterError
+from cluster.ray_start import RAYLET_WAIT_S, deadline_environment, start_once_more
+
+READY_SLACK_S = 30.0  # beyond Ray's own start-up waits, for `ray start` to say it is up
 STOP_GRACE_S = 40.0  # ray start drains its node for up to 30 s on SIGTERM
 
 
@@ -115,8 +123,8 @@ def _dashboard_up(url: str) -> bool:
         return False
 
 
-def _wait_ready(temp_dir: Path, starter: subprocess.Popen, dashboard_url: str | None) -> dict:
-    deadline = time.monotonic() + START_TIMEOUT_S
+def _wait_ready(temp_dir: Path, starter: subprocess.Popen, dashboard_url: str | None, deadline_s: float) -> dict:
+    deadline = time.monotonic() + deadline_s
     address_file = temp_dir / "ray_current_cluster"
     while time.monotonic() < deadline and starter.poll() is None:
         node_id = _raylet_node_id(temp_dir) if address_file.is_file() else None
@@ -125,7 +133,7 @@ def _wait_ready(temp_dir: Path, starter: subprocess.Popen, dashboard_url: str | 
                     "dashboard_url": dashboard_url, "starter_pid": starter.pid}
         time.sleep(0.5)
     log = (temp_dir.parent / "ray-start.log").read_text(errors="replace")[-2000:]
-    return {"error": f"ray start did not come up in {START_TIMEOUT_S:.0f} s (exit {starter.poll()}): {log}"}
+    raise RuntimeError(f"ray start did not come up in {deadline_s:.0f} s (exit {starter.poll()}): {log}")
 
 
 def _stop(starter_pid: int, temp_dir: Path) -> None:
@@ -142,19 +150,41 @@ def _stop(starter_pid: int, temp_dir: Path) -> None:
 
 
 def _watch(root: Path, dashboard: bool, num_cpus: int) -> None:
-    """The watchdog: start the head, print where it is, stop it when stdin closes."""
+    """The watchdog: start the head (as every cluster of the tests starts: under
+    cluster.start_timeout_s, once more after a failure), print where it is, stop it when
+    stdin closes."""
     temp_dir = root / "ray"
-    command, dashboard_port = _head_command(temp_dir, dashboard=dashboard, num_cpus=num_cpus)
-    with open(root / "ray-start.log", "wb") as log:
-        starter = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    signal.signal(signal.SIGTERM, lambda *_: (_stop(starter.pid, temp_dir), os._exit(0)))
-    try:
+    timeout_s = WorkingsetSettings().cluster.start_timeout_s
+    starters: list[subprocess.Popen] = []
+
+    def start() -> dict:
+        command, dashboard_port = _head_command(temp_dir, dashboard=dashboard, num_cpus=num_cpus)
+        (temp_dir / "ray_current_cluster").unlink(missing_ok=True)  # a failed attempt's, if any
+        with open(root / "ray-start.log", "ab") as log:
+            starters.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                             env={**os.environ, **deadline_environment(timeout_s)},
+                                             start_new_session=True))
         url = f"http://127.0.0.1:{dashboard_port}" if dashboard else None
-        print(json.dumps(_wait_ready(temp_dir, starter, url)), flush=True)
+        return _wait_ready(temp_dir, starters[-1], url, timeout_s + RAYLET_WAIT_S + READY_SLACK_S)
+
+    def stop() -> None:
+        if starters:
+            _stop(starters[-1].pid, temp_dir)
+
+    def note(text: str) -> None:
+        with open(root / "ray-start.log", "a") as log:
+            log.write(f"\n[ray_head] {text}\n")
+
+    signal.signal(signal.SIGTERM, lambda *_: (stop(), os._exit(0)))
+    try:
+        try:
+            ready = start_once_more(start, timeout_s=timeout_s, what="ray start --head", notify=note, undo=stop)
+        except ClusterError as exc:
+            ready = {"error": str(exc)}
+        print(json.dumps(ready), flush=True)
         sys.stdin.read()
     finally:
-        _stop(starter.pid, temp_dir)
+        stop()
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.compaction.cli import parse_strategies
+from benchmarks.compaction.command import parse_strategies
 from benchmarks.compaction.live import flip_table
 from benchmarks.traces.corpus import corpus_dir
 from cluster.cli import main

@@ -8,7 +8,14 @@ from agents.budgets import Budget, BudgetExceeded, ScopeLimits
 from agents.compaction import compact_budget, context_window_for
 from agents.config import CompactSettings, load_settings
 from agents.errors import ConfigError
-from agents.models import ModelEntry, cost_usd, input_price_per_mtok, model_info, usage_cost_usd
+from agents.models import (
+    ModelEntry,
+    cost_usd,
+    input_price_per_mtok,
+    model_info,
+    nearest_known,
+    usage_cost_usd,
+)
 from agents.ports import Usage
 
 
@@ -127,3 +134,35 @@ def test_a_client_may_say_what_it_knows_about_its_model():
         model_info = ModelInfo(context_window=65_536, prices=None, pricing="unknown")
 
     assert context_window_for(Local()) == 65_536
+
+
+@pytest.mark.parametrize("spec, meant", [
+    ("anthropic:claude-sonet-4-5", "claude-sonnet-4-5"),
+    ("anthropic:claude-sonet-4-5-20250929", "claude-sonnet-4-5"),
+    ("openai:gpt-4-o", "gpt-4o"),
+    ("openai:o3-mni", "o3-mini"),
+])
+def test_a_misspelt_model_is_refused_naming_the_table_model_it_likely_meant(spec, meant):
+    with pytest.raises(ConfigError) as info:
+        context_window_for(spec)
+    message = str(info.value)
+    assert message.startswith(f"unknown model '{spec}'; did you mean {meant}?")
+    assert "\n" not in message and "compact.context_window" in message and "`models` entry" in message
+
+
+@pytest.mark.parametrize("spec", ["anthropic:claude-opus-4-6", "openai:gpt-5.1", "openai:Qwen/Qwen2.5-Coder-32B-Instruct"])
+def test_a_newer_version_or_another_model_is_not_taken_for_a_typo(spec):
+    assert nearest_known(spec) is None
+
+
+def test_workingset_run_with_a_misspelt_model_says_which_it_likely_meant_in_one_line(
+        tmp_path, monkeypatch, messages_server, capsys):
+    from cluster.cli import main
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)
+    assert main(["run", "hi", "--cwd", str(tmp_path), "--model", "anthropic:claude-sonet-4-5"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("workingset: error: unknown model 'anthropic:claude-sonet-4-5'; did you mean "
+                           "claude-sonnet-4-5?")
+    assert messages_server.requests == []

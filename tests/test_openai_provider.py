@@ -110,8 +110,19 @@ async def test_every_call_streams_and_asks_for_usage(make_client, openai_server)
 
 
 async def test_a_server_that_refuses_stream_options_can_be_spared_them(make_client, openai_server):
-    await make_client(openai={"stream_usage": False}).create(simple_request())
-    assert "stream_options" not in openai_server.bodies[0]
+    openai_server.refused_params = {"stream_options"}
+    response = await make_client(openai={"stream_usage": False}).create(simple_request())
+    assert "stream_options" not in openai_server.bodies[0] and response.content
+
+
+async def test_a_refusal_of_stream_options_names_the_setting_that_stops_them(make_client, openai_server):
+    openai_server.refused_params = {"stream_options"}
+    with pytest.raises(ModelResponseError) as refused:
+        await make_client().create(simple_request())
+    message = str(refused.value)
+    assert "400: Unrecognized request argument supplied: stream_options" in message
+    assert "providers.openai.stream_usage = false" in message
+    assert "WORKINGSET_PROVIDERS__OPENAI__STREAM_USAGE=false" in message
 
 
 def test_the_output_limit_is_max_completion_tokens_for_openai_and_max_tokens_elsewhere():
@@ -396,6 +407,22 @@ def test_workingset_run_against_an_openai_compatible_server(tmp_path, monkeypatc
     assert events[-1]["type"] == "session_ended" and events[-1]["reason"] == "end_turn"
     second = openai_server.bodies[1]["messages"]
     assert second[-1]["role"] == "tool" and "a.py" in second[-1]["content"] and openai_server.problems == []
+
+
+def test_workingset_run_against_a_server_that_refuses_stream_options_ends_naming_the_setting(
+        tmp_path, monkeypatch, openai_server, capsys):
+    from cluster.cli import main
+
+    openai_server.refused_params = {"stream_options"}
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{openai_server.url}/v1")
+    monkeypatch.setenv("WORKINGSET_COMPACT__CONTEXT_WINDOW", "32768")
+    assert main(["run", "hi", "--cwd", str(tmp_path), "--model", f"openai:{MODEL}", "--json"]) == 1
+    ended = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert ended["type"] == "session_ended" and ended["reason"] == "error"
+    assert "stream_options" in ended["error"] and "WORKINGSET_PROVIDERS__OPENAI__STREAM_USAGE=false" in ended["error"]
+
+    monkeypatch.setenv("WORKINGSET_PROVIDERS__OPENAI__STREAM_USAGE", "false")  # as the error says
+    assert main(["run", "hi", "--cwd", str(tmp_path), "--model", f"openai:{MODEL}", "--json"]) == 0
 
 
 def test_workingset_run_with_a_model_of_unknown_window_asks_for_it_in_one_line(tmp_path, monkeypatch, openai_server, capsys):

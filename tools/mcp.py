@@ -16,6 +16,9 @@ anyio task groups, which must be exited by the task that entered them and which
 cancel that task when the transport fails (an HTTP server dropping the
 connection does this); a dedicated task keeps both effects away from the caller,
 so the manager may be opened in one task and closed in another.
+
+The SDK (a second of CPU to import) loads with the first server that connects or the
+first result rendered, not with the settings that merely name servers.
 """
 
 
@@ -27,17 +30,19 @@ import json
 from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import mcp_types
 from pydantic import BaseModel, ConfigDict
 
 from tools.base import ExecutionDomain, ToolContext, ToolOutput
 from tools.mcp_config import _MAX_NAME, McpServerConfig, mcp_tool_name
-from tools.mcp_connection import McpConnection
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from tools.mcp_connection import McpConnection
 
 __all__ = [
-    "McpConnection",
     "McpInput",
     "McpManager",
     "McpServerConfig",
@@ -115,6 +120,8 @@ def render_content(result: mcp_types.CallToolResult) -> str:
 
 
 def _render_block(block: mcp_types.ContentBlock) -> str:
+    import mcp_types
+
     if isinstance(block, mcp_types.TextContent):
         return block.text
     if isinstance(block, mcp_types.ImageContent):
@@ -165,6 +172,8 @@ class McpManager:
         if self._started:
             raise RuntimeError("McpManager.start() was already called")
         self._started = True
+        from tools.mcp_connection import McpConnection
+
         seen: set[str] = set()
         for cfg in self.configs:
             if not cfg.enabled:

@@ -37,9 +37,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-
-import tree_sitter
-import tree_sitter_bash
+from typing import TYPE_CHECKING
 
 from agents.permissions.runner_spec import Text, Unknown, Word
 from agents.permissions.shell_variables import variable_runs
@@ -51,6 +49,9 @@ from agents.permissions.shell_words import (
 )
 from agents.permissions.shell_wrappers import expand_command
 from agents.visible import hidden_characters
+
+if TYPE_CHECKING:  # the parser itself loads with the first line read (_parse), not with the settings
+    import tree_sitter
 
 __all__ = ["CommandWord", "ShellLine", "SimpleCommand", "read_line", "simple_command"]
 
@@ -128,7 +129,7 @@ def simple_command(command: str) -> SimpleCommand | None:
     if hidden_characters(command, allow="\t") or len(command) > _MAX_CHARS:
         return None
     src = command.encode("utf-8", errors="surrogatepass")
-    root = tree_sitter.Parser(_language()).parse(src).root_node
+    root = _parse(src)
     if root.has_error or len(root.named_children) != 1 or root.named_children[0].type != "command":
         return None
     node = root.named_children[0]
@@ -152,7 +153,16 @@ def simple_command(command: str) -> SimpleCommand | None:
 
 @functools.cache
 def _language() -> tree_sitter.Language:
+    import tree_sitter
+    import tree_sitter_bash
+
     return tree_sitter.Language(tree_sitter_bash.language())
+
+
+def _parse(src: bytes) -> tree_sitter.Node:
+    import tree_sitter
+
+    return tree_sitter.Parser(_language()).parse(src).root_node
 
 
 @dataclass
@@ -192,7 +202,7 @@ class _Reader:
         if hidden_characters(text):
             self.unknowable("the command contains control or invisible characters")
         src = text.encode("utf-8", errors="surrogatepass")
-        root = tree_sitter.Parser(_language()).parse(src).root_node
+        root = _parse(src)
         if root.has_error:
             self.unknowable("the command does not parse as bash")
         self.depth += 1

@@ -49,6 +49,7 @@ from agents.providers.base import ProviderContext
 from agents.providers.streaming import (
     StreamBroken,
     StreamedClient,
+    not_found_hint,
 )
 
 __all__ = [
@@ -163,4 +164,4 @@ class AnthropicModelClient(StreamedClient):
             return PromptTooLong(f"{self.name}: request too long ({_describe(exc)})", actual_tokens=actual, limit_tokens=limit)
         if status in (408, 409, 429) or status >= 500:
             return Overloaded(f"{self.name}: still failing after {self._sent} attempts ({_describe(exc)})", status_code=status)
-        return ModelResponseError(f"{self.name}: {_describe(exc)}")
+        return ModelResponseError(f"{self.name}: {_describe(exc)}{not_found_hint(status, self.name)}")

@@ -16,7 +16,10 @@ connection errors, `retry-after` honoured); a stream that stalls, breaks, or car
 The output limit goes as `max_completion_tokens` to OpenAI and as `max_tokens` to
 other servers (which often know only that one); `providers.openai.max_tokens_param`
 overrides. A context-length refusal in any of the known wordings (OpenAI, vLLM, SGLang,
-llama.cpp) becomes PromptTooLong with the server's counts when it gives them.
+llama.cpp) becomes PromptTooLong with the server's counts when it gives them. A 400
+that names `stream_options` (a server older than the option) says how to stop sending
+it (`providers.openai.stream_usage = false`); a 404 names the table's model the name
+was likely meant to be.
 Conversion both ways, and the servers' quirks, are in `agents.providers.openai_convert`.
 """
 
@@ -42,6 +45,7 @@ from agents.providers.openai_convert import OpenAIOptions, OpenAIReply, to_opena
 from agents.providers.streaming import (
     StreamBroken,
     StreamedClient,
+    not_found_hint,
 )
 
 __all__ = ["OpenAIModelClient", "make_client", "parse_context_length"]
@@ -92,6 +96,11 @@ def _is_context_length(exc: openai.APIStatusError) -> bool:
     if error.get("type") == "exceed_context_size_error":
         return True
     return exc.status_code == 400 and bool(_CONTEXT_WORDS.search(_error_text(exc)))
+
+
+def _refuses_stream_options(status: int, text: str, options: OpenAIOptions) -> bool:
+    """A 400 (or a validating server's 422) that names the option Workingset sent for usage."""
+    return options.stream_usage and status in (400, 422) and "stream_options" in text
 
 
 def _options(settings: OpenAISettings, base_url: str | None) -> OpenAIOptions:
@@ -162,4 +171,8 @@ class OpenAIModelClient(StreamedClient):
             return ModelResponseError(f"{self.name}: the account's quota is used up ({described})")
         if status in (408, 409, 429) or status >= 500:
             return Overloaded(f"{self.name}: still failing after {self._sent} attempts ({described})", status_code=status)
-        return ModelResponseError(f"{self.name}: {described}")
+        if _refuses_stream_options(status, text, self.options):
+            return ModelResponseError(f"{self.name}: {described}; this server does not take stream_options: set "
+                                      "providers.openai.stream_usage = false (WORKINGSET_PROVIDERS__OPENAI__STREAM_USAGE"
+                                      "=false) and usage is estimated instead")
+        return ModelResponseError(f"{self.name}: {described}{not_found_hint(status, self.name)}")

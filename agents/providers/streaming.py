@@ -39,6 +39,7 @@ from typing import Any, Protocol, TypeVar
 
 from agents.config import ProviderSettings
 from agents.errors import ModelResponseError, ModelTimeout, Overloaded
+from agents.models import nearest_known
 from agents.ports import ModelRequest, ModelResponse
 from agents.redaction import remember
 from tools.encodable import encodable_value
@@ -51,12 +52,19 @@ __all__ = [
     "StreamedClient",
     "StreamedReply",
     "call_with_retries",
+    "not_found_hint",
     "retry_after_s",
     "transport_errors",
 ]
 
 T = TypeVar("T")
 _JITTER = 0.1
+
+
+def not_found_hint(status: int, name: str) -> str:
+    """After a 404 (the API serves no such model), the table's model `name` likely meant."""
+    meant = nearest_known(name) if status == 404 else None
+    return f"; unknown model? did you mean {meant}?" if meant else ""
 
 
 @functools.cache

@@ -69,7 +69,7 @@ def flip_table(base: dict[str, str], other: dict[str, str]) -> dict[str, int]:
 
 
 def _settings(spec: str, out: Path, model: str | None, summarizer: str, local: bool, address: str | None):
-    from cluster.eval.cli import eval_settings
+    from cluster.eval.settings import eval_settings
 
     args = argparse.Namespace(
         out=str(out), allow=[], deny=[], model=model, summarizer=summarizer, strategy=spec, max_turns=None,

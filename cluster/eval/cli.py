@@ -13,11 +13,13 @@ Headless permissions and settings: see settings.py. What a rerun into the same -
 compares (and refuses on): provenance.py. The batch cost cap: spend.py.
 
 Exit codes: 0 every task ran; 1 some task lines were invalid, some task ended in
-status error, or the batch cost cap stopped the batch (the rest ran); 2 a usage error
-(bad flag, unreadable task file, invalid lines with --strict, an --out that other
-settings produced, a task id another task file of the --out holds with other content);
-130 interrupted by Ctrl-C, 143 stopped by SIGTERM (`ray job stop`): the results so far
-are kept and the same command resumes.
+status error, or the batch cost cap stopped the batch (the rest ran), or the embedded
+Ray cluster did not start (twice; nothing ran, no summary); 2 a usage error (bad flag,
+unreadable task file, invalid lines with --strict, an --out that other settings
+produced, a task id another task file of the --out holds with other content, an
+--address where no Ray cluster this process can join answers); 130 interrupted by
+Ctrl-C, 143 stopped by SIGTERM (`ray job stop`): the results so far are kept and the
+same command resumes.
 """
 
 from __future__ import annotations
@@ -27,22 +29,18 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agents.directories import output_directory
 from agents.errors import ConfigError
 from cluster.console import say
-from cluster.eval.environments import DEFAULT_HOSTS, registry_host
-from cluster.eval.hosts import LocalHost
-from cluster.eval.progress import JsonReporter, ProgressReporter
-from cluster.eval.runner import EvalOptions, EvalRunner
+from cluster.eval.environments.egress import DEFAULT_HOSTS, registry_host
 from cluster.eval.selection import Selection, parse_slice
-from cluster.eval.settings import eval_settings, preflight
 from cluster.eval.swebench import DEFAULT_RUNNER
-from cluster.eval.swebench.predictions import Prediction, load_predictions
-from cluster.eval.task_file import load_tasks
-from cluster.eval.tasks import Task
 from cluster.flags import add_setting_flags, add_trust_flag, positive_float, positive_int
+
+if TYPE_CHECKING:
+    from cluster.eval.swebench.predictions import Prediction
+    from cluster.eval.tasks import Task
 
 __all__ = ["COMMAND", "EvalCommand"]
 
@@ -59,6 +57,15 @@ async def _stoppable(batch):
         return await batch
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _check_cluster_address(address: str | None) -> None:
+    """A wrong --address (or RAY_ADDRESS) is one line, in seconds, before --out is made."""
+    from cluster.ray_address import check_address, given_address
+
+    given = given_address(address)
+    if given is not None:
+        check_address(given[0], source=given[1])
 
 
 def _setup_host(text: str) -> str:
@@ -117,6 +124,14 @@ class EvalCommand:
         return p
 
     def run(self, args: argparse.Namespace) -> int:
+        # The batch's machinery loads here, not with the parser (`workingset --help` stays quick).
+        from agents.directories import output_directory
+        from cluster.eval.progress import JsonReporter, ProgressReporter
+        from cluster.eval.runner import EvalOptions, EvalRunner
+        from cluster.eval.settings import eval_settings, preflight
+        from cluster.eval.swebench.predictions import load_predictions
+        from cluster.eval.task_file import load_tasks
+
         loaded = load_tasks(Path(args.tasks), repos_dir=args.repos, swebench_runner=args.swebench_runner)
         invalid = loaded.problem_lines()
         if invalid and args.strict:
@@ -131,6 +146,8 @@ class EvalCommand:
         if predictions is not None:
             tasks = _predicted(tasks, predictions, args.predictions)
         settings = eval_settings(args)
+        if settings.runtime != "local":
+            _check_cluster_address(settings.cluster.address)
         output_directory(args.out, "--out")
         if predictions is None:
             preflight(settings, tasks)
@@ -138,6 +155,8 @@ class EvalCommand:
         for problem, text in zip(loaded.problems, invalid, strict=True):
             reporter.event("task_invalid", line=problem.line, field=problem.field, message=problem.message, text=text)
         if settings.runtime == "local":
+            from cluster.eval.hosts import LocalHost
+
             host: Any = LocalHost()
         else:
             from cluster.eval.ray_host import RayHost  # imports Ray: only when the batch is on it

@@ -111,7 +111,8 @@ class RayHost:
         if self.services is not None:
             return  # started already (a benchmark starts it before timing the batch)
         self.settings = settings
-        info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard)
+        info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard,
+                       start_timeout_s=settings.cluster.start_timeout_s, notify=self.notify)
         self.services = start_services(settings, info)
         self.sandbox = settings.sandbox.enabled and cluster_has_sandbox_nodes()
         if not feasible_nodes(self._bundle()):

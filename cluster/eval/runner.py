@@ -20,7 +20,9 @@ torn last line of results.jsonl is repaired; `--redo` moves the earlier rows asi
 rows that other settings produced refuse the run (provenance.py); a task id another
 task file holds with other content is refused; a task whose row changed in the task
 file runs again. `--batch-max-cost` stops starting tasks once the batch's spend reaches
-it (spend.py). The summary and report cover every task with a row in the out
+it (spend.py). Then the host starts (Ray joined or started): one that cannot start
+ends the command before the batch is announced, and no summary is written for a batch
+that never ran. The summary and report cover every task with a row in the out
 directory, whichever task file it came from.
 """
 
@@ -128,6 +130,9 @@ class EvalRunner:
 
     async def _run(self) -> dict:
         plan = self._prepare()
+        starts = bool(plan.run) and not self.reporter.reached()
+        if starts:
+            await self._start_host()
         self.reporter.event("eval_started", tasks=len(self.tasks), to_run=len(plan.run), skipped=len(plan.skipped),
                             changed=len(plan.changed), concurrency=self.options.concurrency, runtime=self.host.name,
                             out=str(self.out.root), selection=self._selection_text())
@@ -135,10 +140,9 @@ class EvalRunner:
             self.reporter.event("task_skipped", task_id=task.id, status=self._latest[task.id].status)
         interrupted = False
         try:
-            if plan.run and self.reporter.reached():
+            if plan.run and not starts:
                 self._stop(len(plan.run))
             elif plan.run:
-                await self.host.start(self.settings)
                 warm = getattr(self.host, "warm", None)
                 if warm is not None:
                     await warm(self.config, self.out)
@@ -151,6 +155,16 @@ class EvalRunner:
             summary = self.finish(interrupted=interrupted)
             self.reporter.event("eval_finished", interrupted=interrupted, summary=summary)
         return summary
+
+    async def _start_host(self) -> None:
+        """Start the host (join or start Ray) before the batch says or writes anything
+        more: a cluster that cannot be had is one line, and no summary of a batch that
+        never ran."""
+        try:
+            await self.host.start(self.settings)
+        except BaseException:
+            await self.host.shutdown()
+            raise
 
     def _prepare(self) -> Plan:
         """Repair, --redo, the settings check and the plan; nothing has run yet."""

@@ -26,17 +26,37 @@ Plus bwrap's own: new PID, network, IPC, UTS and cgroup namespaces, no capabilit
 README ("Threat model").
 """
 
-from tools.sandbox.config import (
-    DEFAULT_SANDBOX_ID,
-    SandboxLimits,
-    SandboxOptions,
-    check_inside_workspace,
-    check_pass_env,
-)
-from tools.sandbox.errors import SandboxUnavailable
-from tools.sandbox.probe import bubblewrap_path
-from tools.sandbox.runner import BubblewrapRunner
-from tools.sandbox.view import SECRET_DIRS, SECRET_FILES, SYSTEM_PATHS
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tools.sandbox.config import (
+        DEFAULT_SANDBOX_ID,
+        SandboxLimits,
+        SandboxOptions,
+        check_inside_workspace,
+        check_pass_env,
+    )
+    from tools.sandbox.errors import SandboxUnavailable
+    from tools.sandbox.probe import bubblewrap_path
+    from tools.sandbox.runner import BubblewrapRunner
+    from tools.sandbox.view import SECRET_DIRS, SECRET_FILES, SYSTEM_PATHS
+
+# Each name loads its module when first asked for: the settings need the limits
+# (config.py), not the runner, and the command line starts without it.
+_HOME = {"DEFAULT_SANDBOX_ID": "config", "SandboxLimits": "config", "SandboxOptions": "config",
+         "check_inside_workspace": "config", "check_pass_env": "config", "SandboxUnavailable": "errors",
+         "bubblewrap_path": "probe", "BubblewrapRunner": "runner", "SECRET_DIRS": "view", "SECRET_FILES": "view",
+         "SYSTEM_PATHS": "view"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+
 
 __all__ = [
     "DEFAULT_SANDBOX_ID",

@@ -1,0 +1,24 @@
+"""The fake API servers run by hand (the README's `python3 tests/fake_openai_server.py
+--port 8011`): on a port another process holds, one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.mark.parametrize("server", ["fake_openai_server.py", "fake_messages_server.py"])
+def test_a_fake_server_on_a_taken_port_says_so_in_one_line_and_exits_2(server):
+    with socket.create_server(("127.0.0.1", 0)) as holder:
+        port = holder.getsockname()[1]
+        done = subprocess.run([sys.executable, str(TESTS / server), "--port", str(port)], capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+    (line,) = done.stderr.splitlines()
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"port {port} on 127.0.0.1 is in use" in line and "give another port with --port N" in line
