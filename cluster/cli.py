@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["run", *(argv or [])])
+    stdout = sys.stdout  # a --json command claims it (cluster.console.claim_stdout); given back here
     try:
         return _run_command(args)
     except ConfigError as exc:
@@ -106,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("workingset: interrupted", file=sys.stderr)
         return 130
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

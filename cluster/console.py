@@ -25,12 +25,21 @@ if TYPE_CHECKING:  # the session's types: `say` alone must not load the agent lo
     from agents.loop import TurnOutcome
     from agents.session_kit import Approver, PermissionAnswer
 
-__all__ = ["ask_line", "console_approver", "describe_request", "say", "settle_parked"]
+__all__ = ["ask_line", "claim_stdout", "console_approver", "describe_request", "say", "settle_parked"]
 
 
 def say(text: str, *, file: TextIO | None = None) -> None:
     """Print `text` (to stdout, or `file`) with every hidden character shown as an escape."""
     print(reveal(text), file=file)
+
+
+def claim_stdout() -> TextIO:
+    """Standard output for this process's JSON stream alone (`--json`): returns it, and
+    points `sys.stdout` at stderr, so whatever else prints — Ray's driver prints what its
+    raylet reports, a worker's death, to stdout — cannot break the stream."""
+    stream = sys.stdout
+    sys.stdout = sys.stderr
+    return stream
 
 
 async def ask_line(prompt: str) -> str | None:

@@ -21,7 +21,7 @@ from agents.handle import SessionHandle
 from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
 from agents.modes import Mode
 from agents.session_kit import Approver
-from cluster.console import console_approver, say, settle_parked
+from cluster.console import claim_stdout, console_approver, say, settle_parked
 from cluster.flags import setting_overrides
 from cluster.render import HumanRenderer, JsonRenderer
 from cluster.repl import run_repl
@@ -73,7 +73,7 @@ def run_command(args: argparse.Namespace) -> int:
         settings = settings.model_copy(
             update={"permissions": settings.permissions.model_copy(update={"headless": "deny-asks"})}
         )
-    renderer = JsonRenderer() if args.json else HumanRenderer()
+    renderer = JsonRenderer(claim_stdout()) if args.json else HumanRenderer()
     approver = console_approver if interactive else None
     opening = _opening(settings, workspace, args, _resumed_id(args, settings, workspace))
     drive = _drive_local if settings.runtime == "local" else _drive_on_ray

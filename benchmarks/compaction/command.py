@@ -19,6 +19,7 @@ from agents.directories import output_directory
 from agents.errors import ConfigError
 from agents.visible import reveal
 from benchmarks.traces import FORMATS
+from cluster.console import claim_stdout
 
 from .cache_model import CacheSettings
 from .data import Inputs, load_inputs, synthetic_inputs
@@ -114,6 +115,7 @@ def _inputs(args: argparse.Namespace) -> Inputs:
 
 def run_compaction(args: argparse.Namespace) -> int:
     started = time.perf_counter()  # the wall time covers loading, replays (and Ray start-up) and statistics
+    out = claim_stdout() if args.json else sys.stdout  # the JSON document alone: Ray prints to stdout too
     output_directory(args.out, "--out")  # before the run's work, not after it
     config = _config(args)
     inputs = _inputs(args)
@@ -155,7 +157,7 @@ def run_compaction(args: argparse.Namespace) -> int:
     (args.out / "results.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     (args.out / "report.md").write_text(markdown_report(doc), encoding="utf-8")
     if args.json:
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        out.write(json.dumps(doc, indent=1) + "\n")
     else:
         console = Console()
         if not console.is_terminal:

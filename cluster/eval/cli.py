@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.errors import ConfigError
-from cluster.console import say
+from cluster.console import claim_stdout, say
 from cluster.eval.environments.egress import DEFAULT_HOSTS, registry_host
 from cluster.eval.selection import Selection, parse_slice
 from cluster.eval.swebench import DEFAULT_RUNNER
@@ -151,7 +151,7 @@ class EvalCommand:
         output_directory(args.out, "--out")
         if predictions is None:
             preflight(settings, tasks)
-        reporter = JsonReporter() if args.json else ProgressReporter()
+        reporter = JsonReporter(stream=claim_stdout()) if args.json else ProgressReporter()
         for problem, text in zip(loaded.problems, invalid, strict=True):
             reporter.event("task_invalid", line=problem.line, field=problem.field, message=problem.message, text=text)
         if settings.runtime == "local":
