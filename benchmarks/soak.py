@@ -19,11 +19,14 @@ Reported:
   every process under it (`benchmarks.cpu_tree`: sandboxes, and on Ray the raylet,
   GCS and workers), sampled between turns, the samplings' own CPU left out. A warm-up
   session runs first, so one-time costs (imports, caches, worker start-up) are not
-  charged to the first calls. Beside it, per window, the CPU of the process hosting
-  the session alone (`host`: this one, or the SessionActor) and the wall time per
-  call: on Ray, idle processes (tool workers, summarizer actors, Ray's own) spend CPU
-  by the second, so the tree's CPU per call moves with the wall time per call, which
-  on a shared machine moves with its load;
+  charged to the first calls. Beside it, per window: the median turn's CPU per call
+  (`median`: steady state, without the turn a compaction ran in or one a burst of
+  load on the machine slowed), the CPU of the process hosting the session alone
+  (`host`: this one, or the SessionActor) and the wall time per call. On Ray, idle
+  processes (tool workers, summarizer actors, Ray's own) spend CPU by the second, so
+  the tree's CPU per call moves with the wall time per call, which on a shared machine
+  moves with its load; and on a machine whose load is many times its cores, CPU time
+  itself varies by a fifth or more between runs of the same code;
 - RSS of the process hosting the session (this one, or the SessionActor) over time:
   its peak, and whether it plateaus (grew less than 5 % over the second half);
 - the size of the snapshot directory over time (bounded by `snapshots.max_history`
@@ -41,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import subprocess
 import tempfile
 import time
@@ -329,9 +333,42 @@ def at_calls(points: list[Point], calls: int) -> Point:
     return next((p for p in points if p.calls >= calls), points[-1])
 
 
-def cpu_ms_per_call(a: Point, b: Point) -> tuple[float, CpuSample]:
-    spent = b.cpu - a.cpu
-    return spent.total * 1000 / max(b.calls - a.calls, 1), spent
+@dataclass(frozen=True)
+class Window:
+    """CPU and wall time per model call between two samples."""
+
+    a: Point
+    b: Point
+    points: list[Point]  # every sample from a to b
+
+    @property
+    def calls(self) -> int:
+        return self.b.calls - self.a.calls
+
+    @property
+    def spent(self) -> CpuSample:
+        return self.b.cpu - self.a.cpu
+
+    def cpu_ms(self) -> float:
+        return self.spent.total * 1000 / self.calls
+
+    def host_ms(self) -> float:
+        return (self.b.host_cpu - self.a.host_cpu) * 1000 / self.calls
+
+    def wall_ms(self) -> float:
+        return (self.b.wall - self.a.wall) * 1000 / self.calls
+
+    def median_turn_ms(self) -> float:
+        """The median turn's CPU per call: what a call costs in steady state, with neither
+        a compaction's turn nor a turn slowed by a burst of load on the machine in it."""
+        turns = [(q.cpu - p.cpu).total * 1000 / (q.calls - p.calls)
+                 for p, q in zip(self.points, self.points[1:], strict=False) if q.calls > p.calls]
+        return statistics.median(turns)
+
+
+def window(points: list[Point], start: int, end: int) -> Window:
+    a, b = at_calls(points, start), at_calls(points, end)
+    return Window(a, b, [p for p in points if a.calls <= p.calls <= b.calls])
 
 
 def split_text(spent: CpuSample, calls: int) -> str:
@@ -340,34 +377,23 @@ def split_text(spent: CpuSample, calls: int) -> str:
     return ", ".join(kinds) + (f" (workers: {', '.join(titles[:3])})" if titles else "")
 
 
-def report(run: Soaked) -> None:
-    points, tally = run.points, run.tally
-    last = points[-1]
-    mb = 1e6
-    gaps = [b - a for a, b in zip(tally.compacted_at, tally.compacted_at[1:], strict=False)]
-    print(f"\n== {run.where}: {last.calls} model calls in {len(points) - 1} turns, {run.wall_s:.0f} s wall; "
-          f"{load_average()}")
-    every = f", one every {sum(gaps) / len(gaps):.0f} calls" if gaps else ""
-    print(f"compactions: {len(tally.compacted_at)} (budget {run.budget_tokens} tokens{every}); "
-          f"conversation {min(p.messages for p in points[1:])}..{max(p.messages for p in points)} messages; "
-          f"{tally.snapshots} snapshots saved ({tally.failed_saves} failed)")
-    print(f"{'calls':>11} {'CPU ms/call':>11} {'host':>6} {'wall':>6}  tree's CPU by kind (ms/call)")
-    windows = [(a, min(a + WINDOW, last.calls)) for a in range(0, last.calls, WINDOW)]
-    for a, b in windows:
-        pa, pb = at_calls(points, a), at_calls(points, b)
-        ms, spent = cpu_ms_per_call(pa, pb)
-        calls = pb.calls - pa.calls
-        host, wall = (pb.host_cpu - pa.host_cpu) * 1000 / calls, (pb.wall - pa.wall) * 1000 / calls
-        print(f"{pa.calls:>5}-{pb.calls:<5} {ms:>11.2f} {host:>6.2f} {wall:>6.1f}  {split_text(spent, calls)}")
-    start, early, late = at_calls(points, 0), at_calls(points, WINDOW), at_calls(points, last.calls - WINDOW)
-    first, _ = cpu_ms_per_call(start, early)
-    final, _ = cpu_ms_per_call(late, last)
-    verdict = "met" if final <= AIM * first else "MISSED"
-    host_first = (early.host_cpu - start.host_cpu) * 1000 / (early.calls - start.calls)
-    host_final = (last.host_cpu - late.host_cpu) * 1000 / (last.calls - late.calls)
-    print(f"CPU per call: first {WINDOW} {first:.2f} ms, last {WINDOW} {final:.2f} ms: {final / first:.2f}x "
-          f"(aim <= {AIM}x: {verdict}); the host process alone {host_first:.2f} -> {host_final:.2f} ms: "
-          f"{host_final / host_first:.2f}x")
+def report_cpu(points: list[Point]) -> None:
+    total = points[-1].calls
+    print(f"{'calls':>11} {'CPU ms/call':>11} {'median':>6} {'host':>6} {'wall':>6}  tree's CPU by kind (ms/call)")
+    for start in range(0, total, WINDOW):
+        w = window(points, start, min(start + WINDOW, total))
+        print(f"{w.a.calls:>5}-{w.b.calls:<5} {w.cpu_ms():>11.2f} {w.median_turn_ms():>6.2f} {w.host_ms():>6.2f} "
+              f"{w.wall_ms():>6.1f}  {split_text(w.spent, w.calls)}")
+    first, last = window(points, 0, WINDOW), window(points, total - WINDOW, total)
+    ratio = last.cpu_ms() / first.cpu_ms()
+    print(f"CPU per call: first {WINDOW} {first.cpu_ms():.2f} ms, last {WINDOW} {last.cpu_ms():.2f} ms: {ratio:.2f}x "
+          f"(aim <= {AIM}x: {'met' if ratio <= AIM else 'MISSED'}); median turn {first.median_turn_ms():.2f} -> "
+          f"{last.median_turn_ms():.2f} ms: {last.median_turn_ms() / first.median_turn_ms():.2f}x; host process "
+          f"{first.host_ms():.2f} -> {last.host_ms():.2f} ms: {last.host_ms() / first.host_ms():.2f}x")
+
+
+def report_growth(points: list[Point]) -> None:
+    mb, last = 1e6, points[-1]
     marks = sorted({at_calls(points, c).calls for c in (0, WINDOW, last.calls // 4, last.calls // 2,
                                                          3 * last.calls // 4, last.calls)})
     print(f"{'calls':>11} {'host RSS MB':>11} {'snapshots MB':>12} {'session dir MB':>14}")
@@ -375,16 +401,28 @@ def report(run: Soaked) -> None:
         p = at_calls(points, c)
         print(f"{p.calls:>11} {p.host_rss / mb:>11.1f} {p.snapshot_bytes / mb:>12.2f} {p.session_bytes / mb:>14.2f}")
     half = at_calls(points, last.calls // 2)
+    early = [p for p in points if p.calls <= half.calls]
+    late = [p for p in points if p.calls >= half.calls]
     peak = max(p.host_rss for p in points)
-    late_peak = max(p.host_rss for p in points if p.calls >= half.calls)
-    early_peak = max(p.host_rss for p in points if p.calls <= half.calls)
-    grew = (late_peak - early_peak) / early_peak
+    grew = max(p.host_rss for p in late) / max(p.host_rss for p in early) - 1
     print(f"host RSS: peak {peak / mb:.1f} MB; second half's peak {grew * 100:+.1f} % over the first half's "
           f"({'plateaus' if grew < 0.05 else 'still growing'})")
-    snap_half = max(p.snapshot_bytes for p in points if p.calls <= half.calls)
-    snap_peak = max(p.snapshot_bytes for p in points)
+    snap_half, snap_peak = max(p.snapshot_bytes for p in early), max(p.snapshot_bytes for p in points)
     print(f"snapshot dir: peak {snap_peak / mb:.2f} MB, {snap_half / mb:.2f} MB by the half "
           f"({'bounded' if snap_peak <= 1.25 * snap_half else 'still growing'})")
+
+
+def report(run: Soaked) -> None:
+    points, tally = run.points, run.tally
+    gaps = [b - a for a, b in zip(tally.compacted_at, tally.compacted_at[1:], strict=False)]
+    print(f"\n== {run.where}: {points[-1].calls} model calls in {len(points) - 1} turns, {run.wall_s:.0f} s wall; "
+          f"{load_average()}")
+    every = f", one every {sum(gaps) / len(gaps):.0f} calls" if gaps else ""
+    print(f"compactions: {len(tally.compacted_at)} (budget {run.budget_tokens} tokens{every}); "
+          f"conversation {min(p.messages for p in points[1:])}..{max(p.messages for p in points)} messages; "
+          f"{tally.snapshots} snapshots saved ({tally.failed_saves} failed)")
+    report_cpu(points)
+    report_growth(points)
     print(f"resume: {run.resume_wall_ms:.0f} ms wall, {run.resume_cpu_ms:.0f} ms CPU; "
           f"{run.resumed_messages} messages restored of {run.saved_messages} saved; "
           f"a turn on it ended {run.resumed_turn}")
