@@ -18,7 +18,7 @@ load: `agents.snapshot_upgrade`.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
@@ -422,22 +422,23 @@ def tool_uses_by_id(messages: Sequence[Message]) -> dict[str, tuple[int, ToolUse
     return {b.id: (i, b) for i, m in enumerate(messages) for b in m.tool_uses}
 
 
-def with_unique_tool_ids(message: Message, taken: set[str]) -> tuple[Message, list[tuple[str, str]]]:
+def with_unique_tool_ids(message: Message, taken: Set[str]) -> tuple[Message, list[tuple[str, str]]]:
     """`message` with each tool_use id not in `taken` (nor repeated in it): a reused id is
     given a fresh one, so every result answers exactly one call. Returns the renames
-    (old, new); `taken` gains the message's ids."""
+    (old, new); `taken` is only read (it may be a session's index of its ids)."""
     renamed: list[tuple[str, str]] = []
     blocks = []
+    own: set[str] = set()
     for block in message.content:
         if isinstance(block, ToolUseBlock):
             fresh, n = block.id, 1
-            while fresh in taken:
+            while fresh in taken or fresh in own:
                 n += 1
                 fresh = f"{block.id}_{n}"
             if fresh != block.id:
                 renamed.append((block.id, fresh))
                 block = block.model_copy(update={"id": fresh})
-            taken.add(fresh)
+            own.add(fresh)
         blocks.append(block)
     return (message.model_copy(update={"content": tuple(blocks)}) if renamed else message), renamed
 

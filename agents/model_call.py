@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import time
 
+from agents.conversation_growth import ToolIdIndex
 from agents.errors import PromptTooLong
 from agents.events import AssistantText, ModelCall, Notice
-from agents.messages import Message, tool_uses_by_id, with_unique_tool_ids
+from agents.messages import Message, with_unique_tool_ids
 from agents.models import ModelInfo, cost_usd
 from agents.ports import ModelResponse
 from agents.request_builder import RequestBuilder
@@ -29,6 +30,7 @@ class ModelCaller:
         self.kit = kit
         self.requests = requests
         self.info = info
+        self.tool_ids = ToolIdIndex()  # the conversation's tool_use ids, read as it grows
 
     async def query(self, call_number: int) -> ModelResponse:
         compiled = await self.requests.compile("auto")
@@ -84,7 +86,7 @@ class ModelCaller:
         conversation = self.state.conversation
         message = response.as_message()
         if message.tool_uses:
-            message, renamed = with_unique_tool_ids(message, set(tool_uses_by_id(conversation)))
+            message, renamed = with_unique_tool_ids(message, self.tool_ids.ids(conversation))
             if renamed:
                 response = response.model_copy(update={"content": message.content})
                 self.kit.emit(Notice(session_id=self.state.session_id, text="the model reused tool-use ids; the calls "

@@ -8,18 +8,20 @@ full registry and a catalog of it in every mode (a call to a tool the mode hides
 refused at execution, `agents.modes`), and the state reaches the model as a typed
 `StateReminder` block at the head of the next user message — only when it differs from
 what the conversation last told. What the model was told is read back from the
-conversation itself, so a snapshot, a `/clear` or a compaction that folded the reminder
-away needs no bookkeeping: the state is told again — at the next user message, or, when a
-compaction inside a long turn folded it away, at once, at the end of the latest user
-message (behind its tool results, so the cached prefix before it stays). Without a stable
-prefix, the mode shapes the tool list and catalog and the goal is a system-prompt section.
+conversation itself (as it grows: `ToldState`), so a snapshot, a `/clear` or a
+compaction that folded the reminder away needs no bookkeeping: the state is told again
+— at the next user message, or, when a compaction inside a long turn folded it away, at
+once, at the end of the latest user message (behind its tool results, so the cached
+prefix before it stays). Without a stable prefix, the mode shapes the tool list and
+catalog and the goal is a system-prompt section.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from agents.conversation_growth import GrowthCursor
 from agents.goal import GoalState, goal_section
 from agents.messages import Message, StateReminder, TextBlock
 from agents.modes import Mode, visible_registry
@@ -39,13 +41,37 @@ def state_now(registry: ToolRegistry, mode: Mode, goal: GoalState | None) -> Sta
 
 def told_state(conversation: Sequence[Message]) -> StateReminder:
     """The state the latest reminder in the conversation told (none: default, no goal)."""
-    for message in reversed(conversation):
+    latest = _latest_reminder(conversation)
+    return _UNTOLD if latest is None else latest
+
+
+def _latest_reminder(messages: Sequence[Message]) -> StateReminder | None:
+    for message in reversed(messages):
         if message.role != "user":
             continue
         for block in message.content:
             if isinstance(block, TextBlock) and isinstance(block.marker, StateReminder):
                 return block.marker
-    return _UNTOLD
+    return None
+
+
+class ToldState:
+    """`told_state` of a session's conversation, read as it grows (a conversation
+    without any reminder, the usual case in default mode, is not walked whole on every
+    user message)."""
+
+    def __init__(self) -> None:
+        self._cursor = GrowthCursor()
+        self._told = _UNTOLD
+
+    def of(self, conversation: Sequence[Message]) -> StateReminder:
+        rewritten, unread = self._cursor.unread(conversation)
+        latest = _latest_reminder(unread)
+        if latest is not None:
+            self._told = latest
+        elif rewritten:
+            self._told = _UNTOLD
+        return self._told
 
 
 @dataclass(frozen=True)
@@ -54,6 +80,7 @@ class PromptDelivery:
     tool list and the system prompt."""
 
     stable: bool = True
+    _told: ToldState = field(default_factory=ToldState, init=False, repr=False, compare=False)
 
     def shown_registry(self, registry: ToolRegistry, mode: Mode) -> ToolRegistry:
         """The tools the request shows."""
@@ -74,7 +101,7 @@ class PromptDelivery:
         if not self.stable:
             return message
         now = state_now(registry, mode, goal)
-        if now == told_state(conversation):
+        if now == self._told.of(conversation):
             return message
         return Message(role="user", content=(TextBlock(text=now.render(), marker=now), *message.content))
 
@@ -87,7 +114,7 @@ class PromptDelivery:
         if not self.stable:
             return None
         now = state_now(registry, mode, goal)
-        if now == told_state(conversation):
+        if now == self._told.of(conversation):
             return None
         last = next((i for i in range(len(conversation) - 1, -1, -1) if conversation[i].role == "user"), None)
         if last is None:

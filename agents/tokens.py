@@ -193,9 +193,7 @@ class IncrementalEstimate:
             # only appends to its list; a compaction hands it a new list.)
             keep = limit
         else:
-            keep = 0
-            while keep < limit and seen[keep] is messages[keep]:
-                keep += 1
+            keep = _seen_prefix(seen, messages, limit)
         del seen[keep:], cumulative[keep:]
         running = cumulative[-1] if cumulative else 0
         for message in messages[keep:]:
@@ -204,6 +202,19 @@ class IncrementalEstimate:
             cumulative.append(running)
         self._source = messages
         return running
+
+
+def _seen_prefix(seen: list[Message], messages: Sequence[Message], limit: int) -> int:
+    """How many leading messages were seen. The usual case, the messages seen plus new
+    ones in another sequence (a request's tuple), is checked at C speed: list equality
+    tests identity first, so the very messages seen are not compared by value (another
+    message equal by value counts as seen too: it has the same tokens)."""
+    if limit and messages[limit - 1] is seen[limit - 1] and seen[:limit] == list(messages[:limit]):
+        return limit
+    keep = 0
+    while keep < limit and seen[keep] is messages[keep]:
+        keep += 1
+    return keep
 
 
 # id(schema) -> (the schema, its tokens per counter key). An entry holds its schema, so

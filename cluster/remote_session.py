@@ -115,6 +115,12 @@ class RemoteSession:
             self._unlisten = None
         await self.link.close(self.session_id)
 
+    @property
+    def message_count(self) -> int:
+        """Messages in the session's conversation, as the actor last reported (after the
+        open, each turn and each control call)."""
+        return self._control.get("messages", 0)
+
     def announce_start(self) -> None:
         self.emit(SessionStarted(session_id=self.session_id, model=self.model_name, cwd=self.spec.workspace))
 

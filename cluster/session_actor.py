@@ -108,7 +108,6 @@ class TurnEnd(BaseModel):
     mode: str
     goal: dict | None = None
     messages: int
-    last_input: str = ""
     complete: bool = False
     usage: dict = {}
     total_model_calls: int = 0
@@ -358,7 +357,6 @@ class SessionActor:
 
     def _control(self, session: Session) -> dict:
         conversation = session.conversation
-        inputs = [m.text for m in conversation if m.role == "user" and not m.tool_results_in]
         last = conversation[-1] if conversation else None
         return {
             "usage": session.usage.model_dump(),
@@ -366,7 +364,6 @@ class SessionActor:
             "mode": session.mode.value,
             "goal": session.goal.model_dump() if session.goal else None,
             "messages": len(conversation),
-            "last_input": inputs[-1] if inputs else "",
             # a finished turn ends in an assistant reply without tool calls and nothing parked
             "complete": bool(last and last.role == "assistant" and not last.tool_uses and session.pending is None),
             "turns": session.state.turns,  # outer turns begun; a turn saved mid-way is `in_turn`

@@ -77,6 +77,18 @@ def test_incremental_estimate_matches_a_full_recount_after_growth_and_rewrite():
     assert running.total(rewritten) == estimate_messages_tokens(counter, rewritten)
 
 
+def test_incremental_estimate_of_a_new_tuple_each_call_matches_a_full_recount():
+    from agents.tokens import IncrementalEstimate, estimate_messages_tokens
+
+    counter = CharRatioEstimator()
+    running = IncrementalEstimate(counter)
+    messages = [Message.user(f"message {i} " * (i + 1)) for i in range(20)]
+    for size in (5, 12, 20):  # a request's messages: the conversation as a new tuple each call
+        assert running.total(tuple(messages[:size])) == estimate_messages_tokens(counter, messages[:size])
+    rewritten = (*messages[:7], Message.user("short"), *messages[8:])
+    assert running.total(rewritten) == estimate_messages_tokens(counter, rewritten)
+
+
 # -- calibration against the provider's counts ------------------------------------
 
 
