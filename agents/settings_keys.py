@@ -29,6 +29,7 @@ NON_SETTING_VARIABLES: dict[str, str] = {
     "WORKINGSET_PLUGIN_ROOT": "set for a plugin's hooks: the plugin's directory (agents/plugins.py)",
     "WORKINGSET_HOOK_EVENT": "set for a command hook: the event it runs for (agents/hooks.py)",
     "WORKINGSET_PROJECT_DIR": "set for a command hook: the workspace (agents/hooks.py)",
+    "WORKINGSET_BATCH": "set by an eval batch on every process it starts, to find them if it dies (cluster/eval/leftovers.py)",
 }
 
 Shape = tuple[Literal["section", "array", "map"], type[BaseModel]]

@@ -42,7 +42,7 @@ import ray
 
 from agents.config import ClusterSettings
 from cluster.errors import ClusterError, ClusterJoinError
-from cluster.ray_address import check_address, given_address
+from cluster.ray_address import check_address, given_address, host_port
 from cluster.ray_start import start_once_more
 
 __all__ = ["ClusterError", "ClusterJoinError", "RuntimeInfo", "connect", "current_node_id", "node_cpus"]
@@ -182,6 +182,27 @@ def _join(address: str, source: str) -> None:
                            "runs the same Ray and Python as this machine, or use --local") from exc
 
 
+def _check_same_cluster(address: str, source: str) -> None:
+    """An address named to a process already on Ray is checked like a first one, and must
+    be the cluster it is on: it is never quietly swapped for the one already joined."""
+    joinable = check_address(address, source=source)
+    current = ray.get_runtime_context().gcs_address
+    if not _same_place(joinable.address, current):
+        raise ClusterError(f"{source} {address}: this process is already on the Ray cluster at {current}; "
+                           "a process joins one cluster, so run this in a new one")
+
+
+def _same_place(address: str, current: str) -> bool:
+    """Whether two host:port addresses name one GCS; this machine's names for itself
+    (loopback, its node address) count as one host."""
+    given, joined = host_port(address), host_port(current)
+    if given is None or joined is None or given[1] != joined[1]:
+        return False
+    here = {"localhost", ray.util.get_node_ip_address()}
+    hosts = {given[0], joined[0]}
+    return len(hosts) == 1 or all(h in here or h.startswith("127.") for h in hosts)
+
+
 def _start_embedded(num_cpus: int | None, dashboard: bool, timeout_s: float, notify: Callable[[str], None]) -> None:
     def start() -> None:
         with _held_stderr(), _quiet_logger(_TOKEN_NOTICE_LOGGER):
@@ -207,6 +228,8 @@ def connect(address: str | None = None, *, dashboard: bool = False, num_cpus: in
     # The runtime's C++ warnings go straight to this process's stderr, across any progress
     # display; below errors they stay in Ray's log files.
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
+    if ray.is_initialized() and given is not None:
+        _check_same_cluster(*given)
     if not ray.is_initialized():
         with _sigterm_handler_kept():
             if given is not None:

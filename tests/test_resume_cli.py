@@ -223,9 +223,9 @@ def test_repl_resume_after_clear_returns_to_the_conversation_before_it(tmp_path,
     write_script(tmp_path, [{"text": "hi!"}, {"text": "welcome back"}])
     _feed_lines(monkeypatch, ["hello", "/clear", "/resume", "still there?", "/exit"])
     assert main(["run", "--cwd", str(ws), "--json"]) == 0
-    out = capsys.readouterr().out
-    assert "conversation cleared (the previous one stays in the session's history; /resume returns to it)" in out
-    assert "is a /clear; resuming the conversation before it" in out and "2 messages" in out
+    out, said = capsys.readouterr()  # --json: the events on stdout, the REPL's notices on stderr
+    assert "conversation cleared (the previous one stays in the session's history; /resume returns to it)" in said
+    assert "is a /clear; resuming the conversation before it" in said and "2 messages" in said
     sid = _events(out)[0]["session_id"]
     texts = [m.text for m in snapshot_store(tmp_path).load(sid).state.conversation]
     assert texts == ["hello", "hi!", "still there?", "welcome back"]
