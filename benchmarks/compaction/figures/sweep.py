@@ -1,0 +1,78 @@
+"""`sweep.png`: each peer family's recall-versus-cost curve over its own grid, the default
+strategy as one point, one panel per context window (the verdict's aim 3, `verdict.py`).
+
+Drawn on the traces where `raw` does not fit the window: x is the mean over traces of a
+trace's cost ÷ raw's cost of it, y the mean tool-evidence recall; bars are the verdict's
+95% cluster-bootstrap intervals. A family's feasible points are joined in cost order,
+each family in its own colour and marker shape; a point that sent a request over the
+window is a hollow vermillion mark, off its curve. The default is a black star.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
+
+from .style import INK, freeze_layout, legend_entries, new_figure
+
+__all__ = ["sweep_figure"]
+
+_COLOURS = ("blue", "orange", "green", "purple", "sky", "yellow", "grey")
+_MARKERS = ("o", "s", "D", "^", "v", "P", "X")
+OVER = "⚠ a call exceeds the window: off the curve"
+X_TITLE = "cost of a trace ÷ raw's cost of it\n(mean over the traces raw does not fit)"
+Y_TITLE = "tool-evidence recall\n(mean over traces with evidence)"
+
+
+def _bars(point: dict[str, Any]) -> tuple[list[list[float]], list[list[float]] | None]:
+    x = [[point["cost"] - point["cost_lo"]], [point["cost_hi"] - point["cost"]]]
+    if point["recall"] is None or point["recall_lo"] is None:
+        return x, None
+    return x, [[point["recall"] - point["recall_lo"]], [point["recall_hi"] - point["recall"]]]
+
+
+def _errorbar(ax, point: dict[str, Any], **style) -> None:
+    xerr, yerr = _bars(point)
+    ax.errorbar([point["cost"]], [point["recall"]], xerr=xerr, yerr=yerr, elinewidth=0.6, capsize=1.5, **style)
+
+
+def _panel(ax, families: Sequence[dict[str, Any]], default: str) -> None:
+    for n, family in enumerate(families):
+        colour, marker = INK[_COLOURS[n % len(_COLOURS)]], _MARKERS[n % len(_MARKERS)]
+        points = [p for p in family["points"][1:] if p["recall"] is not None]
+        feasible = sorted((p for p in points if p["feasible"]), key=lambda p: p["cost"])
+        if feasible:
+            ax.plot([p["cost"] for p in feasible], [p["recall"] for p in feasible], color=colour, linewidth=0.9,
+                    marker=marker, markersize=4, label=family["family"])
+            for p in feasible:
+                _errorbar(ax, p, fmt="none", ecolor=colour)
+        for p in points:
+            if not p["feasible"]:
+                ax.plot([p["cost"]], [p["recall"]], linestyle="none", marker=marker, markersize=4,
+                        markerfacecolor="none", markeredgecolor=INK["vermillion"], label=OVER)
+    first = families[0]["points"][0] if families else None
+    if first is not None and first["recall"] is not None:
+        _errorbar(ax, first, fmt="*", color=INK["black"], markersize=8, label=f"{default} (the default)")
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel(X_TITLE)
+
+
+def sweep_figure(families: Sequence[dict[str, Any]], windows: Sequence[int], default: str, subtitle: str) -> Figure:
+    """`families`: the verdict's FamilyVerdict records of one pricing (points[0] is the default)."""
+    shown = [w for w in windows if any(f["window"] == w for f in families)] or list(windows)[:1]
+    fig = new_figure(3.6 * len(shown) + 2.2, 4.2)
+    axes = fig.subplots(1, len(shown), squeeze=False)[0]
+    for ax, window in zip(axes, shown, strict=True):
+        mine = [f for f in families if f["window"] == window]
+        _panel(ax, mine, default)
+        ax.set_title(f"window {window:,} tokens" + ("" if mine else ": no family ran"))
+    axes[0].set_ylabel(Y_TITLE)
+    handles, labels = legend_entries(list(axes), order=(f"{default} (the default)",))
+    if handles:
+        fig.legend(handles, labels, loc="outside right center", frameon=False)
+    fig.suptitle(f"Peer families swept over their own grids, against {default}\n{subtitle}")
+    freeze_layout(fig)
+    return fig
