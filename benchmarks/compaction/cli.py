@@ -176,13 +176,15 @@ def _auto_overrides(items: list[str]) -> dict[str, dict[str, float]]:
             raise ConfigError(f"--auto-cache {item}: unknown provider; known: {', '.join(AUTO_CACHE_RULES)}")
         try:
             values = {k.strip(): float(v) for k, v in (pair.split("=", 1) for pair in pairs.split(",") if pair.strip())}
-            AUTO_CACHE_RULES[provider].model_copy(update=values)
-            AutoCacheRule.model_validate({**AUTO_CACHE_RULES[provider].model_dump(), **values})
         except ValueError as exc:
             raise ConfigError(f"--auto-cache {item}: give key=value pairs of min_tokens, step, ttl_s") from exc
         unknown = set(values) - {"min_tokens", "step", "ttl_s"}
         if unknown:
             raise ConfigError(f"--auto-cache {item}: unknown key {', '.join(sorted(unknown))}; known: min_tokens, step, ttl_s")
+        try:
+            AutoCacheRule.model_validate({**AUTO_CACHE_RULES[provider].model_dump(), **values})
+        except ValueError as exc:
+            raise ConfigError(f"--auto-cache {item}: min_tokens and step must be >= 1, ttl_s > 0") from exc
         out[provider] = values
     return out
 
