@@ -87,7 +87,7 @@ class ModelPrice(BaseModel):
 
 
 # Models the corpus records that Workingset's own table does not price (match: the name
-# after any provider path, by prefix).
+# after any provider path, exactly or with a date or version after it).
 TRACE_MODELS: tuple[ModelPrice, ...] = (
     ModelPrice(name="gemini-3-pro-preview", provider="gemini", kind="automatic", input=2.0, output=12.0,
                cached_input=0.20, min_cacheable_tokens=4096,
@@ -101,9 +101,6 @@ TRACE_MODELS: tuple[ModelPrice, ...] = (
                cached_input=0.14,
                source="api-docs.deepseek.com/quick_start/pricing-details-usd, deepseek-reasoner (cache miss "
                       "$0.55, cache hit $0.14, output $2.19)"),
-    ModelPrice(name="gpt4", provider="none", kind="none", input=30.0, output=60.0, cached_input=30.0,
-               source="OpenAI pricing, gpt-4 (legacy) $30 / $60; automatic prompt caching applies to gpt-4o "
-                      "and newer only"),
     ModelPrice(name="gpt-4", provider="none", kind="none", input=30.0, output=60.0, cached_input=30.0,
                source="OpenAI pricing, gpt-4 (legacy) $30 / $60; automatic prompt caching applies to gpt-4o "
                       "and newer only"),
@@ -112,6 +109,9 @@ TRACE_MODELS: tuple[ModelPrice, ...] = (
                source="openrouter.ai/meta-llama/llama-4-maverick ($0.15 / $0.60); the recorded usage shows no "
                       "cached tokens"),
 )
+
+
+_ALIASES = {"gpt4": "gpt-4"}  # SWE-agent's name for it
 
 
 def _bare(name: str) -> str:
@@ -124,8 +124,9 @@ def model_price(name: str | None) -> ModelPrice | None:
     if not name:
         return None
     bare = _bare(name).rsplit("/", 1)[-1].lower()
+    bare = _ALIASES.get(bare, bare)
     for row in TRACE_MODELS:
-        if bare == row.name or bare.startswith(row.name + "-"):
+        if bare == row.name or (bare.startswith(row.name + "-") and bare[len(row.name) + 1:][:1].isdigit()):
             return row
     info = model_info(bare)
     if info.prices is None:
