@@ -63,7 +63,7 @@ def _panel(ax, families: Sequence[dict[str, Any]], default: str) -> None:
 def sweep_figure(families: Sequence[dict[str, Any]], windows: Sequence[int], default: str, subtitle: str) -> Figure:
     """`families`: the verdict's FamilyVerdict records of one pricing (points[0] is the default)."""
     shown = [w for w in windows if any(f["window"] == w for f in families)] or list(windows)[:1]
-    fig = new_figure(3.6 * len(shown) + 2.2, 4.2)
+    fig = new_figure(11, 4.6)  # every figure is 11 inches wide, for a page
     axes = fig.subplots(1, len(shown), squeeze=False)[0]
     for ax, window in zip(axes, shown, strict=True):
         mine = [f for f in families if f["window"] == window]
