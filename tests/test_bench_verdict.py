@@ -113,3 +113,17 @@ def test_a_held_out_subset_is_judged_by_the_same_verdict(tmp_path):
     held = subset_verdict(json.loads(json.dumps(doc)), _runs(), exclude=["/traces/tuned"])
     aim1 = next(a for a in held["aims"] if a["aim"] == 1)
     assert aim1["figures"]["traces"] == 2
+
+
+def test_when_the_default_itself_exceeds_the_window_the_familys_points_over_it_stay_on_the_curve():
+    runs = [r if (r["trace"], r["strategy"]) != ("t3", "current") else {**r, "infeasible_calls": 1} for r in _runs()]
+    c = {f.family: f for f in _verdict(runs).families}["c"]
+    # c/2 (0.2, recall 0.5) now counts: at recall 0.8 the envelope runs from it to c/1 (1.0, 0.9).
+    assert c.compared == 2 and c.matched_cost == pytest.approx(0.8) and c.points[2].feasible is False
+
+
+def test_a_family_with_no_point_to_compare_leaves_aim_three_undecided():
+    runs = [r if r["strategy"] not in ("a/1", "a/2", "b/1", "c/1") else {**r, "infeasible_calls": 1} for r in _runs()]
+    verdict = _verdict(runs)
+    assert all(f.met is None and f.compared == 0 for f in verdict.families if f.family in ("a", "b"))
+    assert _aim(verdict, 3).met is None and "no point to compare" in _aim(verdict, 3).text

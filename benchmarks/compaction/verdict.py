@@ -7,8 +7,9 @@
    is at most 1.01, and its tool-evidence recall at least 99.5% of raw's (mean over the
    traces that need evidence, the same traces for both).
 3. Never dominated where compaction is needed: on the traces where `raw` does not fit,
-   each peer family is a curve over the grid points it ran (feasible points only: a point
-   that sent a request over the window is off its curve). The family's cost at the
+   each peer family is a curve over the grid points it ran. A point that sent a request
+   over the window is off its curve while the default sends none there; when the default
+   itself does, every point is judged by the same standard and stays on. The family's cost at the
    default's recall is read off its lower envelope (the cheapest point reaching that
    recall, linear between neighbouring envelope points; a family that reaches it nowhere
    cannot match it). The aim: the default costs at most 0.9x that, against every family,
@@ -22,7 +23,9 @@ one task instance together, `--cluster`), the same draws for every strategy. Aim
 per family is one-sided: p = the share of resamples in which the ratio exceeds 0.9 (a
 family that cannot reach the default's recall in a resample counts as beaten), and the
 p-values of all windows x families of one pricing are Holm-adjusted; a family is beaten
-when its adjusted p < 0.05 and no point of it dominates the default.
+when its adjusted p < 0.05 and no point of it dominates the default. A family with no
+point on its curve is not decided, and neither is aim 3 while such a family is left and
+none is unbeaten.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class FamilyVerdict(BaseModel):
     p: float
     p_holm: float | None = None
     dominated_by: list[str]
+    compared: int = 0  # points on the curve
     met: bool | None = None
 
 
@@ -227,7 +231,8 @@ def _family(w: _Window, default: str, family: str, members: Sequence[str], needs
     pc, pr = _means(cost, ones)[0], _means(recall, ones)[0]
     bc, br = _means(cost, weights), _means(recall, weights)
     feasible = [all(r["infeasible_calls"] == 0 for t, r in w.by.get(s, {}).items() if t in needs) for s in names]
-    curve = [i for i in range(1, len(names)) if feasible[i]]
+    # Over the window is disqualifying only against a default that stays within it.
+    curve = [i for i in range(1, len(names)) if feasible[i] or not feasible[0]]
     matched = matched_cost([(pc[i], pr[i]) for i in curve], pr[0]) if not np.isnan(pr[0]) else None
     ratios = np.full(len(weights), np.nan)
     for b in range(len(weights)):
@@ -238,7 +243,8 @@ def _family(w: _Window, default: str, family: str, members: Sequence[str], needs
     return FamilyVerdict(
         family=family, window=w.window, pricing=w.pricing, points=_points(names, pc, pr, bc, br, feasible),
         matched_cost=matched, ratio=None if matched is None else float(pc[0] / matched), ratio_lo=lo, ratio_hi=hi,
-        p=float((1 + np.sum(ratios > CHEAPER)) / (len(ratios) + 1)), dominated_by=dominated,
+        p=float((1 + np.sum(ratios > CHEAPER)) / (len(ratios) + 1)) if curve else 1.0, dominated_by=dominated,
+        compared=len(curve),
     )
 
 
@@ -251,13 +257,13 @@ def _aim3(w: _Window, families: list[FamilyVerdict], needs: list[str]) -> AimRes
     parts = []
     for f in families:
         feasible = sum(p.feasible for p in f.points[1:])
-        ratio = ("no feasible point" if not feasible else "never reaches the default's recall" if f.ratio is None
+        ratio = ("no point to compare" if not f.compared else "never reaches the default's recall" if f.ratio is None
                  else f"{f.ratio:.3f}{_span(f.ratio_lo, f.ratio_hi)}")
         dom = f"; dominated by {', '.join(f.dominated_by)}" if f.dominated_by else ""
         parts.append(f"{f.family} ({feasible}/{len(f.points) - 1} points feasible): "
                      f"cost ÷ family's at matched recall {ratio}, p (Holm) {f.p_holm or 1.0:.3g}{dom} → "
-                     f"{'beaten' if f.met else 'not beaten'}")
-    met = all(f.met for f in families)
+                     f"{'not decided' if f.met is None else 'beaten' if f.met else 'not beaten'}")
+    met = False if any(f.met is False for f in families) else (None if any(f.met is None for f in families) else True)
     return AimResult(aim=3, window=w.window, pricing=w.pricing, met=met,
                      text=f"on {len(needs)} traces raw does not fit (aim: ≤ {CHEAPER} at matched recall, "
                           f"undominated): " + "; ".join(parts),
@@ -288,7 +294,7 @@ def compute_verdict(
         flat = [f for _, _, fam in per_window for f in fam]
         for f, p in zip(flat, holm([f.p for f in flat]), strict=True):
             f.p_holm = p
-            f.met = bool(p is not None and p < ALPHA and not f.dominated_by)
+            f.met = None if not f.compared else bool(p is not None and p < ALPHA and not f.dominated_by)
         for w, needs, fam in per_window:
             aims.append(_aim3(w, fam, needs))
         all_families += flat
