@@ -3,9 +3,11 @@ strategy as one point, one panel per context window (the verdict's aim 3, `verdi
 
 Drawn on the traces where `raw` does not fit the window: x is the mean over traces of a
 trace's cost ÷ raw's cost of it, y the mean tool-evidence recall; bars are the verdict's
-95% cluster-bootstrap intervals. A family's feasible points are joined in cost order,
-each family in its own colour and marker shape; a point that sent a request over the
-window is a hollow vermillion mark, off its curve. The default is a black star.
+95% cluster-bootstrap intervals. Each family's points are joined in cost order, in its own
+colour and marker shape. A point that sent a request over the window carries a vermillion
+ring; it stays on its curve only where the default exceeds the window too (the verdict's
+rule), and is drawn hollow, unjoined, where it does not. The default is a black star
+(ringed when it exceeds the window).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ __all__ = ["sweep_figure"]
 
 _COLOURS = ("blue", "orange", "green", "purple", "sky", "yellow", "grey")
 _MARKERS = ("o", "s", "D", "^", "v", "P", "X")
-OVER = "⚠ a call exceeds the window: off the curve"
+OVER = "⚠ ring: a call exceeds the window"
 X_TITLE = "cost of a trace ÷ raw's cost of it\n(mean over the traces raw does not fit)"
 Y_TITLE = "tool-evidence recall\n(mean over traces with evidence)"
 
@@ -39,23 +41,33 @@ def _errorbar(ax, point: dict[str, Any], **style) -> None:
     ax.errorbar([point["cost"]], [point["recall"]], xerr=xerr, yerr=yerr, elinewidth=0.6, capsize=1.5, **style)
 
 
+def _ring(ax, point: dict[str, Any], size: float) -> None:
+    ax.plot([point["cost"]], [point["recall"]], linestyle="none", marker="o", markersize=size, markerfacecolor="none",
+            markeredgecolor=INK["vermillion"], markeredgewidth=0.8, label=OVER)
+
+
 def _panel(ax, families: Sequence[dict[str, Any]], default: str) -> None:
+    first = families[0]["points"][0] if families else None
+    default_fits = first is None or first["feasible"]
     for n, family in enumerate(families):
         colour, marker = INK[_COLOURS[n % len(_COLOURS)]], _MARKERS[n % len(_MARKERS)]
         points = [p for p in family["points"][1:] if p["recall"] is not None]
-        feasible = sorted((p for p in points if p["feasible"]), key=lambda p: p["cost"])
-        if feasible:
-            ax.plot([p["cost"] for p in feasible], [p["recall"] for p in feasible], color=colour, linewidth=0.9,
+        curve = sorted((p for p in points if p["feasible"] or not default_fits), key=lambda p: p["cost"])
+        if curve:
+            ax.plot([p["cost"] for p in curve], [p["recall"] for p in curve], color=colour, linewidth=0.9,
                     marker=marker, markersize=4, label=family["family"])
-            for p in feasible:
+            for p in curve:
                 _errorbar(ax, p, fmt="none", ecolor=colour)
         for p in points:
-            if not p["feasible"]:
+            if p not in curve:
                 ax.plot([p["cost"]], [p["recall"]], linestyle="none", marker=marker, markersize=4,
-                        markerfacecolor="none", markeredgecolor=INK["vermillion"], label=OVER)
-    first = families[0]["points"][0] if families else None
+                        markerfacecolor="none", markeredgecolor=colour)
+            if not p["feasible"]:
+                _ring(ax, p, 8)
     if first is not None and first["recall"] is not None:
         _errorbar(ax, first, fmt="*", color=INK["black"], markersize=8, label=f"{default} (the default)")
+        if not first["feasible"]:
+            _ring(ax, first, 12)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel(X_TITLE)
 
