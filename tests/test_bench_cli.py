@@ -33,9 +33,9 @@ def test_runs_offline_without_traces_on_labelled_synthetic_data(tmp_path, capsys
     assert "SYNTHETIC" in printed.out and "mask:keep=4" in printed.out
     doc = json.loads((out / "results.json").read_text())
     assert doc["synthetic"] is True and "SYNTHETIC" in doc["data"]
-    # raw and the baseline are always run: they are the references of the paired ratios.
-    assert doc["settings"]["strategies"] == ["raw", "clear-then-summarize", "mask:keep=4"]
-    assert len(doc["traces"]) == 2 and len(doc["runs"]) == 6 and not any(r["error"] for r in doc["runs"])
+    # raw and the baseline are always run (the references of the paired ratios), and the default (the verdict's).
+    assert doc["settings"]["strategies"] == ["raw", "clear-then-summarize", "current", "mask:keep=4"]
+    assert len(doc["traces"]) == 2 and len(doc["runs"]) == 8 and not any(r["error"] for r in doc["runs"])
     by_name = {s["strategy"]: s for s in doc["summary"]}
     assert by_name["raw"]["vs_raw"]["cumulative_tokens"]["value"] == 1.0
     assert by_name["mask:keep=4"]["vs_raw"]["cumulative_tokens"]["value"] < 0.5
@@ -68,7 +68,7 @@ def test_one_real_trace(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["synthetic"] is False and str(TOY) in doc["data"]
     assert [t["label"] for t in doc["traces"]] == ["swe-agent:swe-agent__test-repo-i1"]
-    assert {r["strategy"] for r in doc["runs"]} == {"raw", "clear-then-summarize", "truncate"}
+    assert {r["strategy"] for r in doc["runs"]} == {"raw", "clear-then-summarize", "current", "truncate"}
     assert all(r["calls"] == 5 and r["grounding_recall"] is not None for r in doc["runs"])
     assert "SYNTHETIC" not in (out / "report.md").read_text()
 
@@ -153,7 +153,7 @@ def test_live_mode_runs_the_tasks_once_per_strategy(tmp_path, capsys):
                   "--out", str(out))
     assert code == 0
     live = json.loads(capsys.readouterr().out)["live"]
-    assert live["tasks"] == 1 and [s["strategy"] for s in live["strategies"]] == ["raw", "clear-then-summarize"]
+    assert live["tasks"] == 1 and [s["strategy"] for s in live["strategies"]] == ["raw", "clear-then-summarize", "current"]
     for row in live["strategies"]:
         assert (row["tasks"], row["passed"], row["statuses"]) == (1, 1, {"passed": 1})
         assert row["flips_vs_baseline"]["both_passed"] == 1 and Path(row["out"], "results.jsonl").is_file()
@@ -177,7 +177,7 @@ def test_results_record_commit_versions_settings_and_trace_hashes(tmp_path, caps
     prov = doc["provenance"]
     assert len(prov["project"]["commit"]) == 40 and prov["packages"]["scipy"] and prov["packages"]["numpy"]
     assert prov["trace_sha256"] == {str(TOY): hashlib.sha256(TOY.read_bytes()).hexdigest()}
-    assert doc["settings"]["cache"]["lookback_blocks"] == 20 and doc["settings"]["tokenizer"] == "estimate"
+    assert doc["settings"]["cache"]["lookback_blocks"] == 20 and doc["settings"]["tokenizer"] == "real"
     report = (out / "report.md").read_text()
     assert "## How to rerun" in report and prov["project"]["commit"] in report
     assert "workingset bench compaction" in report and "sha256" in report
@@ -206,12 +206,14 @@ def test_peer_presets_run_under_their_own_names_and_record_their_source(tmp_path
     assert "## Peer presets" in (out / "report.md").read_text()
 
 
-def test_every_preset_is_a_valid_strategy_spec():
+def test_every_preset_is_a_valid_strategy_spec_at_every_window():
     from agents.compaction import make_strategy
-    from benchmarks.compaction.presets import PRESETS
+    from benchmarks.compaction.presets import PRESETS, resolve_spec
 
-    for preset in PRESETS.values():
-        assert make_strategy(preset.spec).name == preset.spec.split(":")[0]
+    for name, preset in PRESETS.items():
+        for window in (16_000, 32_000, 64_000):
+            spec = resolve_spec(name, window)
+            assert "{" not in spec and make_strategy(spec).name
         assert preset.source and (preset.exact or preset.gap)
 
 

@@ -222,7 +222,7 @@ def real() -> Trace:
 
 
 async def test_raw_replay_of_a_real_trace_sees_all_evidence(real):
-    config = BenchConfig(strategies=["raw"], context_window=32_000)
+    config = BenchConfig(strategies=["raw"], context_window=32_000, tokenizer="estimate")
     m = await measure("real", real, trace_evidence(real), "raw", config)
     assert m.error is None and m.calls == 12 and m.needed_items > 0
     assert m.grounding_recall == 1.0 and m.compactions == {}

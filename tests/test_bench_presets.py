@@ -227,3 +227,67 @@ async def test_anthropic_clear_tool_uses_clears_as_the_api_does_on_the_full_hist
         assert [b.tool_use_id for m in conversation for b in m.tool_results_in if is_cleared(b)] == expected, k
         cleared_calls += bool(expected)
     assert cleared_calls > 10  # the rule was exercised past the trigger, not only under it
+
+
+# -- window-aware presets and the sweep grids ------------------------------------------------------
+
+
+def test_window_aware_presets_follow_the_window_as_their_peers_document():
+    from benchmarks.compaction.presets import resolve_spec
+
+    # 16,000: a request may hold 11,904 tokens; the compact budget is 0.8 of that, 9,523.
+    assert resolve_spec("anthropic-clear-tool-uses-budget", 16_000) == (
+        "clear-tool-uses:count_cleared=true,trigger=9523,clear_at_least=1587,keep=3")
+    assert resolve_spec("complexity-trap-limit-aware", 16_000) == "clear-tool-uses:count_cleared=true,trigger=14400,keep=10"
+    assert resolve_spec("openhands-v1-window", 64_000) == (
+        "benchmarks.compaction.peer_rules:OpenHandsV1Condenser:max_size=240,keep_first=2,max_tokens=59904")
+    assert resolve_spec("swe-agent-last5", 16_000) == "mask:keep=5"  # a count, whatever the window
+
+
+def test_every_family_grid_has_as_many_points_as_the_defaults_tuning_grid():
+    from benchmarks.compaction.presets import (
+        CURRENT_TUNING_GRID,
+        FAMILIES,
+        PRESETS,
+        family_members,
+        resolve_spec,
+    )
+
+    assert {name: len(f.points) for name, f in FAMILIES.items()} == dict.fromkeys(FAMILIES, len(CURRENT_TUNING_GRID.points))
+    # Each window-aware preset is its family's first grid point: the same spec at every window.
+    for name, preset in PRESETS.items():
+        if preset.window_aware:
+            first = FAMILIES[preset.family].points[0].name
+            assert all(resolve_spec(name, w) == resolve_spec(first, w) for w in (16_000, 32_000, 64_000))
+    assert family_members(["raw", "swe-agent-last5", "openhands-v1/0.8"]) == {
+        "swe-agent-masking": ["swe-agent-last5"], "openhands-v1": ["openhands-v1/0.8"]}
+
+
+def _v1(**params):
+    return make_strategy("benchmarks.compaction.peer_rules:OpenHandsV1Condenser:" + ",".join(f"{k}={v}" for k, v in params.items()))
+
+
+async def test_openhands_v1_over_max_size_keeps_the_task_a_summary_and_max_size_over_2_minus_3_events():
+    summarizer = FakeSummarizer()
+    conversation = [Message.user(TASK)] + [m for k in range(10) for m in tool_interaction(k, body_chars=300)]
+    # 21 events + the system event = 22 > max_size 20: keep 20 // 2 - 2 - 1 = 7 events, whole interactions: 3.
+    result = await _v1(max_size=20, keep_first=2).compact(compaction_request(conversation), compaction_env(summarizer))
+    assert result.messages[0].text == TASK and _real_steps(result.messages) == [7, 8, 9]
+    [read] = summarizer.calls
+    assert _real_steps(read) == list(range(7))
+
+
+async def test_openhands_v1_under_both_limits_changes_nothing():
+    conversation = [Message.user(TASK)] + [m for k in range(9) for m in tool_interaction(k, body_chars=300)]
+    result = await _v1(max_size=20, keep_first=2).compact(compaction_request(conversation), compaction_env())
+    assert result.messages == conversation and not result.events
+
+
+async def test_openhands_v1_over_max_tokens_keeps_the_longest_suffix_within_half_of_it():
+    conversation = [Message.user(TASK)] + [m for k in range(30) for m in tool_interaction(k, body_chars=800)]
+    total = COMPACTION_OVERHEAD + estimate_messages_tokens(COMPACTION_COUNTER, conversation)
+    limit = total - 1
+    head = COMPACTION_OVERHEAD + estimate_messages_tokens(COMPACTION_COUNTER, conversation[:1])
+    kept = max(n for n in range(31) if head + estimate_messages_tokens(COMPACTION_COUNTER, conversation[len(conversation) - 2 * n:] if n else []) <= limit // 2)
+    result = await _v1(max_tokens=limit).compact(compaction_request(conversation), compaction_env())
+    assert _real_steps(result.messages) == list(range(30 - kept, 30)) and kept > 0

@@ -68,7 +68,7 @@ def test_tekken_counts_offline_and_denser_text_costs_more_tokens():
 
 
 def test_an_unknown_tokenizer_or_a_missing_key_is_a_usage_error(monkeypatch):
-    with pytest.raises(ConfigError, match="known: estimate, tekken, usage, anthropic"):
+    with pytest.raises(ConfigError, match="known: real, estimate, tekken, usage, anthropic"):
         check_tokenizer("words")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):

@@ -2,10 +2,13 @@
 compare tokens, cache-aware cost and the evidence each working set keeps.
 
     workingset bench compaction [--traces PATH] [--strategies a,b:k=v,preset,...] [--presets]
-                                [--baseline NAME] [--context-window N] [--summarizer SPEC]
-                                [--pricing-model NAME] [--tokenizer estimate|tekken|usage|anthropic]
+                                [--sweep all|FAMILY,...] [--default SPEC] [--baseline NAME]
+                                [--context-window N | --windows N,N,...] [--summarizer SPEC]
+                                [--pricing per-trace|MODEL] [--pricing-model NAME]
+                                [--tokenizer real|estimate|tekken|usage|anthropic]
                                 [--cache-breakpoints LIST] [--cache-lookback N] [--cache-min-tokens N]
-                                [--cache-ttl S] [--cache-gap S] [--output-tokens recorded|estimate]
+                                [--cache-ttl 300|3600] [--cache-gap S] [--auto-cache PROVIDER:k=v,...]
+                                [--output-tokens recorded|estimate]
                                 [--cluster instance|framework|run] [--resamples N] [--seed N]
                                 [--out DIR] [--json] [--strict] [--local] [--address ADDR]
                                 [--synthetic N] [--live TASKS.jsonl --model SPEC [--concurrency N]]
@@ -15,9 +18,11 @@ trajectories, labelled so in every output); `--traces` takes trace files, folder
 Workingset trace dirs (`benchmarks/traces`). `raw` and the baseline are always run: they
 are the references of the paired ratios. Outputs in `--out` (default
 bench-results/compaction): results.json (settings, provenance — commit, versions, argv,
-SHA-256 of every trace — every run and summary), report.md (with how to rerun),
-pareto.png and tokens_per_step.png, each with a PDF beside it (`figures/`); the
-terminal gets the summary table (or, with `--json`, the JSON document). `--live` also
+SHA-256 of every trace — every run and summary), report.md (with how to rerun and the
+verdict, `verdict.py`), pareto.png and tokens_per_step.png, and sweep.png when a peer
+family ran, each with a PDF beside it (`figures/`); with `--windows` each window's files
+go to `window-N/` and the top report holds the verdict (`outputs.py`). The terminal gets
+the summary table and the verdict (or, with `--json`, the JSON document). `--live` also
 runs batch-eval tasks once per strategy (`live.py`). Exit codes: 0 all replays ran, 1
 some replay failed (named in the outputs), 2 a usage error (unknown strategy or bad
 parameter, unusable trace with --strict, no usable trace).
@@ -36,7 +41,8 @@ presets (`presets.py`) are named specs over the strategies with their sources.
 
 A *call* is one model call the recorded agent made (one assistant message of the trace);
 the extra call a replay makes after the recording ends is not measured. Tokens are counted
-by the measuring counter (`--tokenizer`, default `estimate`: the harness's own
+by the measuring counter (`--tokenizer`, default `real`: the estimator scaled by the
+trace's recorded usage where it has any, else Tekken; `estimate` is the harness's own
 `agents/tokens.py`, characters / 4 for text, / 3.2 for JSON, + 4 per message, + 3 per
 block, + 8 per tool schema); the replayed harness always decides *when* to compact with
 its own estimator, as it would live.
@@ -50,7 +56,19 @@ its own estimator, as it would live.
   strategy (calls, traces). A strategy with at least one is marked ⚠ in the table, the
   report and the plots, and is left off the Pareto front. Replayed models never refuse,
   so such a run goes on; its later figures describe requests that could not be sent.
-- **Cost** (`anthropic` model; every parameter has a flag). The prompt is a sequence of
+- **Pricing** (`--pricing per-trace`, the default): each trace is priced as its own
+  recorded model's provider bills it (`pricing.py`: list prices with their sources, output
+  at the model's own output price; a model the tables do not know is priced as
+  `--pricing-model` and named so); `--pricing MODEL` prices every trace as MODEL. Both
+  per-trace and the fixed model are always computed (`runs[].costs`). The cache rule
+  follows the provider: *explicit* (Anthropic, below), *automatic* (OpenAI, DeepSeek,
+  Gemini: every prefix a request sent is cached, no write premium, a later request reads
+  the longest one still live at the model's cached-input price, in the provider's steps
+  and above its minimum: OpenAI 1,024 tokens in 128-token steps, DeepSeek 64-token units,
+  Gemini 3 Pro 4,096 tokens; `auto_cache.py`, `--auto-cache`), or *none* (GPT-4, Llama 4
+  Maverick as recorded). The report sets the cached share each family's raw replay is
+  predicted to read beside the share its recorded usage billed, as a check.
+- **Cost** (the explicit rule; every parameter has a flag). The prompt is a sequence of
   blocks in the API's order: each tool schema, the system prompt, each content block of
   each message (a block's tokens: its body + 3; the first block of a message also + 4).
   A *breakpoint* is a block with `cache_control`; by default where Workingset's Anthropic
@@ -69,18 +87,20 @@ its own estimator, as it would live.
      end of the read prefix to the furthest written breakpoint;
   3. the rest of the prompt is plain input; the read entry (and the breakpoint entries
      it covers) is refreshed to t_k.
-  Call cost = price × (0.1 × read + 1.25 × write + 1 × plain + 5 × output), price = the
-  pricing model's input USD per token (`--pricing-model`, default claude-sonnet-4-5 =
-  $3 per million; `agents/compaction/ledger.py`). *Output* = the recorded usage's output
+  Call cost = input price × (0.1 × read + w × write + 1 × plain) + output price × output,
+  w = 1.25 for the 5-minute TTL and 2 for the 1-hour TTL (`--cache-ttl 3600`), as
+  Anthropic prices them. *Output* = the recorded usage's output
   tokens where the trace has them, else the count of the recorded reply
   (`--output-tokens recorded|estimate`); it is the same for every strategy (the replies
   are the recorded ones), so it narrows every ratio towards 1, as on a real bill. t_k =
   the trace's own time of call k (mini-SWE-agent, OpenHands); a trace without times gets
   `--cache-gap` seconds between calls (default none: nothing expires). A *summarizer
   call* is priced as a request of its own: its input = summarizer system prompt + the
-  older history + the handoff request, its output = the summary; input written at 1.25×
-  when at least the minimum cacheable length (breakpoints on its system prompt and last
-  message, nothing to read), else 1×; output 5×. This applies to `extractive` too, as if
+  older history + the handoff request, its output = the summary. It reads nothing (its
+  system prompt is not the agent's). On an explicit cache its input is written at the
+  write price when at least the minimum cacheable length, since Workingset's Anthropic
+  provider marks every request's last message, a summarizer's too; else plain. On an
+  automatic cache or none its input is plain. Output at the output price. This applies to `extractive` too, as if
   a model had written the same summary. **Cost** = calls + summarizer calls;
   **summarizer share** = summarizer cost / cost.
 - **Cost (lcp, legacy)**: the earlier model, kept for comparison: the cached prefix of

@@ -1,6 +1,6 @@
 """A model of what the Anthropic Messages API bills for a sequence of requests with prompt
-caching (the `anthropic` cost model; the earlier longest-common-prefix model is `lcp`, in
-`cache_cost.py`).
+caching (the `explicit` cache rule; automatic prefix caches are `auto_cache.py`, the
+earlier longest-common-prefix model is `lcp`, in `cache_cost.py`).
 
 The prompt is a sequence of blocks in the API's order: each tool schema, the system
 prompt, then every content block of every message. A breakpoint is a block carrying
@@ -20,11 +20,16 @@ request, at time t:
 3. The rest of the prompt is plain input. The read entry (and every entry of a shorter
    breakpoint prefix it covers) is refreshed to t.
 
-Cost = price x (read x read_multiplier + write x write_multiplier + plain + output x
-output_multiplier). Times come from the trace's own call timestamps; a trace without
-them is replayed with `default_gap_s` between calls (None: entries never expire).
-Summarizer calls are priced as requests of their own (breakpoints on their system
-prompt and last message, nothing to read).
+Cost = input price x (read x read_multiplier + write x write_multiplier + plain) + output
+x the model's output price. A write costs 1.25x the input price with the 5-minute TTL
+and 2x with the 1-hour TTL (Anthropic's prompt-caching prices; `write_multiplier` None
+picks it from `ttl_s`); a read 0.1x, whatever the TTL. Times come from the trace's own
+call timestamps; a trace without them is replayed with `default_gap_s` between calls
+(None: entries never expire). Summarizer calls are priced as requests of their own: they
+read nothing (their system prompt is not the agent's, so no cached prefix matches), and
+their input is written at the write price when it reaches the minimum cacheable length,
+since Workingset's Anthropic provider marks the last message of every request, a
+summarizer's too; otherwise it is plain input.
 """
 
 from __future__ import annotations
@@ -34,19 +39,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from agents.compaction.cache_points import compacted_breakpoint
-from agents.compaction.ledger import (
-    CACHE_READ_MULTIPLIER,
-    CACHE_WRITE_MULTIPLIER,
-    OUTPUT_PRICE_MULTIPLIER,
-    input_price_per_mtok,
-)
+from agents.compaction.ledger import CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER
 from agents.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelRequest
 from agents.tokens import TOOL_SCHEMA_OVERHEAD_TOKENS, TokenCounter
 
+from .pricing import ModelPrice, model_price
 from .tokenizers import message_block_tokens
 
 __all__ = [
@@ -54,7 +55,9 @@ __all__ = [
     "ApiCallCost",
     "CacheSettings",
     "PromptCache",
+    "RequestLayout",
     "min_cacheable_tokens",
+    "write_multiplier_for",
 ]
 
 Breakpoint = Literal["tools", "system", "compacted", "last_message"]
@@ -68,6 +71,8 @@ MIN_CACHEABLE_TOKENS: tuple[tuple[str, int], ...] = (
     ("haiku", 2048),  # Haiku 3 and 3.5
 )
 DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+FIVE_MINUTES, ONE_HOUR = 300.0, 3600.0
+ONE_HOUR_WRITE_MULTIPLIER = 2.0  # Anthropic: a 1-hour cache write costs 2x the input price
 
 
 def min_cacheable_tokens(model_name: str) -> int:
@@ -77,8 +82,18 @@ def min_cacheable_tokens(model_name: str) -> int:
     return DEFAULT_MIN_CACHEABLE_TOKENS
 
 
+def write_multiplier_for(ttl_s: float) -> float:
+    """Anthropic's cache-write price for an entry lifetime: 5 minutes 1.25x, 1 hour 2x."""
+    if ttl_s <= FIVE_MINUTES:
+        return CACHE_WRITE_MULTIPLIER
+    if ttl_s <= ONE_HOUR:
+        return ONE_HOUR_WRITE_MULTIPLIER
+    raise ValueError(f"no Anthropic cache lives {ttl_s:g} s: the TTLs are 300 (5 minutes) and 3600 (1 hour)")
+
+
 class CacheSettings(BaseModel):
-    """Every parameter of the `anthropic` cost model (README, "Cost")."""
+    """Every parameter of the explicit (Anthropic) cost model (README, "Cost"); the
+    automatic caches' rules are `pricing.AUTO_CACHE_RULES`, overridden by `auto`."""
 
     breakpoints: tuple[Breakpoint, ...] = ("tools", "system", "compacted", "last_message")
     lookback_blocks: int = Field(20, ge=1)
@@ -86,9 +101,18 @@ class CacheSettings(BaseModel):
     ttl_s: float = Field(300.0, gt=0)
     default_gap_s: float | None = Field(None, ge=0)
     read_multiplier: float = CACHE_READ_MULTIPLIER
-    write_multiplier: float = CACHE_WRITE_MULTIPLIER
-    output_multiplier: float = OUTPUT_PRICE_MULTIPLIER
+    write_multiplier: float | None = None  # None: by the TTL (write_multiplier_for)
     output_tokens: Literal["recorded", "estimate"] = "recorded"
+    auto: dict[str, dict[str, float]] = Field(default_factory=dict)  # provider -> AutoCacheRule fields to override
+
+    @model_validator(mode="after")
+    def _known_ttl(self) -> CacheSettings:
+        write_multiplier_for(self.ttl_s)
+        return self
+
+    @property
+    def write_price_multiplier(self) -> float:
+        return self.write_multiplier if self.write_multiplier is not None else write_multiplier_for(self.ttl_s)
 
 
 @dataclass(frozen=True)
@@ -129,17 +153,23 @@ class _Blocks:
         return memo[1], memo[2]
 
 
-class PromptCache:
-    """The API's cache state over one trace's requests (one instance per replay)."""
+def _price_row(model: str | ModelPrice) -> ModelPrice:
+    if isinstance(model, ModelPrice):
+        return model
+    row = model_price(model)
+    if row is None:  # an unknown name: the reference price, as the ledger estimates
+        return ModelPrice(name=model, provider="anthropic", kind="explicit", input=3.0, output=15.0,
+                          cached_input=0.3, source="reference price (model unknown)")
+    return row
 
-    def __init__(self, counter: TokenCounter, pricing_model: str, settings: CacheSettings | None = None):
+
+class RequestLayout:
+    """A request as the API sees it: a digest and a token count per block (tool schemas,
+    system prompt, message blocks) and where the breakpoints fall."""
+
+    def __init__(self, counter: TokenCounter):
         self.counter = counter
-        self.settings = settings or CacheSettings()
-        self.price = input_price_per_mtok(pricing_model) / 1_000_000
-        self.minimum = (self.settings.min_cacheable_tokens if self.settings.min_cacheable_tokens is not None
-                        else min_cacheable_tokens(pricing_model))
         self._blocks = _Blocks(counter)
-        self._entries: dict[int, float] = {}  # prefix hash -> last written or read
 
     def _layout(self, request: ModelRequest) -> tuple[list[int], list[int], dict[Breakpoint, int]]:
         digests: list[int] = []
@@ -166,11 +196,8 @@ class PromptCache:
             marks["last_message"] = len(digests) - 1
         return digests, tokens, marks
 
-    def _live(self, key: int, now: float) -> bool:
-        seen = self._entries.get(key)
-        return seen is not None and now - seen <= self.settings.ttl_s
-
-    def call(self, request: ModelRequest, now: float, output_tokens: int) -> ApiCallCost:
+    def prefixes(self, request: ModelRequest) -> tuple[list[int], list[int], dict[Breakpoint, int]]:
+        """(hash of the prefix ending at each block, cumulative tokens there, breakpoints)."""
         digests, tokens, marks = self._layout(request)
         prefix, cumulative, running, h = [], [], 0, 0
         for d, t in zip(digests, tokens, strict=True):
@@ -178,6 +205,29 @@ class PromptCache:
             running += t
             prefix.append(h)
             cumulative.append(running)
+        return prefix, cumulative, marks
+
+
+class PromptCache(RequestLayout):
+    """The API's explicit cache state over one trace's requests (one instance per replay)."""
+
+    def __init__(self, counter: TokenCounter, pricing_model: str | ModelPrice, settings: CacheSettings | None = None):
+        super().__init__(counter)
+        self.settings = settings or CacheSettings()
+        self.model = _price_row(pricing_model)
+        self.price = self.model.input / 1_000_000
+        self.output_price = self.model.output / 1_000_000
+        self.minimum = (self.settings.min_cacheable_tokens if self.settings.min_cacheable_tokens is not None
+                        else self.model.min_cacheable_tokens or min_cacheable_tokens(self.model.name))
+        self._entries: dict[int, float] = {}  # prefix hash -> last written or read
+
+    def _live(self, key: int, now: float) -> bool:
+        seen = self._entries.get(key)
+        return seen is not None and now - seen <= self.settings.ttl_s
+
+    def call(self, request: ModelRequest, now: float, output_tokens: int) -> ApiCallCost:
+        prefix, cumulative, marks = self.prefixes(request)
+        running = cumulative[-1] if cumulative else 0
         points = sorted({marks[b] for b in self.settings.breakpoints if b in marks})
         hit = -1
         for p in points:
@@ -201,8 +251,8 @@ class PromptCache:
     def _priced(self, total: int, read: int, write: int, output: int) -> ApiCallCost:
         s = self.settings
         plain = total - read - write
-        billed = read * s.read_multiplier + write * s.write_multiplier + plain + output * s.output_multiplier
-        return ApiCallCost(total, read, write, plain, output, billed * self.price)
+        billed = read * s.read_multiplier + write * s.write_price_multiplier + plain
+        return ApiCallCost(total, read, write, plain, output, billed * self.price + output * self.output_price)
 
     def fresh_call(self, input_tokens: int, output_tokens: int) -> ApiCallCost:
         """A request that can read nothing (a summarizer call): written if long enough."""

@@ -13,7 +13,8 @@ from pathlib import Path
 from agents.errors import ConfigError
 
 from .cache_model import CacheSettings
-from .presets import PRESETS
+from .presets import FAMILIES, PRESETS
+from .pricing import AUTO_CACHE_RULES, PER_TRACE
 from .tokenizers import TOKENIZERS
 
 __all__ = ["COMMAND", "BenchCommand"]
@@ -30,13 +31,22 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategies", help="comma-separated strategy specs or peer preset names, e.g. raw,window:last=10,"
                    "swe-agent-last5 (default: all registered strategies)")
     p.add_argument("--presets", action="store_true", help=f"also run every peer preset ({', '.join(PRESETS)})")
+    p.add_argument("--sweep", metavar="FAMILY", help=f"run peer families over their own grids, with the default's tuning "
+                   f"grid: all, or any of {', '.join(FAMILIES)} (comma-separated)")
     p.add_argument("--baseline", default="clear-then-summarize", help="second reference of the paired ratios (default: clear-then-summarize)")
+    p.add_argument("--default", default="current", help="the strategy the verdict judges (default: current)")
     p.add_argument("--context-window", type=int, default=32_000, help="context window in tokens (default 32000)")
+    p.add_argument("--windows", help="several windows in one run, e.g. 16000,32000,64000 (overrides --context-window)")
     p.add_argument("--summarizer", default="extractive", help="extractive (default, offline) or a model spec")
-    p.add_argument("--pricing-model", default="claude-sonnet-4-5", help="model whose input price is used (default claude-sonnet-4-5)")
-    p.add_argument("--tokenizer", choices=TOKENIZERS, default="estimate",
-                   help="what measures tokens: the harness estimator (default), tekken (offline BPE), usage "
-                        "(estimator scaled by each trace's recorded usage), anthropic (count_tokens; needs a key)")
+    p.add_argument("--pricing", default=PER_TRACE,
+                   help="per-trace (default: each trace as its own model's provider bills it) or a model name for all")
+    p.add_argument("--pricing-model", default="claude-sonnet-4-5",
+                   help="the fixed pricing computed beside per-trace, and the price of traces whose model is unknown "
+                        "(default claude-sonnet-4-5)")
+    p.add_argument("--tokenizer", choices=TOKENIZERS, default="real",
+                   help="what measures tokens: real (default: the trace's recorded usage, else Tekken), estimate (the "
+                        "harness estimator), tekken (offline BPE), usage (estimator scaled by recorded usage), "
+                        "anthropic (count_tokens; needs a key)")
     p.add_argument("--resamples", type=int, default=2_000, help="bootstrap resamples (default 2000)")
     p.add_argument("--cluster", choices=("instance", "framework", "run"), default="instance",
                    help="what the bootstrap resamples: task instances (default), frameworks, or single runs")
@@ -47,7 +57,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     cache.add_argument("--cache-lookback", type=int, default=defaults.lookback_blocks,
                        help=f"blocks checked for a hit before each breakpoint (default {defaults.lookback_blocks})")
     cache.add_argument("--cache-min-tokens", type=int, help="minimum cacheable prefix (default: by the pricing model's family)")
-    cache.add_argument("--cache-ttl", type=float, default=defaults.ttl_s, help=f"cache lifetime in seconds (default {defaults.ttl_s:.0f})")
+    cache.add_argument("--cache-ttl", type=float, default=defaults.ttl_s,
+                       help=f"explicit cache lifetime: 300 (5 minutes, writes 1.25x) or 3600 (1 hour, writes 2x) "
+                            f"(default {defaults.ttl_s:.0f})")
+    cache.add_argument("--auto-cache", action="append", default=[], metavar="PROVIDER:key=value,...",
+                       help=f"override an automatic cache rule ({', '.join(AUTO_CACHE_RULES)}; keys min_tokens, step, "
+                            "ttl_s), e.g. deepseek:ttl_s=300")
     cache.add_argument("--cache-gap", type=float,
                        help="seconds between calls for traces without timestamps (default: none, nothing expires)")
     cache.add_argument("--output-tokens", choices=("recorded", "estimate"), default=defaults.output_tokens,

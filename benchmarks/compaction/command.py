@@ -23,15 +23,13 @@ from cluster.console import claim_stdout
 
 from .cache_model import CacheSettings
 from .data import Inputs, load_inputs, synthetic_inputs
-from .figures import write_plots
 from .live import run_live
-from .presets import PRESETS, resolve_spec
+from .outputs import write_outputs
+from .presets import PRESETS, family_names, resolve_spec, sweep_strategies
+from .pricing import AUTO_CACHE_RULES, AutoCacheRule, pricing_for
 from .provenance import provenance
-from .report import build_document, markdown_report
 from .runner import BenchConfig, run_local, run_on_ray
-from .stats import framework_breakdown, summarize_strategies
 from .terminal import print_live, print_table
-from .token_check import family_tokens
 from .tokenizers import check_tokenizer
 
 __all__ = ["parse_strategies", "run_compaction"]
@@ -55,10 +53,11 @@ def parse_strategies(text: str | None) -> list[str]:
     return specs
 
 
-def _validate(specs: list[str]) -> None:
+def _validate(specs: list[str], windows: list[int]) -> None:
     for spec in specs:
         try:
-            make_strategy(resolve_spec(spec))
+            for window in windows:
+                make_strategy(resolve_spec(spec, window))
         except ConfigError as exc:
             raise ConfigError(f"--strategies: {exc}") from exc
         except (TypeError, ValueError) as exc:
@@ -66,38 +65,76 @@ def _validate(specs: list[str]) -> None:
             raise ConfigError(f"--strategies: bad strategy spec '{spec}' ({exc}); known: {known}") from exc
 
 
-def _strategies(args: argparse.Namespace) -> list[str]:
-    specs = parse_strategies(args.strategies)
+def _strategies(args: argparse.Namespace, windows: list[int]) -> list[str]:
+    specs = [] if (args.sweep and not args.strategies) else parse_strategies(args.strategies)
     if args.presets:
         specs += list(PRESETS)
-    for required in (args.baseline, "raw"):  # the references of every paired ratio
+    if args.sweep:
+        specs += sweep_strategies(family_names(args.sweep))
+    for required in (args.default, args.baseline, "raw"):  # the references of every paired ratio and the verdict
         if required not in specs:
             specs.insert(0, required)
     specs = list(dict.fromkeys(specs))
-    _validate(specs)
+    _validate(specs, windows)
     return ["raw", *(s for s in specs if s != "raw")]
 
 
+def _windows(args: argparse.Namespace) -> list[int]:
+    if not args.windows:
+        return [args.context_window]
+    try:
+        windows = [int(w) for w in args.windows.split(",") if w.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"--windows {args.windows}: give window sizes in tokens, e.g. 16000,32000,64000") from exc
+    return list(dict.fromkeys(windows))
+
+
 def _config(args: argparse.Namespace) -> BenchConfig:
-    if args.context_window < 1_000:
-        raise ConfigError(f"--context-window {args.context_window} is too small; give at least 1000 tokens")
+    windows = _windows(args)
+    if min(windows) < 5_000:
+        raise ConfigError(f"context window {min(windows)} is too small; give at least 5000 tokens")
     if args.resamples < 0 or args.synthetic < 1 or args.concurrency < 1:
         raise ConfigError("--resamples must be >= 0, --synthetic and --concurrency >= 1")
     if args.live is not None and not args.live.is_file():
         raise ConfigError(f"--live {args.live}: no such task file")
     check_tokenizer(args.tokenizer)
+    pricing_for(args.pricing, None, args.pricing_model)  # an unknown model name is a usage error now
+    pricing_for(args.pricing_model, None, args.pricing_model)
     return BenchConfig(
-        strategies=_strategies(args), baseline=args.baseline, context_window=args.context_window,
-        summarizer=args.summarizer, pricing_model=args.pricing_model, resamples=args.resamples,
-        seed=args.seed, strict=args.strict, tokenizer=args.tokenizer, cluster=args.cluster, cache=_cache(args),
+        strategies=_strategies(args, windows), baseline=args.baseline, context_window=windows[0],
+        windows=windows if len(windows) > 1 else [], summarizer=args.summarizer, pricing=args.pricing,
+        pricing_model=args.pricing_model, resamples=args.resamples, seed=args.seed, strict=args.strict,
+        tokenizer=args.tokenizer, cluster=args.cluster, cache=_cache(args),
     )
+
+
+def _auto_overrides(items: list[str]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        provider, _, pairs = item.partition(":")
+        if provider not in AUTO_CACHE_RULES:
+            raise ConfigError(f"--auto-cache {item}: unknown provider; known: {', '.join(AUTO_CACHE_RULES)}")
+        try:
+            values = {k.strip(): float(v) for k, v in (pair.split("=", 1) for pair in pairs.split(",") if pair.strip())}
+        except ValueError as exc:
+            raise ConfigError(f"--auto-cache {item}: give key=value pairs of min_tokens, step, ttl_s") from exc
+        unknown = set(values) - {"min_tokens", "step", "ttl_s"}
+        if unknown:
+            raise ConfigError(f"--auto-cache {item}: unknown key {', '.join(sorted(unknown))}; known: min_tokens, step, ttl_s")
+        try:
+            AutoCacheRule.model_validate({**AUTO_CACHE_RULES[provider].model_dump(), **values})
+        except ValueError as exc:
+            raise ConfigError(f"--auto-cache {item}: min_tokens and step must be >= 1, ttl_s > 0") from exc
+        out[provider] = values
+    return out
 
 
 def _cache(args: argparse.Namespace) -> CacheSettings:
     points = tuple(p.strip() for p in args.cache_breakpoints.split(",") if p.strip())
     try:
         return CacheSettings(breakpoints=points, lookback_blocks=args.cache_lookback, min_cacheable_tokens=args.cache_min_tokens,
-                             ttl_s=args.cache_ttl, default_gap_s=args.cache_gap, output_tokens=args.output_tokens)
+                             ttl_s=args.cache_ttl, default_gap_s=args.cache_gap, output_tokens=args.output_tokens,
+                             auto=_auto_overrides(args.auto_cache))
     except ValueError as exc:
         first = str(exc).splitlines()
         raise ConfigError(f"cost model settings: {' '.join(first[1:3]) if len(first) > 2 else exc}") from exc
@@ -126,7 +163,7 @@ def run_compaction(args: argparse.Namespace) -> int:
         print(reveal(f"skipping {path}: {reason}"), file=sys.stderr)
     for path in inputs.ignored:
         print(reveal(f"skipping {path}: not a trace in a format the benchmark reads ({SUPPORTED})"), file=sys.stderr)
-    total = len(inputs.traces) * len(config.strategies)
+    total = len(inputs.traces) * len(config.strategies) * len(config.all_windows)
     # A trace's label is a file name: shown revealed, and never read as markup.
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
@@ -139,23 +176,8 @@ def run_compaction(args: argparse.Namespace) -> int:
             measured, runtime = run_local(inputs.traces, config, advance), "in-process (--local)"
         else:
             measured, runtime = run_on_ray(inputs.traces, config, advance, address=args.address), "Ray"
-    runs = measured.runs
-    frameworks = {label: t.source for label, t in inputs.traces}
-    clusters = None if config.cluster == "run" else {
-        label: (t.task_id if config.cluster == "instance" else t.source) for label, t in inputs.traces}
-    summaries = summarize_strategies(runs, config.strategies, baseline=config.baseline,
-                                     resamples=config.resamples, seed=config.seed, clusters=clusters)
-    wall = time.perf_counter() - started
-    doc = build_document(inputs, config, runs, summaries, wall_time_s=wall, runtime=runtime,
-                         frameworks=framework_breakdown(runs, config.strategies, frameworks),
-                         tokens=measured.tokens, families=family_tokens(measured.tokens), origin=origin)
-    if args.live is not None:
-        doc["live"] = _live(args, config, err)
-        doc["wall_time_s"] = round(time.perf_counter() - started, 2)
-    args.out.mkdir(parents=True, exist_ok=True)
-    doc["figures"] = write_plots(doc, args.out)
-    (args.out / "results.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    (args.out / "report.md").write_text(markdown_report(doc), encoding="utf-8")
+    doc = write_outputs(args.out, inputs, config, measured, started=started, runtime=runtime, origin=origin,
+                        default=args.default, live=(lambda: _live(args, config, err)) if args.live is not None else None)
     if args.json:
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
@@ -165,7 +187,7 @@ def run_compaction(args: argparse.Namespace) -> int:
         print_table(doc, console)
         print_live(doc, console)
     print(f"wrote {args.out / 'report.md'}, {args.out / 'results.json'} and the figures in {args.out}", file=sys.stderr)
-    return 0 if all(r.error is None for r in runs) else 1
+    return 0 if all(r.error is None for r in measured.runs) else 1
 
 
 def _live(args: argparse.Namespace, config: BenchConfig, err: Console) -> dict:
@@ -183,5 +205,3 @@ def _live(args: argparse.Namespace, config: BenchConfig, err: Console) -> dict:
             strict=args.strict, resamples=config.resamples, seed=config.seed, progress=finished,
             on_start=lambda total: bar.update(task, total=total),
         )
-
-

@@ -1,5 +1,6 @@
-"""Measure one replay (trace x strategy): tokens, feasibility, cost under the API cache
-model and the legacy longest-common-prefix model, summarizer share, compactions,
+"""Measure one replay (trace x strategy): tokens, feasibility, cost under each pricing (the
+provider's cache rule, `costing.py`) and the legacy longest-common-prefix model,
+summarizer share, compactions,
 tool-evidence recall (with the missed items per call), legacy grounding and recoverable
 recall, oracle ratio (definitions: package docstring)."""
 
@@ -17,8 +18,10 @@ from agents.tokens import CharRatioEstimator, TokenCounter, estimate_prefix_toke
 from benchmarks.replay import MAX_OUTPUT_TOKENS, ReplayResult
 
 from .cache_cost import SummarizerCall, request_costs, request_tokens, summarizer_cost_usd
-from .cache_model import CacheSettings, PromptCache, call_times
+from .cache_model import CacheSettings
+from .costing import PricedRun, price_replay
 from .evidence import CallNeeds, TraceEvidence, block_text, contains_item
+from .pricing import Pricing, pricing_for
 
 __all__ = ["MissedItems", "RunMetrics", "WorkingSetView", "measure_replay"]
 
@@ -40,10 +43,15 @@ class RunMetrics(BaseModel):
     tokens_per_call: list[int] = Field(default_factory=list)
     cumulative_tokens: int = 0
     peak_tokens: int = 0
+    context_window: int = 0
     context_limit: int = 0  # window - output reserve
     infeasible_calls: int = 0
     first_infeasible_call: int | None = None
-    # the `anthropic` cost model
+    # the cost under the primary pricing (`--pricing`)
+    pricing: str = ""
+    priced_as: str = ""
+    cache_rule: str = ""
+    cached_share: float | None = None  # cache-read ÷ input tokens of the calls
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     plain_input_tokens: int = 0
@@ -56,6 +64,7 @@ class RunMetrics(BaseModel):
     summarizer_cost_usd: float = 0.0
     cost_usd: float = 0.0
     summarizer_share: float = 0.0
+    costs: dict[str, float] = Field(default_factory=dict)  # every pricing computed -> cost
     # the `lcp` cost model (legacy)
     lcp_cached_tokens: int = 0
     cost_lcp_usd: float = 0.0
@@ -150,15 +159,6 @@ def _output_tokens(replay: ReplayResult, k: int, message_index: int, counter: To
     return counter.count_message(replay.trace.messages[message_index])
 
 
-def _api_costs(replay: ReplayResult, measured: list[tuple[int, int]], counter: TokenCounter, pricing_model: str,
-               cache: CacheSettings) -> tuple[PromptCache, list]:
-    model = PromptCache(counter, pricing_model, cache)
-    times = call_times([replay.trace.call_record(k).timestamp for k, _ in measured], cache.default_gap_s)
-    costs = [model.call(replay.requests[k], now, _output_tokens(replay, k, i, counter, cache))
-             for (k, i), now in zip(measured, times, strict=True)]
-    return model, costs
-
-
 def _evidence(replay: ReplayResult, evidence: TraceEvidence, measured: list[tuple[int, int]], counter: TokenCounter):
     view = WorkingSetView([u.id for u in replay.trace.tool_uses])
     tool, legacy, missed, oracle = _Recall(), _Recall(), [], 0
@@ -190,38 +190,40 @@ def measure_replay(
     context_window: int | None = None,
     max_output_tokens: int = MAX_OUTPUT_TOKENS,
     token_scale: float | None = None,
+    pricings: Sequence[Pricing] = (),
 ) -> RunMetrics:
     """Only calls the recorded agent made are measured: a replay's extra call after the
-    recording ends (answered None) is left out."""
+    recording ends (answered None) is left out. `pricings`: every pricing to compute, the
+    primary first (default: `pricing_model` for every trace)."""
     counter = counter or CharRatioEstimator()
     cache = cache or CacheSettings()
+    pricings = list(pricings) or [pricing_for(pricing_model, None, pricing_model)]
     measured = [(k, i) for k, i in enumerate(replay.answered) if i is not None]
     tokens = [request_tokens(replay.requests[k], counter) for k, _ in measured]
     limit = (context_window - max_output_tokens) if context_window else 0
     over = [n for n, t in enumerate(tokens, start=1) if limit and t > limit]
-    prompt_cache, api = _api_costs(replay, measured, counter, pricing_model, cache)
-    summarizer = [prompt_cache.fresh_call(c.input_tokens, c.output_tokens) for c in summarizer_calls]
+    outputs = [_output_tokens(replay, k, i, counter, cache) for k, i in measured]
+    priced = [price_replay(replay, measured, outputs, summarizer_calls, p, counter, cache) for p in pricings]
+    main: PricedRun = priced[0]
     lcp = request_costs(replay.requests, counter, pricing_model)
     lcp_main = sum(lcp[k].cost_usd for k, _ in measured)
     tool, legacy, missed, oracle = _evidence(replay, evidence, measured, counter)
     kinds, failures = _count_compactions(replay)
-    main_cost = sum(c.cost_usd for c in api)
-    summ_cost = sum(c.cost_usd for c in summarizer)
-    total_cost = main_cost + summ_cost
-    output_cost = sum(c.output for c in api) * prompt_cache.price * cache.output_multiplier
     cumulative = sum(tokens)
     return RunMetrics(
         trace=trace_label, strategy=replay.strategy, calls=len(measured), tokens_per_call=tokens,
-        cumulative_tokens=cumulative, peak_tokens=max(tokens, default=0), context_limit=limit,
-        infeasible_calls=len(over), first_infeasible_call=over[0] if over else None,
-        cache_read_tokens=sum(c.cache_read for c in api), cache_write_tokens=sum(c.cache_write for c in api),
-        plain_input_tokens=sum(c.plain for c in api), output_tokens=sum(c.output for c in api),
-        main_cost_usd=main_cost, output_cost_usd=output_cost,
+        cumulative_tokens=cumulative, peak_tokens=max(tokens, default=0), context_window=context_window or 0,
+        context_limit=limit, infeasible_calls=len(over), first_infeasible_call=over[0] if over else None,
+        pricing=main.pricing, priced_as=main.priced_as, cache_rule=main.cache_rule, cached_share=main.cached_share,
+        cache_read_tokens=main.cache_read_tokens, cache_write_tokens=main.cache_write_tokens,
+        plain_input_tokens=main.plain_input_tokens, output_tokens=main.output_tokens,
+        main_cost_usd=main.main_cost_usd, output_cost_usd=main.output_cost_usd,
         summarizer_calls=len(summarizer_calls),
         summarizer_input_tokens=sum(c.input_tokens for c in summarizer_calls),
         summarizer_output_tokens=sum(c.output_tokens for c in summarizer_calls),
-        summarizer_cost_usd=summ_cost, cost_usd=total_cost,
-        summarizer_share=summ_cost / total_cost if total_cost else 0.0,
+        summarizer_cost_usd=main.summarizer_cost_usd, cost_usd=main.cost_usd,
+        summarizer_share=main.summarizer_cost_usd / main.cost_usd if main.cost_usd else 0.0,
+        costs={p.pricing: p.cost_usd for p in priced},
         lcp_cached_tokens=sum(lcp[k].cached_tokens for k, _ in measured),
         cost_lcp_usd=lcp_main + sum(summarizer_cost_usd(c, pricing_model) for c in summarizer_calls),
         compactions=kinds, compaction_failures=failures,

@@ -13,13 +13,37 @@ conversation). OpenHands V0 histories begin with a system-message event (the rec
 OpenHands traces in the corpus do), so its keep_first=1 keeps the system prompt and not
 the task; Workingset always sends its system prompt as request overhead and never
 counts it, so keep_first=k is first=k-1 here and max_size=M is M-1 conversation events.
+
+Window-aware presets. The published defaults trigger on turn or event counts meant for
+windows of 100K tokens and more; at 16K or 32K they either never compact (identical to
+raw) or send requests over the window. Each peer family therefore also has a variant
+whose trigger follows the window, as the peer documents it: OpenHands V1's condenser
+with its optional `max_tokens`, the Complexity Trap's limit-aware trigger, Anthropic's
+clear_tool_uses triggered at the compact budget with `clear_at_least`. A spec may hold
+`{window}`, `{limit}` (window - 4,096 output reserve) and `{budget}` (limit x
+compact.ratio, the harness's compact budget), each optionally scaled (`{0.9*window}`),
+filled in per window by `resolve_spec(name, window)`.
+
+Sweeps. `FAMILIES` defines, once, a grid of each family's own parameters (its window-aware
+default first); `--sweep FAMILY` runs the family over it, with the default strategy's own
+tuning grid (`CURRENT_TUNING_GRID`) beside it. Every grid has as many points as that
+tuning grid, so no side is searched more finely than the other.
 """
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel
 
-__all__ = ["PRESETS", "Preset", "resolve_spec"]
+from agents.config import CompactSettings
+from agents.errors import ConfigError
+from benchmarks.replay import MAX_OUTPUT_TOKENS
+
+__all__ = [
+    "CURRENT_TUNING_GRID", "FAMILIES", "PRESETS", "Family", "Preset", "TuningGrid", "family_members", "family_names",
+    "resolve_spec", "sweep_strategies", "window_values",
+]
 
 OPENHANDS_CONFIG = ("OpenHands openhands/core/config/condenser_config.py (V0; github.com/OpenHands/OpenHands, "
                     "the condensers in openhands/memory/condenser/impl/)")
@@ -30,16 +54,35 @@ SWE_AGENT = "SWE-agent sweagent/agent/history_processors.py (github.com/SWE-agen
 
 class Preset(BaseModel):
     name: str
-    spec: str
+    spec: str  # may hold {window}, {limit}, {budget} (module docstring)
     peer: str
     source: str
     exact: bool
     gap: str = ""
+    window_aware: bool = False
+    family: str = ""  # the swept family (FAMILIES) this preset is a point of, if any
+
+    def spec_for(self, window: int) -> str:
+        return fill_window(self.spec, window)
+
+
+_PLACEHOLDER = re.compile(r"\{(?:(\d+(?:\.\d+)?)\*)?(window|limit|budget)\}")
+
+
+def window_values(window: int) -> dict[str, int]:
+    """The window, what a request may hold (window - output reserve) and the compact budget."""
+    limit = window - MAX_OUTPUT_TOKENS
+    return {"window": window, "limit": limit, "budget": int(limit * CompactSettings().ratio)}
+
+
+def fill_window(spec: str, window: int) -> str:
+    values = window_values(window)
+    return _PLACEHOLDER.sub(lambda m: str(max(1, int(float(m[1] or 1) * values[m[2]]))), spec)
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
-        name="swe-agent-last5", spec="mask:keep=5", peer="SWE-agent LastNObservations (n=5, polling=1)",
+        name="swe-agent-last5", spec="mask:keep=5", family="swe-agent-masking", peer="SWE-agent LastNObservations (n=5, polling=1)",
         source=f"{SWE_AGENT}, LastNObservations: n (no default; 5 in config/sweagent_0_7/07.yaml and the "
                "original paper), polling default 1; the instance template is observation 0 and never elided",
         exact=True,
@@ -48,7 +91,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
             "every P results, counting the task as the first observation, as SWE-agent does).",
     ),
     Preset(
-        name="complexity-trap-masking", spec="mask:keep=10", peer="The Complexity Trap, observation masking M=10",
+        name="complexity-trap-masking", spec="mask:keep=10", family="swe-agent-masking", peer="The Complexity Trap, observation masking M=10",
         source=f"{COMPLEXITY_TRAP}: config last_n_observations n: 10 (SWE-agent's LastNObservations, polling 1)",
         exact=True,
         gap="Only the placeholder differs (as swe-agent-last5).",
@@ -126,6 +169,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     ),
     Preset(
         name="anthropic-clear-tool-uses", spec="clear-tool-uses:trigger=100000,keep=3,count_cleared=true",
+        family="anthropic-clear-tool-uses",
         peer="Anthropic context management clear_tool_uses_20250919 (trigger 100,000 input tokens, keep 3 "
              "tool uses, clear_at_least none, exclude_tools none, clear_tool_inputs false)",
         source="Anthropic Messages API context-editing documentation (platform.claude.com/docs/en/build-with-"
@@ -141,7 +185,119 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
 )}
 
 
-def resolve_spec(name: str) -> str:
-    """The strategy spec to replay for a `--strategies` entry (a preset name or a spec)."""
-    preset = PRESETS.get(name)
-    return preset.spec if preset is not None else name
+OPENHANDS_V1 = ("OpenHands V1 SDK openhands-sdk/openhands/sdk/context/condenser/llm_summarizing_condenser.py "
+                "(github.com/OpenHands/software-agent-sdk): LLMSummarizingCondenser max_size 240, keep_first 2, "
+                "max_tokens None (the agent model's input limit applies when known; over it the view is condensed "
+                "to max_tokens // 2)")
+CT_LIMIT_AWARE = (f"{COMPLEXITY_TRAP}: sweagent/agent/history_processors.py LastNObservations with "
+                  "enable_limit_aware_trigger (limit_trigger_fraction 0.9 of the context window, "
+                  "limit_trigger_min_tokens 0): masking applies only once the history passes the threshold")
+ANTHROPIC_EDITING = ("Anthropic context-editing documentation (clear_tool_uses_20250919: trigger, keep, clear_at_least "
+                     "'minimum tokens that must be cleared when triggered'; its example clears at least 5,000 at a "
+                     "30,000 trigger, 1/6)")
+_V1 = "benchmarks.compaction.peer_rules:OpenHandsV1Condenser:max_size=240,keep_first=2,max_tokens="
+_CT = "clear-tool-uses:count_cleared=true,trigger="
+_CTU = "clear-tool-uses:count_cleared=true,trigger={budget},clear_at_least={0.1667*budget},keep="
+
+WINDOW_AWARE: tuple[Preset, ...] = (
+    Preset(name="openhands-v1-window", spec=_V1 + "{limit}", window_aware=True, family="openhands-v1",
+           peer="OpenHands V1 LLMSummarizingCondenser (max_size 240, keep_first 2, max_tokens = what a request may hold)",
+           source=OPENHANDS_V1, exact=False,
+           gap="The token limit is the window minus the output reserve (the SDK reads the model's input limit); "
+               "tokens are the harness's estimate, not the model's tokenizer; the summary's words are the "
+               "benchmark summarizer's (benchmarks/compaction/peer_rules.py)."),
+    Preset(name="complexity-trap-limit-aware", spec=_CT + "{0.9*window},keep=10", window_aware=True,
+           family="complexity-trap-limit-aware",
+           peer="The Complexity Trap, limit-aware observation masking (M=10 once the history passes 0.9 x the window)",
+           source=CT_LIMIT_AWARE, exact=False,
+           gap="clear-tool-uses with count_cleared is the same rule (the trigger counts the full history, then all "
+               "but the last 10 results are masked); the placeholder differs and the task message, observation 0 "
+               "there, is never a tool result here. 0.9 x the window can exceed what a request may hold "
+               "(window - 4,096): that is the peer's threshold, kept."),
+    Preset(name="anthropic-clear-tool-uses-budget", spec=_CTU + "3", window_aware=True,
+           family="anthropic-clear-tool-uses",
+           peer="Anthropic clear_tool_uses_20250919 triggered at the compact budget, keep 3, clear_at_least 1/6 "
+                "of the budget",
+           source=ANTHROPIC_EDITING, exact=False,
+           gap="The trigger is Workingset's compact budget rather than the published 100,000 tokens; clear_at_least "
+               "follows the documentation's example ratio."),
+)
+PRESETS.update({p.name: p for p in WINDOW_AWARE})
+
+
+class TuningGrid(BaseModel):
+    points: tuple[str, ...]
+    source: str
+
+
+CURRENT_TUNING_GRID = TuningGrid(
+    points=("current", "current:start=1.1", "current:start=1.25", "current:keep=1"),
+    source="The history records no grid file for `current`. Besides its defaults it names these variants as "
+           "measured: start 1.1 and 1.25 (commit e18c943, current.py's start docstring: over the window on 21 and "
+           "42 of 53 trajectories at 16K), keep=1 (goal.py --default, commit eab6241). Four points.",
+)
+
+
+class Family(BaseModel):
+    """A peer family swept over its own parameters; points[0] is its window-aware default."""
+
+    name: str
+    parameter: str
+    points: tuple[Preset, ...]
+
+
+def _points(family: str, peer: str, source: str, template: str, values: tuple[str, ...]) -> tuple[Preset, ...]:
+    return tuple(Preset(name=f"{family}/{v}", spec=template.replace("{v}", v), peer=peer, source=source, exact=False,
+                        window_aware=True) for v in values)
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family(name="swe-agent-masking", parameter="n: observations kept (mask:keep=n)",
+           points=_points("swe-agent-masking", "SWE-agent LastNObservations", SWE_AGENT, "mask:keep={v}",
+                          ("5", "2", "10", "20"))),
+    Family(name="complexity-trap-limit-aware", parameter="(fraction of the window, M kept)",
+           points=tuple(Preset(name=f"complexity-trap-limit-aware/{f}x{m}", spec=_CT + f"{{{f}*window}},keep={m}",
+                               peer="The Complexity Trap, limit-aware masking", source=CT_LIMIT_AWARE, exact=False,
+                               window_aware=True)
+                        for f, m in (("0.9", 10), ("0.7", 10), ("0.7", 5), ("0.5", 5)))),
+    Family(name="openhands-v1", parameter="max_tokens as a fraction of what a request may hold",
+           points=tuple(Preset(name=f"openhands-v1/{f}", spec=_V1 + f"{{{f}*limit}}", peer="OpenHands V1 condenser",
+                               source=OPENHANDS_V1, exact=False, window_aware=True)
+                        for f in ("1.0", "0.8", "0.6", "0.4"))),
+    Family(name="anthropic-clear-tool-uses", parameter="keep: tool uses kept (trigger at the budget)",
+           points=_points("anthropic-clear-tool-uses", "Anthropic clear_tool_uses", ANTHROPIC_EDITING, _CTU + "{v}",
+                          ("3", "1", "5", "8"))),
+)}
+_SWEEP_POINTS = {p.name: p for f in FAMILIES.values() for p in f.points}
+
+
+def family_members(strategies: list[str]) -> dict[str, list[str]]:
+    """Family -> the names among `strategies` that are points of it (sweep points, presets)."""
+    out: dict[str, list[str]] = {}
+    for name, family in FAMILIES.items():
+        members = [p.name for p in family.points if p.name in strategies]
+        members += [n for n, p in PRESETS.items() if p.family == name and n in strategies]
+        if members:
+            out[name] = members
+    return out
+
+
+def sweep_strategies(families: list[str]) -> list[str]:
+    """What `--sweep` runs: the default's tuning grid and each family's grid."""
+    return [*CURRENT_TUNING_GRID.points, *(p.name for f in families for p in FAMILIES[f].points)]
+
+
+def family_names(text: str) -> list[str]:
+    """`--sweep` value: `all` or comma-separated family names."""
+    names = list(FAMILIES) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown or not names:
+        raise ConfigError(f"--sweep {text}: unknown family {', '.join(unknown) or '(none)'}; known: all, {', '.join(FAMILIES)}")
+    return names
+
+
+def resolve_spec(name: str, window: int = 32_000) -> str:
+    """The strategy spec to replay for a `--strategies` entry (a preset or sweep point name,
+    or a spec) at `window`."""
+    preset = PRESETS.get(name) or _SWEEP_POINTS.get(name)
+    return fill_window(preset.spec if preset is not None else name, window)

@@ -19,13 +19,15 @@ from agents.visible import markdown_cell, reveal
 from .data import Inputs
 from .metrics import RunMetrics
 from .presets import PRESETS
+from .pricing import PER_TRACE
 from .provenance import provenance
 from .runner import BenchConfig
 from .stats import FrameworkRow, Interval, StrategySummary
-from .token_check import FamilyTokens, TraceTokens
+from .token_check import FamilyTokens, TraceTokens, family_of
 
 __all__ = [
     "LIVE_COLUMNS", "SYNTHETIC_NOTE", "build_document", "fmt_interval", "live_rows", "markdown_report", "summary_cells",
+    "verdict_lines", "verdict_report",
 ]
 
 SYNTHETIC_NOTE = "SYNTHETIC data: generated trajectories, not recorded agent runs"
@@ -64,9 +66,27 @@ def build_document(
         "summary": summary,
         "frameworks": [f.model_dump() for f in frameworks],
         "token_check": {"traces": [t.model_dump() for t in tokens], "families": [f.model_dump() for f in families]},
+        "cached_share": _cached_share(inputs, runs, families),
         "runs": [r.model_dump() for r in runs],
         "figures": figures or {},
     }
+
+
+def _cached_share(inputs: Inputs, runs: Sequence[RunMetrics], families: Sequence[FamilyTokens]) -> list[dict[str, Any]]:
+    """Per trace family: the share of input tokens the per-trace cache model predicts is
+    served from the cache on the raw replay, beside the share the provider billed (a check;
+    nothing is calibrated to it)."""
+    family = {label: family_of(t) for label, t in inputs.traces}
+    totals: dict[str, list[int]] = {}
+    for r in runs:
+        if r.strategy == "raw" and r.error is None and r.pricing == PER_TRACE:
+            t = totals.setdefault(family[r.trace], [0, 0])
+            t[0] += r.cache_read_tokens
+            t[1] += r.cache_read_tokens + r.cache_write_tokens + r.plain_input_tokens
+    rule = {family[r.trace]: r.cache_rule for r in runs if r.strategy == "raw" and r.error is None}
+    recorded = {f.family: f.recorded_cached_share for f in families}
+    return [{"family": name, "cache_rule": rule.get(name, ""), "predicted": (t[0] / t[1]) if t[1] else None,
+             "recorded": recorded.get(name)} for name, t in sorted(totals.items())]
 
 
 def fmt_interval(value: dict | Interval | None, digits: int = 2, pct: bool = False) -> str:
@@ -152,20 +172,30 @@ def _run_row(r: dict) -> list[str]:
     ]
 
 
+def _write_multiplier(cache: dict[str, Any]) -> float:
+    from .cache_model import write_multiplier_for
+
+    return cache["write_multiplier"] if cache.get("write_multiplier") is not None else write_multiplier_for(cache["ttl_s"])
+
+
 def _settings_lines(doc: dict[str, Any]) -> list[str]:
     s = doc["settings"]
     cache = s["cache"]
+    other = s["pricing_model"] if s.get("pricing", PER_TRACE) == PER_TRACE else PER_TRACE
     return [
         reveal(f"- data: {doc['data']}", one_line=True),
-        f"- traces: {len(doc['traces'])} measured, {len(doc['skipped'])} skipped, {len(doc['ignored'])} non-trace files ignored",
+        f"- traces: {len(doc['traces'])} measured, {len(doc.get('skipped', []))} skipped, "
+        f"{len(doc.get('ignored', []))} non-trace files ignored",
         f"- strategies: {', '.join(s['strategies'])}; baseline: {s['baseline']}",
         f"- context window: {s['context_window']:,} tokens (a call over {s['context_window'] - 4096:,} = window − 4,096 "
-        f"output reserve is infeasible); summarizer: {s['summarizer']}; pricing: {s['pricing_model']}; "
-        f"tokens measured by: {s['tokenizer']}",
-        f"- cost model: breakpoints {', '.join(cache['breakpoints'])}; lookback {cache['lookback_blocks']} blocks; "
-        f"minimum cacheable {cache['min_cacheable_tokens'] or 'by model family'}; TTL {cache['ttl_s']:.0f} s "
-        f"(gap without timestamps: {cache['default_gap_s'] or 'none'}); read ×{cache['read_multiplier']}, "
-        f"write ×{cache['write_multiplier']}, output ×{cache['output_multiplier']} ({cache['output_tokens']} output tokens)",
+        f"output reserve is infeasible); summarizer: {s['summarizer']}; tokens measured by: {s['tokenizer']}",
+        f"- pricing: {s.get('pricing', PER_TRACE)} in the tables (also computed: {other}; a trace of unknown model is "
+        f"priced as {s['pricing_model']}); output at each model's own output price",
+        f"- explicit cache (Anthropic): breakpoints {', '.join(cache['breakpoints'])}; lookback {cache['lookback_blocks']} "
+        f"blocks; minimum cacheable {cache['min_cacheable_tokens'] or 'by model family'}; TTL {cache['ttl_s']:.0f} s "
+        f"(gap without timestamps: {cache['default_gap_s'] or 'none'}); read ×{cache['read_multiplier']}, write "
+        f"×{_write_multiplier(cache)} ({cache['output_tokens']} output tokens); automatic caches: "
+        f"`pricing.AUTO_CACHE_RULES`" + (f", overridden: {cache['auto']}" if cache.get("auto") else ""),
         f"- statistics: bootstrap {s['resamples']} resamples of {s['cluster']} clusters, seed {s['seed']}; "
         "Wilcoxon signed-rank vs the baseline, Holm-adjusted per metric",
         f"- wall time: {doc['wall_time_s']:.1f} s ({doc['runtime']})",
@@ -235,6 +265,74 @@ def _presets_lines(doc: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+_AIMS = {1: "never infeasible", 2: "no harm where raw fits", 3: "never dominated where compaction is needed"}
+
+
+def _met(value: bool | None) -> str:
+    return "NOT DECIDED" if value is None else ("MET" if value else "MISSED")
+
+
+def verdict_lines(doc: dict[str, Any]) -> list[str]:
+    """The verdict section: per pricing and window, each aim MET or MISSED with its numbers."""
+    verdict = doc.get("verdict")
+    if not verdict:
+        return []
+    lines = ["## Verdict", "",
+             f"The default strategy `{verdict['default']}`, judged on three aims per window and per pricing "
+             "(definitions below the tables).", ""]
+    for pricing in verdict["pricings"]:
+        lines += [f"### Pricing: {pricing}", ""]
+        rows = [[f"{a['window']:,}", f"{a['aim']}. {_AIMS[a['aim']]}", _met(a["met"]), a["text"]]
+                for a in verdict["aims"] if a["pricing"] == pricing]
+        lines += [*_md_table(["window", "aim", "verdict", "figures"], rows), ""]
+    fam = [f for f in verdict["families"]]
+    if fam:
+        rows = [[f["pricing"], f"{f['window']:,}", f["family"],
+                 ", ".join(f"{p['name']} {p['cost']:.3f}/{'—' if p['recall'] is None else format(p['recall'], '.1%')}"
+                           + ("" if p["feasible"] else " ⚠") for p in f["points"]),
+                 "—" if f["ratio"] is None else f"{f['ratio']:.3f} [{f['ratio_lo']:.3f}–{f['ratio_hi']:.3f}]",
+                 f"{f['p_holm']:.3g}", ", ".join(f["dominated_by"]) or "none"] for f in fam]
+        lines += ["### Aim 3 per family", "",
+                  "Points: name cost÷raw/recall on the traces raw does not fit (the default first; ⚠: a call over the "
+                  "window, off the curve).", "",
+                  *_md_table(["pricing", "window", "family", "points", "default ÷ family at matched recall", "p (Holm)",
+                              "dominated by"], rows), ""]
+    grid = doc.get("tuning_grid")
+    if grid:
+        lines += [f"The default's tuning grid ({len(grid['points'])} points, the size of every family's grid): "
+                  f"{', '.join(grid['points'])}. {grid['source']}", ""]
+    lines += ["<details><summary>How the verdict is computed</summary>", "", verdict["definitions"].strip(), "",
+              "</details>", ""]
+    return lines
+
+
+def _cached_share_lines(doc: dict[str, Any]) -> list[str]:
+    rows = [[c["family"], c["cache_rule"], "—" if c["predicted"] is None else f"{c['predicted']:.1%}",
+             "—" if c["recorded"] is None else f"{c['recorded']:.1%}"] for c in doc.get("cached_share", [])]
+    if not rows:
+        return []
+    return ["## Cache model check: predicted against recorded cached share", "",
+            "Per trace family, raw replay under per-trace pricing: cache-read ÷ input tokens as the model predicts, "
+            "beside what the provider's recorded usage billed as cached (nothing is calibrated to it).", "",
+            *_md_table(["family", "cache rule", "predicted cached share", "recorded cached share"], rows), ""]
+
+
+def verdict_report(top: dict[str, Any]) -> str:
+    """The report of a run over several windows: settings, verdict, where each window's report is."""
+    lines = ["# Compaction-strategy benchmark: verdict over several windows", ""]
+    if top["synthetic"]:
+        lines += [f"> **{SYNTHETIC_NOTE}.** Run with `--traces PATH` to measure recorded trajectories.", ""]
+    settings = dict(top["settings"], context_window=top["windows"][0])
+    lines += [*_settings_lines({**top, "settings": settings}), f"- windows: {', '.join(f'{w:,}' for w in top['windows'])}",
+              "", *verdict_lines(top), *_cached_share_lines(top)]
+    if top.get("figures"):
+        lines += ["## Figures", ""] + [f"![{name}]({path})" for name, path in top["figures"].items()] + [""]
+    lines += ["## Each window", ""] + [f"- {int(w):,} tokens: [`{p.replace('results.json', 'report.md')}`]({p.replace('results.json', 'report.md')})"
+                                        for w, p in top["per_window"].items()]
+    lines += ["", *_rerun_lines(top), ""]
+    return reveal("\n".join(lines))
+
+
 def _missed_lines(doc: dict[str, Any], limit: int = 3) -> list[str]:
     lines = ["## Drill-down: tool evidence missed, per call", "",
              f"The first {limit} calls with missed items of each run (all of them in `results.json`, `runs[].missed`).", ""]
@@ -268,7 +366,7 @@ def markdown_report(doc: dict[str, Any]) -> str:
         lines += [f"> **{SYNTHETIC_NOTE}.** Run with `--traces PATH` to measure recorded trajectories.", ""]
     exceed = [s["strategy"] for s in doc["summary"] if s["exceeds_window"]]
     lines += _settings_lines(doc)
-    lines += ["", "## Summary", "",
+    lines += ["", *verdict_lines(doc), "## Summary", "",
               "Ratios: median over traces of the per-trace ratio [95% cluster-bootstrap interval]; pooled = sum ÷ sum. "
               "Recalls: mean over traces [95% interval]; Δ vs base: mean paired difference [95% interval]. "
               f"{EXCEEDS}marks a strategy that sent at least one request over the window (infeasible calls); "
@@ -276,7 +374,8 @@ def markdown_report(doc: dict[str, Any]) -> str:
     if exceed:
         lines += [f"**Exceed the window:** {', '.join(exceed)}.", ""]
     lines += _md_table(SUMMARY_COLUMNS, [summary_cells(x) for x in doc["summary"]])
-    lines += ["", *_tests_lines(doc), "", *_frameworks_lines(doc), "", *_tokens_lines(doc), "", *_presets_lines(doc)]
+    lines += ["", *_tests_lines(doc), "", *_frameworks_lines(doc), "", *_tokens_lines(doc), "", *_cached_share_lines(doc),
+              *_presets_lines(doc)]
     if doc["figures"]:
         lines += ["## Figures", ""] + [f"![{name}]({path})" for name, path in doc["figures"].items()] + [""]
     lines += ["## Per trace", ""]

@@ -28,6 +28,7 @@ from .cache_model import CacheSettings
 from .evidence import TraceEvidence, trace_evidence
 from .metrics import RunMetrics, measure_replay
 from .presets import resolve_spec
+from .pricing import PER_TRACE, Pricing, pricing_for
 from .token_check import TraceTokens, trace_tokens
 from .tokenizers import make_counter, trace_scale
 
@@ -44,14 +45,25 @@ class BenchConfig(BaseModel):
     strategies: list[str]
     baseline: str = "clear-then-summarize"
     context_window: int = Field(32_000, ge=1_000)
+    windows: list[int] = Field(default_factory=list)  # several windows in one run; empty: context_window
     summarizer: str = "extractive"
-    pricing_model: str = "claude-sonnet-4-5"
+    pricing: str = PER_TRACE  # the primary pricing: per-trace or a model name
+    pricing_model: str = "claude-sonnet-4-5"  # the fixed pricing, and the price of unknown trace models
     resamples: int = Field(2_000, ge=0)
     seed: int = 0
     strict: bool = False
-    tokenizer: str = "estimate"
+    tokenizer: str = "real"
     cluster: str = "instance"
     cache: CacheSettings = Field(default_factory=CacheSettings)
+
+    @property
+    def all_windows(self) -> list[int]:
+        return list(self.windows) or [self.context_window]
+
+    def pricings(self, trace_model: str | None) -> list[Pricing]:
+        """The primary pricing first, then the other one (per-trace and the fixed model)."""
+        labels = [self.pricing, self.pricing_model if self.pricing == PER_TRACE else PER_TRACE]
+        return [pricing_for(label, trace_model, self.pricing_model) for label in dict.fromkeys(labels)]
 
 
 @dataclass(frozen=True)
@@ -73,23 +85,25 @@ class Measured(BaseModel):
 
 async def measure(
     label: str, trace: Trace, evidence: TraceEvidence, spec: str, config: BenchConfig, summarizer: Summarizer | None = None,
-    scale: float | None = None,
+    scale: float | None = None, window: int | None = None,
 ) -> RunMetrics:
-    """Replay one trace under one strategy and measure it; a failure is a result with `error`."""
+    """Replay one trace under one strategy at one window (default: the config's) and
+    measure it; a failure is a result with `error`."""
     started = time.perf_counter()
+    window = window or config.context_window
     try:
         counter = make_counter(config.tokenizer, scale)
         meter = MeteredSummarizer(summarizer or ExtractiveSummarizer(), counter)
-        replay = await replay_trace(trace, strategy=resolve_spec(spec), context_window=config.context_window,
+        replay = await replay_trace(trace, strategy=resolve_spec(spec, window), context_window=window,
                                     summarizer=meter)
         metrics = measure_replay(
             replay, evidence, trace_label=label, pricing_model=config.pricing_model,
             summarizer_calls=meter.calls, counter=counter, cache=config.cache,
-            context_window=config.context_window, token_scale=scale,
+            context_window=window, token_scale=scale, pricings=config.pricings(trace.model),
         )
         metrics.strategy = spec  # a preset keeps its own name
     except Exception as exc:  # one broken replay must not lose the others' results
-        metrics = RunMetrics(trace=label, strategy=spec, error=f"{type(exc).__name__}: {exc}")
+        metrics = RunMetrics(trace=label, strategy=spec, context_window=window, error=f"{type(exc).__name__}: {exc}")
     metrics.seconds = time.perf_counter() - started
     return metrics
 
@@ -111,12 +125,13 @@ async def _run_local(traces: Sequence[tuple[str, Trace]], config: BenchConfig, p
     for label, trace in traces:
         once = per_trace(label, trace, config.tokenizer)
         tokens.append(once.tokens)
-        for spec in config.strategies:
-            result = await measure(label, trace, once.evidence, spec, config, summarizer, once.scale)
-            _check(result, config)
-            results.append(result)
-            if progress:
-                progress(result)
+        for window in config.all_windows:
+            for spec in config.strategies:
+                result = await measure(label, trace, once.evidence, spec, config, summarizer, once.scale, window)
+                _check(result, config)
+                results.append(result)
+                if progress:
+                    progress(result)
     return Measured(runs=results, tokens=tokens)
 
 
@@ -137,8 +152,9 @@ def _per_trace_task(label: str, trace: Trace, tokenizer: str) -> PerTrace:
     return per_trace(label, trace, tokenizer)
 
 
-def _measure_task(label: str, trace: Trace, once: PerTrace, spec: str, config: dict, summarizer) -> RunMetrics:
-    return asyncio.run(measure(label, trace, once.evidence, spec, BenchConfig.model_validate(config), summarizer, once.scale))
+def _measure_task(label: str, trace: Trace, once: PerTrace, spec: str, config: dict, summarizer, window: int) -> RunMetrics:
+    return asyncio.run(measure(label, trace, once.evidence, spec, BenchConfig.model_validate(config), summarizer,
+                               once.scale, window))
 
 
 def _pool(config: BenchConfig):
@@ -156,7 +172,7 @@ def _pool(config: BenchConfig):
 def run_on_ray(
     traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None = None, *, address: str | None = None
 ) -> Measured:
-    """One Ray task per trace x strategy (1 CPU each), results in submission order; the
+    """One Ray task per trace x window x strategy (1 CPU each), results in submission order; the
     per-trace task (evidence, token check) runs once and its result goes by reference."""
     import ray
 
@@ -174,10 +190,11 @@ def run_on_ray(
         trace_ref = ray.put(trace)
         once_ref = per_trace_task.remote(label, trace_ref, config.tokenizer)
         once_refs.append(once_ref)
-        for spec in config.strategies:
-            ref = measure_task.remote(label, trace_ref, once_ref, spec, dumped, summarizer)
-            order[ref] = len(refs)
-            refs.append(ref)
+        for window in config.all_windows:
+            for spec in config.strategies:
+                ref = measure_task.remote(label, trace_ref, once_ref, spec, dumped, summarizer, window)
+                order[ref] = len(refs)
+                refs.append(ref)
     results: list[RunMetrics | None] = [None] * len(refs)
     pending = list(refs)
     try:

@@ -16,7 +16,7 @@ from agents.visible import reveal
 
 from .report import LIVE_COLUMNS, SYNTHETIC_NOTE, live_rows, summary_cells
 
-__all__ = ["print_live", "print_table"]
+__all__ = ["print_live", "print_table", "print_verdict"]
 
 TERMINAL_COLUMNS = (
     "strategy", "traces", "infeasible calls", "cost ÷ raw", "pooled", "cost ÷ base", "p (Holm)", "tool-evidence recall",
@@ -36,7 +36,21 @@ def _terminal_row(s: dict) -> list[Text]:
     return [_text(reveal(cells[i], one_line=True).replace(" [", "\n[")) for i in _PICK]
 
 
+def print_verdict(doc: dict[str, Any], console: Console) -> None:
+    verdict = doc.get("verdict")
+    if not verdict:
+        return
+    for a in verdict["aims"]:
+        state = "NOT DECIDED" if a["met"] is None else ("MET" if a["met"] else "MISSED")
+        console.print(_text(f"{a['pricing']} · {a['window']:,} · aim {a['aim']}: {state} — {a['text']}"))
+
+
 def print_table(doc: dict[str, Any], console: Console) -> None:
+    if "summary" not in doc:  # several windows: each has its own report; the verdict is here
+        console.print(_text(f"Compaction strategies — {len(doc['traces'])} traces, windows "
+                            f"{', '.join(f'{w:,}' for w in doc['windows'])}; wall time {doc['wall_time_s']:.1f} s"))
+        print_verdict(doc, console)
+        return
     title = f"Compaction strategies — {len(doc['traces'])} traces, context window {doc['settings']['context_window']:,}"
     if doc["synthetic"]:
         title += f" — {SYNTHETIC_NOTE}"
@@ -57,6 +71,7 @@ def print_table(doc: dict[str, Any], console: Console) -> None:
     for r in doc["runs"]:
         if r["error"]:
             console.print(_text(f"failed {r['trace']} under {r['strategy']}: {r['error']}"))
+    print_verdict(doc, console)
 
 
 def print_live(doc: dict[str, Any], console: Console) -> None:

@@ -33,6 +33,7 @@ class TraceTokens(BaseModel):
     family: str
     calls: int  # calls with recorded usage
     recorded: int = 0
+    recorded_cached: int = 0  # of `recorded`, what the provider served from its cache
     estimate: int = 0  # over the calls with usage
     tekken: int | None = None  # over the calls with usage
     estimate_all: int = 0  # every call, usage or not
@@ -49,6 +50,7 @@ def trace_tokens(label: str, trace: Trace) -> TraceTokens:
     return TraceTokens(
         trace=label, family=family_of(trace), calls=len(with_usage),
         recorded=sum(trace.calls[k].input_tokens or 0 for k in with_usage),
+        recorded_cached=sum(trace.calls[k].cached_tokens or 0 for k in with_usage),
         estimate=sum(estimates[k] for k in with_usage),
         tekken=None if tekken is None else sum(tekken[k] for k in with_usage),
         estimate_all=sum(estimates), tekken_all=None if tekken is None else sum(tekken),
@@ -64,6 +66,7 @@ class FamilyTokens(BaseModel):
     estimate_over_recorded: float | None
     tekken_over_recorded: float | None
     estimate_over_tekken: float | None
+    recorded_cached_share: float | None = None  # cached ÷ input tokens, as the provider billed them
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -84,5 +87,6 @@ def family_tokens(rows: Sequence[TraceTokens]) -> list[FamilyTokens]:
             estimate_over_recorded=_ratio(sum(m.estimate for m in used), sum(m.recorded for m in used)),
             tekken_over_recorded=_ratio(sum(m.tekken or 0 for m in tekken_used), sum(m.recorded for m in tekken_used)),
             estimate_over_tekken=_ratio(sum(m.estimate_all for m in tekken_all), sum(m.tekken_all or 0 for m in tekken_all)),
+            recorded_cached_share=_ratio(sum(m.recorded_cached for m in used), sum(m.recorded for m in used)),
         ))
     return out

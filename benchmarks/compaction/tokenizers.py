@@ -5,7 +5,9 @@ characters / 4); the measuring counter only decides what the tables, costs and t
 feasibility check count. Every counter here frames messages the way the estimator does
 (4 tokens a message, 3 a block, 8 a tool schema), so only the text counts differ.
 
-- `estimate`  the harness's estimator (default).
+- `real`      (default) real counts: `usage` on a trace that records its provider's
+              usage, `tekken` on one that does not.
+- `estimate`  the harness's estimator.
 - `tekken`    Mistral's Tekken BPE (131k vocabulary), whose data ships inside the
               `mistral-common` wheel (the optional `bench` extra), so it runs offline. A
               real tokenizer of a current code model, not Claude's: use it to see how far
@@ -62,7 +64,7 @@ __all__ = [
     "usage_scale",
 ]
 
-TOKENIZERS = ("estimate", "tekken", "usage", "anthropic")
+TOKENIZERS = ("real", "estimate", "tekken", "usage", "anthropic")
 ANTHROPIC_SAMPLES = 5
 ANTHROPIC_COUNT_MODEL = "claude-sonnet-4-5"
 
@@ -194,14 +196,14 @@ def check_tokenizer(name: str) -> None:
         raise ConfigError(f"--tokenizer {name}: unknown; known: {', '.join(TOKENIZERS)}")
     if name == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
         raise ConfigError("--tokenizer anthropic needs ANTHROPIC_API_KEY (count_tokens is an API call)")
-    if name == "tekken":
+    if name in ("tekken", "real"):
         _tekken()
 
 
 def trace_scale(name: str, trace: Trace) -> float | None:
     """The per-trace scale of a scaled counter (`usage`, `anthropic`); None otherwise or
     when the trace has nothing to scale by. Computed once per trace, not per strategy."""
-    if name == "usage":
+    if name in ("usage", "real"):
         return usage_scale(trace)
     if name == "anthropic":
         return _anthropic_scale(trace)
@@ -210,9 +212,9 @@ def trace_scale(name: str, trace: Trace) -> float | None:
 
 def make_counter(name: str, scale: float | None = None) -> TokenCounter:
     """The measuring counter: `scale` (from `trace_scale`) applies to usage / anthropic."""
-    if name == "tekken":
+    if name == "tekken" or (name == "real" and scale is None):
         return TekkenCounter()
-    if name in ("usage", "anthropic") and scale is not None:
+    if name in ("usage", "anthropic", "real") and scale is not None:
         return ScaledCounter(CharRatioEstimator(), scale, name)
     if name in TOKENIZERS:
         return CharRatioEstimator()

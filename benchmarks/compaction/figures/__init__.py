@@ -7,6 +7,7 @@
     style.py         fonts, colour-blind-safe palette, layout freezing, reproducible files
     pareto.py        pareto_figure(median points, pooled points, key, facts) -> Figure
     tokens.py        tokens_figure(series, facts) -> Figure
+    sweep.py         sweep_figure(family curves, windows, default, subtitle) -> Figure
 
 A figure function takes plain records and returns a matplotlib Figure without writing
 anything, so tests inspect the figure's structure and a new figure (say, a curve per
@@ -24,9 +25,31 @@ from .data import pareto_points, run_facts, token_series
 from .key import strategy_key
 from .pareto import pareto_figure, pareto_front
 from .style import figure_style, save_figure
+from .sweep import sweep_figure
 from .tokens import tokens_figure
 
-__all__ = ["build_figures", "pareto_front", "write_plots"]
+__all__ = ["build_figures", "pareto_front", "sweep_families", "write_plots", "write_sweep_plot"]
+
+SWEEP = "sweep.png"
+
+
+def sweep_families(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The verdict's family curves under the primary pricing (empty: no family ran)."""
+    verdict = doc.get("verdict") or {}
+    primary = (verdict.get("pricings") or [None])[0]
+    return [f for f in verdict.get("families", []) if f["pricing"] == primary]
+
+
+def write_sweep_plot(doc: dict[str, Any], out: Path, subtitle: str) -> dict[str, str]:
+    """sweep.png (and PDF) when the document's verdict has family curves."""
+    families = sweep_families(doc)
+    if not families:
+        return {}
+    out.mkdir(parents=True, exist_ok=True)
+    verdict = doc["verdict"]
+    with figure_style():
+        save_figure(sweep_figure(families, verdict["windows"], verdict["default"], subtitle), out / SWEEP)
+    return {"recall vs cost, each peer family swept": SWEEP}
 
 
 def build_figures(doc: dict[str, Any]) -> dict[str, Figure]:

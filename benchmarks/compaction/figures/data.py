@@ -113,7 +113,7 @@ def run_facts(doc: dict[str, Any]) -> RunFacts:
     clusters = len({t[key] for t in doc["traces"]}) if key else len(doc["traces"])
     return RunFacts(
         window=window, limit=limit, budget=int(limit * CompactSettings().ratio), tokenizer=settings["tokenizer"],
-        pricing_model=settings["pricing_model"], cache_ttl_s=settings["cache"]["ttl_s"], traces=len(doc["traces"]),
+        pricing_model=settings.get("pricing") or settings["pricing_model"], cache_ttl_s=settings["cache"]["ttl_s"], traces=len(doc["traces"]),
         clusters=clusters, cluster="task" if cluster == "instance" else cluster, resamples=settings["resamples"],
         synthetic=bool(doc["synthetic"]),
     )
