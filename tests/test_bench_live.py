@@ -194,3 +194,43 @@ def test_a_rerun_of_a_finished_experiment_runs_no_task_again(tmp_path, capsys):
     assert [a["solved"] for a in live["arms"]] == [1, 1, 1]
     for arm in ("raw", "clear-then-summarize", "current"):
         assert len((out / "live" / arm / "seed-0" / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_billed_cost_is_the_providers_reported_usage_at_its_prices(tmp_path, capsys, messages_server, monkeypatch):
+    # A real Anthropic client against the local Messages server: each arm's run is one
+    # Edit and a final reply, whose usage reports cache reads and writes as the API does.
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)
+    calc_repo(tmp_path)
+    tasks = tasks_file(tmp_path / "tasks.jsonl", [task("add", "calc")])
+    usage = {"input_tokens": 1_000, "cache_read_input_tokens": 20_000, "cache_creation_input_tokens": 4_000,
+             "output_tokens": 200}
+    for _ in ARMS:
+        messages_server.push_tool_use("Edit", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"},
+                                      usage=usage)
+        messages_server.push_text("Fixed.", usage=usage)
+    code = main(["bench", "compaction", "--local", "--resamples", "200", "--synthetic", "1", "--strategies", "raw",
+                 "--live", str(tasks), "--model", "anthropic:claude-sonnet-4-5", "--json", "--out", str(tmp_path / "out")])
+    assert code == 0
+    live = json.loads(capsys.readouterr().out)["live"]
+    per_call = (1_000 * 3 + 20_000 * 0.3 + 4_000 * 3.75 + 200 * 15) / 1_000_000  # sonnet 4.5, per million
+    for arm in live["arms"]:
+        u = arm["usage"]
+        assert arm["solved"] == 1 and (u["cache_read_tokens"], u["cache_write_tokens"], u["turns"]) == (40_000, 8_000, 2)
+        assert u["billed_usd"] == pytest.approx(2 * per_call) and u["priced_as"] == ["claude-sonnet-4-5"]
+
+
+def test_a_run_that_ends_in_error_counts_as_not_solved_in_its_pair(tmp_path, capsys):
+    # The provider refuses the third request as too long: raw cannot compact, so its run
+    # errs; current recovers and solves it. The pair counts it for current, not as missing.
+    tasks, out = write_demo(tmp_path / "demo"), tmp_path / "out"
+    rows = [r for r in map(json.loads, tasks.read_text().splitlines()) if r["id"] == "refused"]
+    tasks.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(["bench", "compaction", "--local", "--resamples", "200", "--synthetic", "1", "--strategies", "raw",
+                 "--live", str(tasks), "--json", "--out", str(out)])
+    assert code == 0
+    live = json.loads(capsys.readouterr().out)["live"]
+    statuses = {r["arm"]: r["status"] for r in live["runs"]}
+    assert (statuses["raw"], statuses["current"]) == ("error", "passed")
+    [vs_raw] = [p for p in live["pairs"] if p["other"] == "raw"]
+    assert (vs_raw["pairs"], vs_raw["test"]["b"], vs_raw["test"]["c"]) == (1, 1, 0)
