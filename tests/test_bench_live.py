@@ -15,7 +15,7 @@ from agents.events import ToolCall
 from benchmarks.compaction.live import prepare_live
 from benchmarks.compaction.live_demo import write_demo
 from benchmarks.compaction.live_plan import PLAN_FILE
-from benchmarks.compaction.live_stats import compare_pairs, mcnemar
+from benchmarks.compaction.live_stats import clustered_mcnemar, compare_pairs, mcnemar
 from benchmarks.compaction.live_usage import arm_usage, billed
 from cluster.cli import main
 from cluster.eval.results import ResultRow
@@ -234,3 +234,10 @@ def test_a_run_that_ends_in_error_counts_as_not_solved_in_its_pair(tmp_path, cap
     assert (statuses["raw"], statuses["current"]) == ("error", "passed")
     [vs_raw] = [p for p in live["pairs"] if p["other"] == "raw"]
     assert (vs_raw["pairs"], vs_raw["test"]["b"], vs_raw["test"]["c"]) == (1, 1, 0)
+
+
+def test_the_clustered_mcnemar_weighs_a_task_once_however_many_repeats_it_has():
+    # One task flips 10 times out of 10 repeats, nine others not at all: the plain test sees
+    # 10 discordant pairs (p ~ 0.002); by task it is one task's evidence, (10)^2 / 10^2 = 1.
+    assert mcnemar(10, 0).p_value < 0.01
+    assert clustered_mcnemar([(10, 0)] + [(0, 0)] * 9) == pytest.approx(chi2.sf(1.0, 1))

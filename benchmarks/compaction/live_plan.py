@@ -49,7 +49,7 @@ class LivePlan(BaseModel):
     outcome: str = "solved = the run's status is `passed`; any other status of a run that ended counts as not solved"
     test: str = ("McNemar per pair (the default arm vs each other arm): exact binomial below 25 discordant pairs, "
                  "else chi-square with continuity correction; Holm across the pairs; difference in solve rate "
-                 "with a bootstrap interval clustered by task")
+                 "with a bootstrap interval clustered by task; Durkalski's clustered McNemar reported beside it")
     alpha: float
     margin: float = Field(description="Non-inferiority margin on the solve rate difference (default − other).")
     resamples: int

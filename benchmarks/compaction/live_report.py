@@ -15,8 +15,8 @@ __all__ = ["ARM_COLUMNS", "PAIR_COLUMNS", "arm_rows", "live_caption", "pair_rows
 
 ARM_COLUMNS = ("arm", "runs", "solved", "solve rate", "errors", "billed $", "$ / run", "input", "cache read",
                "cache write", "output", "turns / run", "Recall calls (runs)", "compactions")
-PAIR_COLUMNS = ("pair", "pairs", "A only", "B only", "both", "neither", "McNemar p", "p (Holm)", "Δ solve rate",
-                "non-inferior")
+PAIR_COLUMNS = ("pair", "pairs", "A only", "B only", "both", "neither", "McNemar p", "p (Holm)", "p (by task)",
+                "Δ solve rate", "non-inferior")
 
 
 def _interval(value: dict | None, *, signed: bool = False) -> str:
@@ -52,6 +52,7 @@ def pair_rows(live: dict[str, Any]) -> list[list[str]]:
         verdict = "—" if p["noninferior"] is None else ("yes" if p["noninferior"] else "no")
         rows.append([f"A = {p['arm']} · B = {p['other']}", str(p["pairs"]), str(t["b"]), str(t["c"]), str(p["both_solved"]),
                      str(p["neither"]), f"{_p(t['p_value'])} ({t['method']})", _p(p["p_holm"]),
+                     _p(p["p_clustered"]),
                      _interval(p["difference"], signed=True), verdict])
     return rows
 
@@ -69,7 +70,7 @@ def live_caption(live: dict[str, Any]) -> list[str]:
         f"Solved: status `passed` (any other status counts as not solved). Solve rate: mean over runs [{level} "
         f"bootstrap, clustered by task]. Pairs: the default arm A = {live['default']} against each other arm B on the "
         f"same (task, repeat); McNemar's test of the discordant counts (exact binomial below 25), Holm across the "
-        f"pairs; Δ = A − B [{level}, clustered by task]; non-inferior when Δ's lower end is above −{live['margin']:.0%}.",
+        f"pairs; p (by task): Durkalski's clustered McNemar over tasks (asymptotic; not adjusted); Δ = A − B [{level}, clustered by task]; non-inferior when Δ's lower end is above −{live['margin']:.0%}.",
         f"Billed $: the recorded usage (input, cache read, cache write, output) at list prices, priced as "
         f"{', '.join(priced) or '—'}{unknown}. Recall calls: how often the model read back a cleared or clipped result "
         "(runs that did).",
