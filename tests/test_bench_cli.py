@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from benchmarks.compaction.command import parse_strategies
-from benchmarks.compaction.live import flip_table
 from benchmarks.traces.corpus import corpus_dir
 from cluster.cli import main
 
@@ -120,44 +119,7 @@ def test_strategy_specs_keep_their_parameters_together():
     assert "raw" in parse_strategies(None) and "clear-then-summarize" in parse_strategies("")
 
 
-# -- live mode --------------------------------------------------------------------------------
-
-
-def test_flip_table_pairs_outcomes_by_task():
-    base = {"a": "passed", "b": "passed", "c": "failed", "d": "failed", "e": "error", "f": "passed"}
-    other = {"a": "passed", "b": "failed", "c": "passed", "d": "budget", "e": "passed", "g": "passed"}
-    assert flip_table(base, other) == {"gained": 1, "lost": 1, "both_passed": 1, "both_not_passed": 1, "not_comparable": 1}
-
-
-def _live_task(tmp_path: Path) -> Path:
-    """One real eval task: a repo with a bug, a scripted model that fixes it, a grader."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    script = tmp_path / "fix.json"
-    script.write_text(json.dumps({"turns": [
-        {"text": "Fix the sign.", "tool_calls": [{"name": "Edit", "input": {
-            "path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}}]},
-    ], "final_text": "add() now adds."}))
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps({
-        "id": "add", "repo": "repo", "instruction": "add() subtracts; fix it.",
-        "test_command": "python -c 'import calc; assert calc.add(2, 3) == 5'", "model": f"scripted:{script}",
-    }) + "\n")
-    return tasks
-
-
-def test_live_mode_runs_the_tasks_once_per_strategy(tmp_path, capsys):
-    out = tmp_path / "out"
-    code = _bench("--traces", _real(TOY), "--strategies", "raw", "--live", str(_live_task(tmp_path)), "--json",
-                  "--out", str(out))
-    assert code == 0
-    live = json.loads(capsys.readouterr().out)["live"]
-    assert live["tasks"] == 1 and [s["strategy"] for s in live["strategies"]] == ["raw", "clear-then-summarize", "current"]
-    for row in live["strategies"]:
-        assert (row["tasks"], row["passed"], row["statuses"]) == (1, 1, {"passed": 1})
-        assert row["flips_vs_baseline"]["both_passed"] == 1 and Path(row["out"], "results.jsonl").is_file()
-    assert "## Live runs" in (out / "report.md").read_text()
+# -- live mode (repeats, seeds, the paired tests and the plan: tests/test_bench_live.py) --------
 
 
 def test_live_mode_refuses_a_missing_task_file(tmp_path, capsys):

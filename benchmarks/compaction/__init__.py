@@ -11,7 +11,8 @@ compare tokens, cache-aware cost and the evidence each working set keeps.
                                 [--output-tokens recorded|estimate]
                                 [--cluster instance|framework|run] [--resamples N] [--seed N]
                                 [--out DIR] [--json] [--strict] [--local] [--address ADDR]
-                                [--synthetic N] [--live TASKS.jsonl --model SPEC [--concurrency N]]
+                                [--synthetic N] [--live TASKS.jsonl --model SPEC [--repeats N]
+                                                 [--alpha A] [--margin M] [--concurrency N]]
 
 Without `--traces` the data are SYNTHETIC (`synthetic.py`: deterministic generated
 trajectories, labelled so in every output); `--traces` takes trace files, folders and
@@ -23,7 +24,8 @@ verdict, `verdict.py`), pareto.png and tokens_per_step.png, and sweep.png when a
 family ran, each with a PDF beside it (`figures/`); with `--windows` each window's files
 go to `window-N/` and the top report holds the verdict (`outputs.py`). The terminal gets
 the summary table and the verdict (or, with `--json`, the JSON document). `--live` also
-runs batch-eval tasks once per strategy (`live.py`). Exit codes: 0 all replays ran, 1
+runs batch-eval tasks under every strategy, `--repeats` times, as an experiment whose plan
+is registered in `--out/plan.json` before its first task (`live.py`). Exit codes: 0 all replays ran, 1
 some replay failed (named in the outputs), 2 a usage error (unknown strategy or bad
 parameter, unusable trace with --strict, no usable trace).
 

@@ -75,8 +75,15 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", help="Ray cluster to join (default: an embedded one, or RAY_ADDRESS)")
     live = p.add_argument_group("live mode")
     live.add_argument("--live", type=Path, metavar="TASKS.jsonl",
-                      help="also run these batch-eval tasks once per strategy: pass rate and paired flips")
-    live.add_argument("--model", help="model spec of the live runs (a task's own model wins)")
+                      help="also run these batch-eval tasks under every strategy: solve rates, paired McNemar tests, "
+                           "billed cost; the plan is registered in --out/plan.json before the first task")
+    live.add_argument("--model", help="model spec of the live runs (a task's own model wins); {seed} is replaced by "
+                                      "the repeat's seed")
+    live.add_argument("--repeats", type=int, default=1, metavar="N",
+                      help="runs of each task under each strategy, repeat r with seed --seed + r (default 1)")
+    live.add_argument("--alpha", type=float, default=0.05, help="level of the paired tests and intervals (default 0.05)")
+    live.add_argument("--margin", type=float, default=0.05,
+                      help="non-inferiority margin on the solve rate, default minus other (default 0.05)")
     live.add_argument("--concurrency", type=int, default=2, help="live tasks at once per strategy (default 2)")
 
 

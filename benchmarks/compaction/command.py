@@ -23,7 +23,7 @@ from cluster.console import claim_stdout
 
 from .cache_model import CacheSettings
 from .data import Inputs, load_inputs, synthetic_inputs
-from .live import run_live
+from .live import LiveExperiment, prepare_live
 from .outputs import write_outputs
 from .presets import PRESETS, family_names, resolve_spec, sweep_strategies
 from .pricing import AUTO_CACHE_RULES, AutoCacheRule, pricing_for
@@ -155,6 +155,7 @@ def run_compaction(args: argparse.Namespace) -> int:
     out = claim_stdout() if args.json else sys.stdout  # the JSON document alone: Ray prints to stdout too
     output_directory(args.out, "--out")  # before the run's work, not after it
     config = _config(args)
+    experiment = _register(args, config) if args.live is not None else None  # before any replay or task
     inputs = _inputs(args)
     # Before any replay: the commit and trace hashes are those of what this run reads.
     origin = provenance([] if inputs.synthetic else [t.path for _, t in inputs.traces])
@@ -177,7 +178,7 @@ def run_compaction(args: argparse.Namespace) -> int:
         else:
             measured, runtime = run_on_ray(inputs.traces, config, advance, address=args.address), "Ray"
     doc = write_outputs(args.out, inputs, config, measured, started=started, runtime=runtime, origin=origin,
-                        default=args.default, live=(lambda: _live(args, config, err)) if args.live is not None else None)
+                        default=args.default, live=(lambda: _live(args, config, experiment, err)) if experiment else None)
     if args.json:
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
@@ -190,18 +191,23 @@ def run_compaction(args: argparse.Namespace) -> int:
     return 0 if all(r.error is None for r in measured.runs) else 1
 
 
-def _live(args: argparse.Namespace, config: BenchConfig, err: Console) -> dict:
+def _register(args: argparse.Namespace, config: BenchConfig) -> LiveExperiment:
+    return prepare_live(args.live, arms=config.strategies, default=args.default, out=args.out, model=args.model,
+                        repeats=args.repeats, seed=config.seed, alpha=args.alpha, margin=args.margin,
+                        resamples=config.resamples, strict=args.strict, argv=sys.argv)
+
+
+def _live(args: argparse.Namespace, config: BenchConfig, experiment: LiveExperiment, err: Console) -> dict:
     # A task id comes from the task file: shown revealed, and never read as markup.
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
         task = bar.add_task("live tasks", total=None)
 
-        def finished(spec: str, task_id: str, status: str) -> None:
-            bar.update(task, advance=1, description=reveal(f"live · {spec} · {task_id}: {status}", one_line=True))
+        def finished(arm: str, task_id: str, status: str) -> None:
+            bar.update(task, advance=1, description=reveal(f"live · {arm} · {task_id}: {status}", one_line=True))
 
-        return run_live(
-            args.live, strategies=config.strategies, baseline=config.baseline, out=args.out, model=args.model,
+        return experiment.run(
             summarizer=config.summarizer, local=args.local, address=args.address, concurrency=args.concurrency,
-            strict=args.strict, resamples=config.resamples, seed=config.seed, progress=finished,
+            pricing=config.pricing, pricing_model=config.pricing_model, progress=finished,
             on_start=lambda total: bar.update(task, total=total),
         )

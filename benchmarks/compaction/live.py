@@ -1,33 +1,51 @@
-"""Live mode (`--live TASKS.jsonl --model SPEC`): run the batch-eval tasks once per strategy
-through cluster/eval's runner and compare how many pass.
+"""Live mode (`--live TASKS.jsonl --model SPEC`): a pre-registered experiment that runs the
+batch-eval tasks under every strategy (arm), `--repeats` times, through cluster/eval's
+runner, and compares the default arm's solve rate with each other arm's.
 
-Each strategy is one eval batch in `<out>/live/<strategy>/` with the eval command's
-settings (headless permissions, the sandbox; `eval_settings`), the strategy forced on
-every task (a task's own `strategy` field is overridden: the strategy is what is being
-compared), and `--model` as the default model (a task's own `model` still wins). A batch
-resumes like `workingset eval`: rerunning with the same --out skips finished tasks.
+Order of work: `prepare_live` loads the tasks and registers the plan (`live_plan.py`,
+`<out>/plan.json`) before any task runs — the command calls it before the trace replays,
+so a plan that differs from a stored one refuses at once. `LiveExperiment.run` then runs
+repeat by repeat, and in each repeat arm by arm, so a run stopped early has the same
+repeats under every arm.
 
-Per strategy: pass rate (passed / tasks with a result; mean over tasks with a seeded
-95% bootstrap interval), cost and tokens as the eval rows report them. Paired per task
-against the baseline: gained (baseline did not pass, strategy passed), lost (the
-reverse), both passed, both not passed; tasks where either run ended in `error` are
-counted apart, as not comparable.
+Each (arm, repeat) is one eval batch in `<out>/live/<arm>/seed-<seed>/` with the eval
+command's settings (headless permissions, the sandbox; `eval_settings`), the arm forced on
+every task (a task's own `strategy` is overridden: the strategy is what is compared), and
+`--model` as the default model (a task's own `model` still wins). The repeat's seed is the
+same under every arm and task, and replaces `{seed}` in the model spec (`--model` and the
+tasks' own), so a scripted or plugin model can vary by repeat and a rerun gets the same
+one; providers that take no seed (the Anthropic API) are sampled afresh and the seed
+names the repeat. A batch resumes like `workingset eval`: rerunning with the same --out
+skips finished tasks.
+
+The figures (`live_stats.py`, `live_usage.py`): per arm, solve rate with an interval
+clustered by task, billed cost from the recorded usage, turns, tool and Recall calls;
+per pair, McNemar's test, Holm-adjusted, the difference in solve rate and the verdict of
+non-inferiority at the registered margin.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.errors import ConfigError
+from cluster.eval.results import ResultRow
+from cluster.eval.task_file import LoadedTasks
 
-from .stats import bootstrap_interval
+from .live_plan import LivePlan, PlannedTask, register_plan, seeds_for
+from .live_stats import compare_pairs, solve_rate
+from .live_usage import arm_usage
+from .provenance import project_commit, trace_hashes
 
-__all__ = ["flip_table", "run_live"]
+__all__ = ["LiveExperiment", "prepare_live"]
+
+SEED_FIELD = "{seed}"
 
 
 class _Reporter:
@@ -50,22 +68,8 @@ class _Reporter:
         return None
 
 
-def flip_table(base: dict[str, str], other: dict[str, str]) -> dict[str, int]:
-    """Paired outcomes per task id present in both: statuses `passed` / anything else."""
-    table = {"gained": 0, "lost": 0, "both_passed": 0, "both_not_passed": 0, "not_comparable": 0}
-    for task_id in sorted(base.keys() & other.keys()):
-        a, b = base[task_id], other[task_id]
-        if "error" in (a, b):
-            table["not_comparable"] += 1
-        elif a == "passed" and b == "passed":
-            table["both_passed"] += 1
-        elif a == "passed":
-            table["lost"] += 1
-        elif b == "passed":
-            table["gained"] += 1
-        else:
-            table["both_not_passed"] += 1
-    return table
+def _seeded(spec: str | None, seed: int) -> str | None:
+    return None if spec is None else spec.replace(SEED_FIELD, str(seed))
 
 
 def _settings(spec: str, out: Path, model: str | None, summarizer: str, local: bool, address: str | None):
@@ -84,66 +88,99 @@ def _dir_name(spec: str) -> str:
     return safe_name(spec)
 
 
-async def _batch(spec: str, tasks: list, out: Path, *, model, summarizer, local, address, concurrency, progress) -> dict:
-    from cluster.eval.hosts import LocalHost, SessionHost
-    from cluster.eval.ray_host import RayHost
-    from cluster.eval.runner import EvalOptions, EvalRunner
+@dataclass
+class LiveExperiment:
+    plan: LivePlan
+    loaded: LoadedTasks
+    out: Path
 
-    settings = _settings(spec, out, model, summarizer, local, address)
-    host: SessionHost = LocalHost() if settings.runtime == "local" else RayHost(concurrency=concurrency)
-    forced = [t.model_copy(update={"strategy": spec}) for t in tasks]
-    reporter = _Reporter(progress)
-    runner = EvalRunner(settings, forced, EvalOptions(out=out, concurrency=concurrency), host=host, reporter=reporter)
-    summary = await runner.run()
-    latest, _ = runner.results.latest()
-    rows = {t.id: latest[t.id] for t in forced if t.id in latest}
-    return {"summary": summary, "rows": rows, "out": str(runner.out.root)}
+    async def _batch(self, arm: str, seed: int, *, summarizer, local, address, concurrency, progress) -> dict[str, ResultRow]:
+        from cluster.eval.hosts import LocalHost, SessionHost
+        from cluster.eval.ray_host import RayHost
+        from cluster.eval.runner import EvalOptions, EvalRunner
+
+        where = self.out / "live" / _dir_name(arm) / f"seed-{seed}"
+        settings = _settings(arm, where, _seeded(self.plan.model, seed), summarizer, local, address)
+        host: SessionHost = LocalHost() if settings.runtime == "local" else RayHost(concurrency=concurrency)
+        forced = [t.model_copy(update={"strategy": arm, "model": _seeded(t.model, seed)}) for t in self.loaded.tasks]
+        runner = EvalRunner(settings, forced, EvalOptions(out=where, concurrency=concurrency), host=host,
+                            reporter=_Reporter(progress))
+        await runner.run()
+        latest, _ = runner.results.latest()
+        return {t.id: latest[t.id] for t in forced if t.id in latest}
+
+    def run(self, *, summarizer: str = "extractive", local: bool = False, address: str | None = None,
+            concurrency: int = 2, pricing: str = "per-trace", pricing_model: str = "claude-sonnet-4-5",
+            progress: Callable[[str, str, str], None] | None = None,
+            on_start: Callable[[int], None] | None = None) -> dict[str, Any]:
+        """Run every task under every arm and repeat; returns the `live` section of the document."""
+        plan = self.plan
+        if on_start:
+            on_start(len(self.loaded.tasks) * len(plan.arms) * plan.repeats)
+        rows: dict[str, dict[tuple[str, int], ResultRow]] = {arm: {} for arm in plan.arms}
+        for repeat, seed in enumerate(plan.seeds):
+            for arm in plan.arms:
+                label = f"{arm} · seed {seed}"
+                report = (lambda task_id, status, label=label: progress(label, task_id, status)) if progress else None
+                done = asyncio.run(self._batch(arm, seed, summarizer=summarizer, local=local, address=address,
+                                               concurrency=concurrency, progress=report))
+                rows[arm].update({(task_id, repeat): row for task_id, row in done.items()})
+        return self._document(rows, pricing=pricing, pricing_model=pricing_model)
+
+    def _document(self, rows: dict[str, dict[tuple[str, int], ResultRow]], *, pricing: str, pricing_model: str) -> dict:
+        plan = self.plan
+        solved = {arm: {unit: row.status == "passed" for unit, row in mine.items()} for arm, mine in rows.items()}
+        arms = []
+        for arm in plan.arms:
+            mine = rows[arm]
+            rate = solve_rate(solved[arm], resamples=plan.resamples, seed=plan.seeds[0], confidence=1 - plan.alpha,
+                              label=f"live/{arm}")
+            statuses = sorted({r.status for r in mine.values()})
+            arms.append({
+                "arm": arm, "runs": len(mine), "solved": sum(solved[arm].values()),
+                "solve_rate": rate.model_dump() if rate else None,
+                "statuses": {s: sum(1 for r in mine.values() if r.status == s) for s in statuses},
+                "usage": arm_usage(list(mine.values()), pricing, pricing_model).model_dump(),
+                "out": str(self.out / "live" / _dir_name(arm)),
+            })
+        others = [a for a in plan.arms if a != plan.default_arm]
+        pairs = compare_pairs(solved, plan.default_arm, others, margin=plan.margin, alpha=plan.alpha,
+                              resamples=plan.resamples, seed=plan.seeds[0])
+        runs = [{"arm": arm, "task": task, "repeat": repeat, "seed": plan.seeds[repeat], "status": row.status,
+                 "turns": row.turns, "recall_calls": row.recall_calls, "compactions": row.compactions}
+                for arm in plan.arms for (task, repeat), row in sorted(rows[arm].items())]
+        return {"plan": str(self.out / "plan.json"), "tasks_file": plan.tasks_file, "tasks": len(plan.tasks),
+                "invalid": self.loaded.problem_lines(), "model": plan.model, "default": plan.default_arm,
+                "repeats": plan.repeats, "seeds": plan.seeds, "alpha": plan.alpha, "margin": plan.margin,
+                "pricing": pricing, "arms": arms, "pairs": [p.model_dump() for p in pairs], "runs": runs}
 
 
-def run_live(
-    tasks_path: Path, *, strategies: Sequence[str], baseline: str, out: Path, model: str | None,
-    summarizer: str = "extractive", local: bool = False, address: str | None = None, concurrency: int = 2,
-    strict: bool = False, resamples: int = 2_000, seed: int = 0,
-    progress: Callable[[str, str, str], None] | None = None, on_start: Callable[[int], None] | None = None,
-) -> dict[str, Any]:
-    """Run every task under every strategy; returns the `live` section of the document."""
+def prepare_live(
+    tasks_path: Path, *, arms: Sequence[str], default: str, out: Path, model: str | None, repeats: int = 1,
+    seed: int = 0, alpha: float = 0.05, margin: float = 0.05, resamples: int = 2_000, strict: bool = False,
+    argv: Sequence[str] = (),
+) -> LiveExperiment:
+    """Load the tasks and register the plan in `out` (or continue the one stored there)."""
     from cluster.eval.task_file import load_tasks
     from cluster.eval.tasks import absolute_spec
 
+    if repeats < 1:
+        raise ConfigError(f"--repeats {repeats}: give at least 1")
+    if not 0 < alpha < 0.5 or not 0 <= margin < 1:
+        raise ConfigError(f"--alpha {alpha} / --margin {margin}: alpha must be in (0, 0.5), margin in [0, 1)")
     loaded = load_tasks(tasks_path)
     invalid = loaded.problem_lines()
     if invalid and strict:
         raise ConfigError(f"--live {tasks_path}: {len(invalid)} invalid task line(s) (--strict): {invalid[0]}")
     if not loaded.tasks:
         raise ConfigError(f"--live {tasks_path}: no valid task" + (f" ({invalid[0]})" if invalid else ""))
-    model = absolute_spec(model, Path.cwd())
-    if on_start:
-        on_start(len(loaded.tasks) * len(strategies))
-    batches: dict[str, dict] = {}
-    for spec in strategies:
-        report = functools.partial(progress, spec) if progress else None
-        batches[spec] = asyncio.run(_batch(
-            spec, loaded.tasks, out / "live" / _dir_name(spec), model=model, summarizer=summarizer, local=local,
-            address=address, concurrency=concurrency, progress=report,
-        ))
-    statuses = {spec: {tid: row.status for tid, row in b["rows"].items()} for spec, b in batches.items()}
-    rows = []
-    for spec in strategies:
-        mine = batches[spec]["rows"]
-        passed = [1.0 if r.status == "passed" else 0.0 for r in mine.values()]
-        iv = bootstrap_interval(passed, statistic="mean", resamples=resamples, seed=seed, label=f"live/{spec}")
-        rows.append({
-            "strategy": spec,
-            "tasks": len(mine),
-            "passed": int(sum(passed)),
-            "pass_rate": iv.model_dump() if iv else None,
-            "statuses": {s: sum(1 for r in mine.values() if r.status == s) for s in sorted({r.status for r in mine.values()})},
-            "cost_usd": round(sum(r.cost_usd for r in mine.values()), 6),
-            "tokens": sum(r.tokens for r in mine.values()),
-            "compactions": sum(r.compactions for r in mine.values()),
-            "flips_vs_baseline": flip_table(statuses.get(baseline, {}), statuses[spec]),
-            "flips_vs_raw": flip_table(statuses.get("raw", {}), statuses[spec]),
-            "out": batches[spec]["out"],
-        })
-    return {"tasks_file": str(tasks_path), "tasks": len(loaded.tasks), "invalid": invalid, "model": model,
-            "baseline": baseline, "strategies": rows}
+    origin = project_commit()
+    plan = LivePlan(
+        arms=list(arms), default_arm=default, tasks_file=str(tasks_path.resolve()),
+        tasks_file_sha256=trace_hashes([str(tasks_path)])[str(tasks_path)],
+        tasks=[PlannedTask(id=t.id, digest=loaded.digests[t.id]) for t in loaded.tasks],
+        model=absolute_spec(model, Path.cwd()), repeats=repeats, seeds=seeds_for(seed, repeats), alpha=alpha,
+        margin=margin, resamples=resamples, commit=origin["commit"], dirty=origin["dirty"], command=list(argv),
+        registered_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
+    return LiveExperiment(plan=register_plan(out, plan), loaded=loaded, out=out)

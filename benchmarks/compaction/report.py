@@ -17,6 +17,7 @@ import benchmarks.compaction as package
 from agents.visible import markdown_cell, reveal
 
 from .data import Inputs
+from .live_report import ARM_COLUMNS, PAIR_COLUMNS, arm_rows, live_caption, pair_rows
 from .metrics import RunMetrics
 from .presets import PRESETS
 from .pricing import PER_TRACE
@@ -26,7 +27,7 @@ from .stats import FrameworkRow, Interval, StrategySummary
 from .token_check import FamilyTokens, TraceTokens, family_of
 
 __all__ = [
-    "LIVE_COLUMNS", "SYNTHETIC_NOTE", "build_document", "fmt_interval", "live_rows", "markdown_report", "summary_cells",
+    "SYNTHETIC_NOTE", "build_document", "fmt_interval", "markdown_report", "summary_cells",
     "verdict_lines", "verdict_report",
 ]
 
@@ -345,21 +346,6 @@ def _missed_lines(doc: dict[str, Any], limit: int = 3) -> list[str]:
     return lines
 
 
-# The live runs' table, as cells (the markdown report and the terminal both show it).
-LIVE_COLUMNS = ("strategy", "tasks", "passed", "pass rate", "gained vs base", "lost vs base", "both passed",
-                "both not passed", "not comparable", "cost", "compactions")
-
-
-def live_rows(live: dict) -> list[list[str]]:
-    rows = []
-    for x in live["strategies"]:
-        f = x["flips_vs_baseline"]
-        rows.append([x["strategy"], str(x["tasks"]), str(x["passed"]), fmt_interval(x["pass_rate"], pct=True), str(f["gained"]),
-                     str(f["lost"]), str(f["both_passed"]), str(f["both_not_passed"]), str(f["not_comparable"]),
-                     f"${x['cost_usd']:.4f}", str(x["compactions"])])
-    return rows
-
-
 def markdown_report(doc: dict[str, Any]) -> str:
     lines = ["# Compaction-strategy benchmark", ""]
     if doc["synthetic"]:
@@ -384,11 +370,8 @@ def markdown_report(doc: dict[str, Any]) -> str:
     lines += ["", *_missed_lines(doc)]
     if doc.get("live"):
         live = doc["live"]
-        lines += ["", "## Live runs", "",
-                  f"{live['tasks']} tasks from `{live['tasks_file']}`, each run once per strategy (model: "
-                  f"{live['model'] or 'the tasks’ own'}). Pass rate: mean over tasks [95% bootstrap]; flips are paired "
-                  f"per task against {live['baseline']} (errors are not comparable).", ""]
-        lines += _md_table(LIVE_COLUMNS, live_rows(live))
+        lines += ["", "## Live runs", "", *live_caption(live), "", *_md_table(ARM_COLUMNS, arm_rows(live)), "",
+                  *_md_table(PAIR_COLUMNS, pair_rows(live))]
         lines += [reveal(f"- invalid task line: {text}", one_line=True) for text in live["invalid"]]
     if doc["skipped"]:
         lines += ["", "## Skipped inputs", ""] + [reveal(f"- `{x['path']}`: {x['reason']}", one_line=True)

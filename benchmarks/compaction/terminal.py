@@ -14,7 +14,8 @@ from rich.text import Text
 
 from agents.visible import reveal
 
-from .report import LIVE_COLUMNS, SYNTHETIC_NOTE, live_rows, summary_cells
+from .live_report import ARM_COLUMNS, PAIR_COLUMNS, arm_rows, live_caption, pair_rows
+from .report import SYNTHETIC_NOTE, summary_cells
 
 __all__ = ["print_live", "print_table", "print_verdict"]
 
@@ -74,14 +75,21 @@ def print_table(doc: dict[str, Any], console: Console) -> None:
     print_verdict(doc, console)
 
 
+def _live_table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> Table:
+    table = Table(title=_text(title), title_justify="left")
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*(_text(reveal(cell, one_line=True)) for cell in row))
+    return table
+
+
 def print_live(doc: dict[str, Any], console: Console) -> None:
     live = doc.get("live")
     if not live:
         return
-    table = Table(title=_text(f"Live: {live['tasks']} tasks from {live['tasks_file']} per strategy "
-                              f"(base = {live['baseline']})"), title_justify="left")
-    for name in LIVE_COLUMNS:
-        table.add_column(name, no_wrap=True)
-    for row in live_rows(live):
-        table.add_row(*(_text(reveal(cell, one_line=True)) for cell in row))
-    console.print(table)
+    console.print(_live_table(f"Live: {live['tasks']} tasks × {live['repeats']} repeat(s) per arm", ARM_COLUMNS,
+                              arm_rows(live)))
+    console.print(_live_table(f"Live: {live['default']} (A) against each other arm (B)", PAIR_COLUMNS, pair_rows(live)))
+    for line in live_caption(live):
+        console.print(_text(line.replace("`", "")))

@@ -76,6 +76,8 @@ class ResultRow(BaseModel):
     agent_wall_s: float = 0.0
     compactions: int = 0
     compaction_kinds: dict[str, int] = Field(default_factory=dict)
+    tool_calls: int = Field(0, description="Tool calls in the task's events.")
+    recall_calls: int = Field(0, description="Of them, Recall calls (reading back a cleared or clipped tool result).")
     patch_path: str | None = Field(None, description="The agent's diff, relative to the out dir (None: no change).")
     patch_touches_tests: list[str] = Field(
         default_factory=list, description="Files of the patch that are test infrastructure (conftest.py, test "

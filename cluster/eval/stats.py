@@ -1,6 +1,7 @@
 """One task's event sink: every agent event to `<out>/events/<task>.jsonl`, and the
-totals a result row reports (model calls, tokens, cost, compactions, actor failures),
-and the notes it keeps (an actor replaced for not answering).
+totals a result row reports (model calls, tokens, cost, compactions, tool calls and
+Recall calls, actor failures), and the notes it keeps (an actor replaced for not
+answering).
 
 Tokens and cost count each session once: the root's own `model_call` events, plus
 each subagent's own usage from its `subagent_finished` event (subagent ids contain a
@@ -20,7 +21,7 @@ from typing import IO
 from pydantic import BaseModel
 
 from agents.compaction.ledger import CompactionEvent
-from agents.events import ModelCall, Notice, SubagentFinished
+from agents.events import ModelCall, Notice, SubagentFinished, ToolCall
 from agents.ports import Usage
 from agents.visible import reveal
 
@@ -43,6 +44,8 @@ class TaskStats:
         self.unpriced_calls = 0
         self.pricings: set[str] = set()
         self.compactions: Counter[str] = Counter()
+        self.tool_calls = 0  # every tool_call event the sink sees
+        self.recall_calls = 0  # of them, Recall: how often compaction cost the model a read-back
         self.actor_failures = 0
         self.phase = "workspace"  # the eval stage running now (named when a worker is lost under it)
         self.notes: list[str] = []  # what the infrastructure did under the task, for the row
@@ -78,6 +81,9 @@ class TaskStats:
             self.cost_usd += event.cost_usd
             self.unpriced_calls += event.unpriced_calls
             changed = True
+        elif isinstance(event, ToolCall):
+            self.tool_calls += 1
+            self.recall_calls += int(event.name == "Recall")
         elif isinstance(event, CompactionEvent) and event.applied:
             self.compactions[event.kind] += 1
         elif isinstance(event, Notice) and event.text.startswith(_ACTOR_FAILED):

@@ -130,7 +130,8 @@ class TaskFlow:
             cache_read_tokens=u.cache_read_input_tokens, cache_creation_tokens=u.cache_creation_input_tokens,
             cost_usd=round(stats.cost_usd, 6), unpriced_calls=stats.unpriced_calls, pricing=stats.pricing,
             compactions=sum(stats.compactions.values()),
-            compaction_kinds=dict(stats.compactions), actor_restarts=stats.actor_failures, session_id=stats.session_id,
+            compaction_kinds=dict(stats.compactions), tool_calls=stats.tool_calls, recall_calls=stats.recall_calls,
+            actor_restarts=stats.actor_failures, session_id=stats.session_id,
             wall_s=round(time.monotonic() - clock, 3), finished_at=time.time(),
         )
         row["notes"].extend(stats.notes)
