@@ -224,6 +224,14 @@ async def test_prompt_too_long_fails_when_no_suffix_fits():
     assert all(a is b for a, b in zip(result.messages, messages, strict=True))
 
 
+async def test_prompt_too_long_summarizes_everything_when_only_the_last_result_is_over_the_room():
+    messages = bash_conversation()
+    last = messages_tokens(messages[-1:])
+    result, env = await run_clear_then_summarize(messages, OVERHEAD + last + last // 10, trigger="prompt_too_long")
+    assert result.failure is None and len(env.summarizer.calls) == 1
+    assert len(result.messages) == 1 and is_summary_boundary(result.messages[0])
+
+
 # -- the protocol invariant --------------------------------------------------------------------
 
 

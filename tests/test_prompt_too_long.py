@@ -293,10 +293,6 @@ def test_a_refusal_without_counts_halves_the_conversation_not_the_fixed_part():
     assert refusal_budget(10_000, refusal, 7_000, fixed=6_000) == 7_000  # never over the compact budget
 
 
-@pytest.mark.xfail(strict=True, raises=PromptTooLong, reason="clear-then-summarize's recovery subtracts the summary reserve "
-                   "(compact.summary_reserve_tokens) from a refusal budget that leaves less than that for the "
-                   "conversation: 'no recent part of the conversation fits in -3465 tokens' "
-                   "(agents/compaction/strategies/default.py, _summarize_to_fit)")
 async def test_clear_then_summarize_recovers_from_a_refusal_without_counts_of_a_short_conversation(tmp_path):
     # The live run of issue 28: a provider refused a request of a few thousand tokens with no
     # counts in its error; the retry budget is the fixed part and half of the conversation.

@@ -17,7 +17,10 @@ from agents.config import CompactSettings
 from agents.errors import ConfigError, PromptTooLong
 from agents.models import ModelEntry, model_info, nearest_known
 
-__all__ = ["compact_budget", "context_window_for", "check_budget_fits", "refusal_budget"]
+__all__ = ["compact_budget", "context_window_for", "check_budget_fits", "refusal_budget", "summary_room", "MIN_SUMMARY_TOKENS"]
+
+# The least room a summary is given (compact.summary_reserve_tokens may not go lower).
+MIN_SUMMARY_TOKENS = 100
 
 
 def context_window_for(model: Any, override: int | None = None, models: Mapping[str, ModelEntry] | None = None) -> int:
@@ -71,3 +74,11 @@ def refusal_budget(estimated: int, refusal: PromptTooLong, budget_tokens: int, f
     else:
         target = fixed + max(estimated - fixed, 0) // 2
     return min(budget_tokens, target)
+
+
+def summary_room(room_tokens: int, reserve_tokens: int) -> int:
+    """The room a summary keeps when recent messages are fitted after a refusal: the
+    configured reserve, but never more than a quarter of the room there is, so a small
+    budget (a refusal of a short conversation) still keeps most of it for recent messages
+    rather than leaving them a negative room."""
+    return max(0, min(reserve_tokens, room_tokens // 4))

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, Literal
 
 from agents.compaction.boundaries import clean_boundaries, head_end, split_largest_fitting_suffix
+from agents.compaction.budget import summary_room
 from agents.compaction.clearing import is_placeholder, restore_placeholders
 from agents.compaction.ledger import CompactionEvent, priced_event, unchanged_prefix_tokens
 from agents.compaction.notes import bridge, is_synthetic, trim_note
@@ -158,7 +159,8 @@ class CompactionRun:
         """(head end, tail start): keep the first messages if anything then fits, else none."""
         clean = self.clean()
         for head in dict.fromkeys((head_end(self.messages, first, clean), 0)):
-            room = self.request.budget_tokens - self.total(self.messages[:head]) - reserve
+            available = self.request.budget_tokens - self.total(self.messages[:head])
+            room = available - summary_room(available, reserve)
             start = split_largest_fitting_suffix(self.messages, room, self.env.counter, after=head, clean=clean)
             if start is not None:
                 return head, start

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from agents.compaction.boundaries import split_keeping_recent, split_largest_fitting_suffix
+from agents.compaction.budget import MIN_SUMMARY_TOKENS, summary_room
 from agents.compaction.clearing import clear_old_tool_results
 from agents.compaction.protocol import CompactionResult, check_setting_parameters
 from agents.compaction.run import BudgetGated, CompactionRun
@@ -104,9 +105,13 @@ class ClearThenSummarize(BudgetGated):
 
     async def _summarize_to_fit(self, run: CompactionRun) -> CompactionResult:
         request, env = run.request, run.env
-        room = request.budget_tokens - request.overhead_tokens - env.settings.summary_reserve_tokens
+        available = request.budget_tokens - request.overhead_tokens
+        reserve = summary_room(available, env.settings.summary_reserve_tokens)
+        room = available - reserve
         split = split_largest_fitting_suffix(run.messages, max(room, 0), env.counter)
-        if split is None:
+        if split is None and reserve < MIN_SUMMARY_TOKENS:
             return run.fail(f"no recent part of the conversation fits in {room} tokens", "prompt_too_long")
+        if split is None:  # not even the last message fits beside a summary: the summary carries all
+            split = len(run.messages)
         failure = await run.summarize(0, split, kind="prompt_too_long")
         return run.fail(failure, "prompt_too_long") if failure else run.done()
