@@ -173,11 +173,24 @@ def _ray_job(head, env: dict[str, str], *args: str, timeout: float = 60) -> str:
     return done.stdout + done.stderr
 
 
-def _wait_for(check, what: str, timeout: float = 180) -> None:
+def _wait_for(check, what: str, timeout: float = 180, every: float = 0.5) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
+        time.sleep(every)
+
+
+def _summary(out: Path) -> dict | None:
+    try:
+        return json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError):  # not written yet, or being written
+        return None
+
+
+def _job_reached(head, env: dict[str, str], job_id: str, said: str, what: str) -> None:
+    """Asked once the batch's own files say the job ended: each `ray job status` is a new
+    Python process importing Ray, so it is asked seldom, never in a tight loop."""
+    _wait_for(lambda: f"Job '{job_id}' {said}" in _ray_job(head, env, "status", job_id), what, 120, every=3)
 
 
 def test_ray_job_stop_ends_the_batch_as_ctrl_c_does_and_resubmitting_finishes_it(head, tmp_path):
@@ -195,13 +208,15 @@ def test_ray_job_stop_ends_the_batch_as_ctrl_c_does_and_resubmitting_finishes_it
               "the quick task's row")
     time.sleep(2)  # the stuck task is in its agent phase (its model sleeps for two minutes)
     _ray_job(head, env, "stop", job_id, timeout=120)
-    _wait_for(lambda: f"Job '{job_id}' was stopped" in _ray_job(head, env, "status", job_id), "the job to stop", 120)
+    _wait_for(lambda: _summary(out) is not None, "the stopped batch's summary", 120)
+    _job_reached(head, env, job_id, "was stopped", "the job to stop")
     logs = _ray_job(head, env, "logs", job_id)
-    summary = json.loads((out / "summary.json").read_text())
+    summary = _summary(out)
 
     tasks.write_text(tasks.read_text().replace(str(slow), str(fix)))
     again = _submit_job(head, job_dir, out, env)
-    _wait_for(lambda: f"Job '{again}' succeeded" in _ray_job(head, env, "status", again), "the resubmitted job", 240)
+    _wait_for(lambda: (_summary(out) or {}).get("interrupted") is False, "the resubmitted batch's summary", 240)
+    _job_reached(head, env, again, "succeeded", "the resubmitted job")
 
     assert "Traceback" not in logs, logs[-3000:]
     assert summary["interrupted"] is True, summary
