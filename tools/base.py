@@ -132,7 +132,6 @@ class CommandLaunch:
     argv: list[str]
     env: dict[str, str]
     pass_fds: tuple[int, ...] = ()
-    preexec_fn: Callable[[], None] | None = None
     watch: CommandWatch | None = None
     failure: Callable[[BaseException], ToolError] = _could_not_start  # the spawn itself failed
 

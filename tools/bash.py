@@ -119,7 +119,6 @@ class BashTool:
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
                 pass_fds=launch.pass_fds,
-                preexec_fn=launch.preexec_fn,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise launch.failure(exc) from exc

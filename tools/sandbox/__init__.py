@@ -9,6 +9,10 @@ What a command run through `BubblewrapRunner` gets, and which module does it:
     layer.py     that layer: a tmpfs capped at the workspace growth (the kernel refuses
                  what is past it), held by the harness, merged back after the call
     merge.py     the merge: fd-relative, following nothing, protected paths untouched
+    launcher.py  the command's first process, spawned without a fork of the harness: it
+                 joins the call's cgroup, builds the stage, sets the rlimits, drops to the
+                 sandbox uid, then becomes bwrap (launcher.c, compiled at install; this
+                 Python build of it where that was not)
     seccomp.py   the syscall filter (new user namespaces, mounts, ptrace, keyring, bpf,
                  kexec/modules, clock, swap, reboot, x32/foreign ABIs, ...)
     cgroups.py   memory, processes and CPU time of the whole process tree (v1 and v2)

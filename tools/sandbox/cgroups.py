@@ -9,8 +9,11 @@ Both cgroup versions are handled:
 
 Per-call cgroups live under a parent, by default `workingset/` below the harness's own
 cgroup in each hierarchy (so whatever limits the harness itself runs under still apply
-to its commands). The command's first process moves itself in before it runs anything
-(`write(fd, "0")` in the child before exec), so every process it starts is counted.
+to its commands). The command's first process, the launcher, is in the cgroup before
+bwrap runs (launcher.py), so every process it starts is counted: in v2 it starts the
+rest of itself inside (clone3 with CLONE_INTO_CGROUP, an fd of the directory); in v1 it
+moves its one thread in through `tasks`. Either way no process is moved through
+cgroup.procs, which waits for an RCU grace period (10-20 ms) before every move.
 
 `locate` raises `CgroupUnavailable` with the reason when no usable hierarchy exists
 (no cgroupfs, controllers bound elsewhere, no permission); the caller decides whether
@@ -240,9 +243,15 @@ class CallCgroup:
             (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
         (self.dirs["pids"] / "pids.max").write_text(str(processes))
 
-    def procs_fds(self) -> list[int]:
-        """Write-only fds of each cgroup.procs; the child writes "0" to each to move in."""
-        return [os.open(d / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()]
+    def tasks_fds(self) -> list[int]:
+        """v1: write-only fds of each hierarchy's `tasks`; the launcher writes "0" to each."""
+        assert self.tree.version == "v1"
+        return [os.open(d / "tasks", os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()]
+
+    def directory_fd(self) -> int:
+        """v2: an fd of the cgroup's directory, for the launcher's clone3 into it."""
+        assert self.tree.version == "v2"
+        return os.open(self.dirs["unified"], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
     def cpu_seconds(self) -> float:
         if self.tree.version == "v2":

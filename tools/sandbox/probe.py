@@ -14,10 +14,16 @@ less than it was asked for:
   (then the growth is checked every 0.1 s instead: a fast writer overshoots it);
 - running as root with `sandbox.uid`/`gid` set to root or the overflow id;
 - bubblewrap failing to build the sandbox for any other reason (its own message).
+
+Not a refusal: a harness whose C launcher was not built (no compiler at install) or does
+not run here starts commands through the Python build of the launcher (launcher.py): the
+same steps, slower; it says so once per process, in the log (`launcher_fallback_note`),
+and `Host.launcher` names the one that runs.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tools.sandbox.seccomp as seccomp
+from tools.sandbox import launcher
 from tools.sandbox.cgroups import CgroupTree, CgroupUnavailable, CgroupVersion, locate, sweep
 from tools.sandbox.errors import SandboxUnavailable
 from tools.sandbox.identity import Identity, IdentityError, host_identity
@@ -35,8 +42,10 @@ __all__ = [
     "LayerUnavailable",
     "SandboxUnavailable",
     "bubblewrap_path",
+    "built_launcher",
     "check_host",
     "explain_bwrap_failure",
+    "launcher_fallback_note",
     "layer_unavailable",
 ]
 
@@ -53,6 +62,7 @@ class Host:
     cgroups: CgroupTree | None  # None: no cgroup, weak per-process limits accepted
     seccomp_program: bytes | None  # None: the user turned the filter off
     layered: bool = True  # False: no kernel cap on workspace growth, the polled one accepted
+    launcher: tuple[str, ...] = ()  # the program (and its first arguments) that starts bwrap
 
 
 class LayerUnavailable(SandboxUnavailable):
@@ -66,6 +76,29 @@ def layer_unavailable(detail: str, *, as_root: bool) -> LayerUnavailable:
     return LayerUnavailable(
         f"the kernel cannot cap the command's writes to the workspace ({detail}): that needs {needs}; set "
         f"sandbox.weak_growth_limit = true to accept a growth limit checked every 0.1 s instead, {OPT_OUT}"
+    )
+
+
+def built_launcher() -> tuple[tuple[str, ...], str | None]:
+    """The C launcher, or else the Python one and why (launcher.py)."""
+    if os.access(launcher.BUILT, os.X_OK):
+        return (launcher.BUILT,), None
+    return launcher.python_launcher(), f"{launcher.BUILT} is missing"
+
+
+def launcher_fallback_note(why: str, cgroup: CgroupVersion | None = None) -> str:
+    """The one line a harness without the C launcher logs (once per process). On cgroup
+    v2 the Python build moves itself into the call's cgroup through cgroup.procs, which
+    waits for an RCU grace period unless the hierarchy favours dynamic moves (host
+    configuration: suggested, never done here)."""
+    v2 = (
+        "; on cgroup v2 each call also waits 10-20 ms to join its cgroup, unless the host mounts cgroup2 with "
+        "favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)"
+    ) if cgroup == "v2" else ""
+    return (
+        f"the sandbox's C launcher cannot be used ({why}); Bash commands start through its Python build instead, "
+        "with the same protections, 20-50 ms slower each: reinstall Workingset where a C compiler (cc) is present "
+        f"(pip install ., or python setup.py build_ext --inplace in a checkout){v2}"
     )
 
 

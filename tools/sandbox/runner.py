@@ -1,14 +1,15 @@
 """BubblewrapRunner: the CommandRunner that puts every Bash command in the sandbox.
 
 One call, in order: the host checks (once per process, with a smoke run, which also
-finds out whether the kernel can give the workspace layer); the per-call cgroup; the
-stage (stage.py): in root mode the idmapped workspace (identity.py) and the layer's
-tmpfs, made here; the view (view.py); the seccomp filter on a pipe; then the child,
-between fork and exec, moves itself into the cgroup, builds its private stage (the
-overlay of layer over workspace; as an ordinary user inside a user namespace of its
-own, making the layer there and sending it back), sets its rlimits and drops to the
-sandbox uid before it executes bwrap. The watch (watch.py) takes over from there, and
-merges the layer back when the command has ended. The runner is a frozen model of its
+finds out whether the kernel can give the workspace layer and whether the C launcher
+runs here); the per-call cgroup; the stage (stage.py): in root mode the idmapped
+workspace (identity.py) and the layer's tmpfs, made here; the view (view.py); the
+seccomp filter on a pipe; then the launcher (launcher.py), spawned without a fork of
+the harness, moves itself into the cgroup, builds its private stage (the overlay of
+layer over workspace; as an ordinary user inside a user namespace of its own, making
+the layer there and sending it back), sets its rlimits and drops to the sandbox uid
+before it executes bwrap. The watch (watch.py) takes over from there, and merges the
+layer back when the command has ended. The runner is a frozen model of its
 configuration (config.py), so it pickles to Ray workers; what it learns about the host
 is cached per process.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import resource
 import socket
@@ -29,9 +31,11 @@ from pydantic import Field
 
 from tools.base import CommandLaunch, ToolError
 from tools.remove_tree import remove_tree
+from tools.sandbox import launcher
 from tools.sandbox.cgroups import CallCgroup, CgroupUnavailable
 from tools.sandbox.config import SandboxLimits, SandboxOptions
 from tools.sandbox.identity import Identity, idmapped_tree, reachable
+from tools.sandbox.launcher import Steps
 from tools.sandbox.layer import WorkspaceLayer
 from tools.sandbox.linux import describe
 from tools.sandbox.probe import (
@@ -40,8 +44,10 @@ from tools.sandbox.probe import (
     LayerUnavailable,
     SandboxUnavailable,
     bubblewrap_path,
+    built_launcher,
     check_host,
     explain_bwrap_failure,
+    launcher_fallback_note,
     layer_unavailable,
 )
 from tools.sandbox.stage import LAYER_STEP, LayerSpec, Stage, make_layer, stage_root
@@ -52,6 +58,7 @@ from tools.sandbox.watch import GrowthMeter, SandboxWatch
 __all__ = ["BubblewrapRunner"]
 
 _BWRAP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+_log = logging.getLogger(__name__)
 
 _hosts: dict[tuple, Host] = {}
 _layer_filesystems: dict[tuple, str | None] = {}  # (host key, st_dev): None, or why no layer there
@@ -87,7 +94,7 @@ class BubblewrapRunner(SandboxOptions):
     def _host_key(self) -> tuple:
         # Where bwrap is found is looked up every call: it may have been removed since.
         return (bubblewrap_path(self.bwrap), self.bwrap, self.uid, self.gid, self.seccomp, self.weak_limits,
-                self.weak_growth_limit, self.cgroup, self.cgroup_parent, os.geteuid())
+                self.weak_growth_limit, self.cgroup, self.cgroup_parent, os.geteuid(), launcher.BUILT)
 
     def host(self) -> Host:
         key = self._host_key()
@@ -96,20 +103,35 @@ class BubblewrapRunner(SandboxOptions):
                 bwrap=self.bwrap, uid=self.uid, gid=self.gid, use_seccomp=self.seccomp,
                 weak_limits=self.weak_limits, cgroup=self.cgroup, cgroup_parent=self.cgroup_parent,
             )
+            program, why_not = built_launcher()
+            host = dataclasses.replace(host, launcher=program)
             probe = Path(tempfile.mkdtemp(prefix="workingset-sandbox-probe-")).resolve()
             try:
                 try:
-                    self._smoke(host, probe, layered=True)
+                    host = self._first_smoke(host, probe)
+                except _LauncherDoesNotRun as exc:
+                    why_not = f"{launcher.BUILT} does not run here: {describe(exc.error)}"
+                    host = self._first_smoke(dataclasses.replace(host, launcher=launcher.python_launcher()), probe)
+                if host.layered:
                     _layer_filesystems[(key, probe.stat().st_dev)] = None
-                except LayerUnavailable:
-                    if not self.weak_growth_limit:
-                        raise
-                    host = dataclasses.replace(host, layered=False)
-                    self._smoke(host, probe, layered=False)
             finally:
                 remove_tree(probe, ignore_errors=True)
+            if why_not is not None:
+                _log.warning(launcher_fallback_note(why_not, host.cgroups.version if host.cgroups else None))
             _hosts[key] = host
         return _hosts[key]
+
+    def _first_smoke(self, host: Host, probe: Path) -> Host:
+        """The host as the first real sandbox finds it: layered, or (accepted) not."""
+        try:
+            self._smoke(host, probe, layered=True)
+            return host
+        except LayerUnavailable:
+            if not self.weak_growth_limit:
+                raise
+        host = dataclasses.replace(host, layered=False)
+        self._smoke(host, probe, layered=False)
+        return host
 
     def _layered(self, host: Host, ws: Path, device: int) -> bool:
         """Whether this call's writes go to a layer: the kernel can make one, and it can
@@ -137,14 +159,21 @@ class BubblewrapRunner(SandboxOptions):
         launch.watch.run_unwatched()
         try:
             done = subprocess.run(
-                launch.argv, env=launch.env, pass_fds=launch.pass_fds, preexec_fn=launch.preexec_fn,
+                launch.argv, env=launch.env, pass_fds=launch.pass_fds,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 text=True, timeout=60,
             )
-        except (OSError, subprocess.SubprocessError) as exc:
+            failed = launch.watch.launch_failure()
+        except OSError as exc:
+            if host.launcher == (launcher.BUILT,):
+                raise _LauncherDoesNotRun(exc) from None
+            raise launch.failure(exc) from exc
+        except subprocess.SubprocessError as exc:
             raise launch.failure(exc) from exc
         finally:
             launch.watch.close()  # unmerged: the layer is dropped
+        if failed is not None:
+            raise failed
         if done.returncode != 0:
             raise SandboxUnavailable(explain_bwrap_failure(done.stderr))
 
@@ -258,16 +287,52 @@ class BubblewrapRunner(SandboxOptions):
         argv += ["--", "bash", "-c", command]
         if view.stand_ins and watch.layer is None:  # bwrap made their mount points in the workspace itself
             watch.on_close.append(lambda: remove_stand_ins(ws, view.stand_ins))
-        cgroup_fds = watch.cgroup.procs_fds() if watch.cgroup else []
-        watch.child_fds += cgroup_fds
+        steps, error_read = self._steps(host, stage, watch)
+        pass_fds += steps.fds
+        watch.launch_failure = lambda: _launch_failure(error_read, as_root=identity.drops_root)
+        return CommandLaunch(
+            steps.command(host.launcher, argv), dict(_BWRAP_ENV), tuple(pass_fds), watch=watch,
+            failure=lambda exc: _spawn_failure(exc, error_read, as_root=identity.drops_root),
+        )
+
+    def _steps(self, host: Host, stage: Stage | None, watch: SandboxWatch) -> tuple[Steps, int]:
+        """What the launcher does before it executes bwrap: join the cgroup, build the
+        stage, set the rlimits, drop to the sandbox uid; and where it reports a failed
+        step (each names its step)."""
+        steps = Steps()
         error_read, error_write = os.pipe2(os.O_CLOEXEC)
         watch.held_fds.append(error_read)
         watch.child_fds.append(error_write)
-        child = _ChildSetup(cgroup_fds, stage, _rlimits(self.limits, weak=host.cgroups is None), identity, error_write)
-        return CommandLaunch(
-            argv, dict(_BWRAP_ENV), tuple(pass_fds), preexec_fn=child, watch=watch,
-            failure=lambda exc: _spawn_failure(exc, error_read, as_root=identity.drops_root),
-        )
+        steps.error_fd(error_write)
+        cgroup = watch.cgroup
+        if cgroup is not None:
+            steps.step("joining the call's cgroup")
+            if cgroup.tree.version == "v2":
+                fd = cgroup.directory_fd()
+                watch.child_fds.append(fd)
+                steps.spawn_into(fd)
+            else:
+                for fd in cgroup.tasks_fds():
+                    watch.child_fds.append(fd)
+                    steps.join(fd)
+        if stage is not None:
+            stage.steps(steps)
+        steps.step("setting resource limits")
+        for which, value in _rlimits(self.limits, weak=host.cgroups is None):
+            steps.rlimit(which, value)
+        identity = host.identity
+        if identity.drops_root:
+            steps.step(f"dropping to uid {identity.uid}")
+            steps.ids(identity.uid, identity.gid)
+        return steps, error_read
+
+
+class _LauncherDoesNotRun(Exception):
+    """The built launcher could not be executed here (another architecture, a noexec mount)."""
+
+    def __init__(self, error: OSError):
+        super().__init__(str(error))
+        self.error = error
 
 
 def _idmapped(ws: Path, identity: Identity) -> int:
@@ -303,49 +368,21 @@ def _rlimits(limits: SandboxLimits, *, weak: bool) -> list[tuple[int, int]]:
     return clamped
 
 
-class _ChildSetup:
-    """Runs in the forked child before it executes bwrap. Plain syscalls only; a
-    failure is written to the error pipe for the parent to report."""
-
-    def __init__(self, cgroup_fds: list[int], stage: Stage | None, rlimits: list[tuple[int, int]],
-                 identity: Identity, error_fd: int):
-        self.cgroup_fds = cgroup_fds
-        self.stage = stage
-        self.rlimits = rlimits
-        self.identity = identity
-        self.error_fd = error_fd
-
-    def __call__(self) -> None:
-        step = "joining the call's cgroup"
-        try:
-            for fd in self.cgroup_fds:
-                os.write(fd, b"0")
-            if self.stage is not None:
-                # As an ordinary user the namespace itself is there for the layer only.
-                step = LAYER_STEP if self.stage.own_ids else "staging the workspace in a private mount namespace"
-                self.stage.enter()
-                if self.stage.layer is not None:
-                    step = LAYER_STEP
-                self.stage.mount_workspace()
-            step = "setting resource limits"
-            for which, value in self.rlimits:
-                resource.setrlimit(which, (value, value))
-            if self.identity.drops_root:
-                step = f"dropping to uid {self.identity.uid}"
-                os.setgroups([])
-                os.setresgid(self.identity.gid, self.identity.gid, self.identity.gid)
-                os.setresuid(self.identity.uid, self.identity.uid, self.identity.uid)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.write(self.error_fd, f"{step}: {exc}".encode()[:4000])
-            raise
-
-
-def _spawn_failure(exc: BaseException, error_read: int, *, as_root: bool) -> ToolError:
+def _launch_failure(error_read: int, *, as_root: bool) -> ToolError | None:
+    """What the launcher reported before it exited, if it failed a step."""
     detail = ""
     with contextlib.suppress(OSError):
         os.set_blocking(error_read, False)
         detail = os.read(error_read, 4000).decode(errors="replace")
+    if not detail:
+        return None
     if detail.startswith(f"{LAYER_STEP}: "):
         return layer_unavailable(detail.removeprefix(f"{LAYER_STEP}: "), as_root=as_root)
-    return SandboxUnavailable(f"the sandbox could not start the command ({detail or exc}); {OPT_OUT}")
+    return SandboxUnavailable(f"the sandbox could not start the command ({detail}); {OPT_OUT}")
+
+
+def _spawn_failure(exc: BaseException, error_read: int, *, as_root: bool) -> ToolError:
+    """The launcher itself could not be started."""
+    return _launch_failure(error_read, as_root=as_root) or SandboxUnavailable(
+        f"the sandbox could not start the command ({exc}); {OPT_OUT}"
+    )

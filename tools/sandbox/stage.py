@@ -1,7 +1,8 @@
 """The stage: the private mount namespace the command's process builds before it runs bwrap.
 
-Everything here that runs in the child (`Stage.enter`, between fork and exec) is plain
-system calls, so that the launch can later move to a spawn without Python in the child.
+The harness prepares what it can (the idmapped workspace, the layer) and writes the rest
+as steps for the launcher (launcher.py), which carries them out in the child, between
+its spawn and bwrap.
 
 What the child builds, on a small tmpfs over the stage directory (empty on the host):
 - `lower`: the workspace as the command may see it — as root, its idmapped copy (a
@@ -35,8 +36,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tools.sandbox.linux as linux
+from tools.sandbox import launcher
 from tools.sandbox.errors import SandboxUnavailable
+from tools.sandbox.launcher import Steps
 
 __all__ = ["LAYER_STEP", "LayerSpec", "Stage", "StageError", "make_layer", "stage_root"]
 
@@ -72,31 +74,16 @@ class LayerSpec:
     def opaque_xattr(self) -> str:
         return f"{'user' if self.user_xattrs else 'trusted'}.overlay.opaque"
 
+    @property
+    def probe_xattr(self) -> str:
+        """An xattr in the namespace overlayfs will use, to find out whether the tmpfs holds one."""
+        return f"{'user' if self.user_xattrs else 'trusted'}.workingset"
+
 
 def make_layer(spec: LayerSpec) -> int:
-    """The layer's tmpfs, as a detached mount fd holding `upper/` and `work/`. Fails if
-    the tmpfs cannot hold the xattrs overlayfs marks replaced directories with (user
-    xattrs on tmpfs need Linux 6.6)."""
-    fd = linux.detached_tmpfs({"size": str(spec.cap_bytes), "nr_inodes": str(spec.inodes), "mode": "0700"})
-    try:
-        os.mkdir("upper", 0o700, dir_fd=fd)
-        os.mkdir("work", 0o700, dir_fd=fd)
-        work = os.open("work", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
-        probe = spec.opaque_xattr.replace(".overlay.opaque", ".workingset")
-        try:
-            os.setxattr(work, probe, b"1")
-        except OSError as exc:
-            raise OSError(exc.errno, f"tmpfs cannot hold {probe.split('.')[0]}.* xattrs: {exc.strerror}") from None
-        finally:
-            os.close(work)
-        if spec.upper_ids is not None:
-            os.chown("upper", *spec.upper_ids, dir_fd=fd)
-        os.chmod("upper", spec.upper_mode, dir_fd=fd)
-        os.utime("upper", ns=spec.upper_times_ns, dir_fd=fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    """The layer's tmpfs, as a detached mount fd holding `upper/` and `work/` (launcher.make_layer)."""
+    return launcher.make_layer(spec.cap_bytes, spec.inodes, spec.upper_mode, spec.upper_times_ns, spec.upper_ids,
+                               spec.probe_xattr)
 
 
 _stage_root: Path | None = None
@@ -153,50 +140,43 @@ class Stage:
         self.binds.append((str(source), staged))
         return staged
 
-    def enter(self) -> None:
-        """In the child, before exec: the private mount namespace holding the stage, with
-        the read-only sources staged."""
-        if self.own_ids is not None:
-            _own_user_namespace(*self.own_ids)
+    def steps(self, steps: Steps) -> None:
+        """What the child does (launcher.py): the private mount namespace holding the
+        stage, the read-only sources staged, then the workspace bwrap binds, at `source`.
+        Failures name the layer's step where the layer is at stake."""
+        if self.own_ids is not None:  # an ordinary user's namespace is there for the layer only
+            steps.step(LAYER_STEP)
+            steps.user_ns(*self.own_ids)
         else:
-            linux.unshare(linux.CLONE_NEWNS)
-        linux.mount("none", "/", None, linux.MS_REC | linux.MS_PRIVATE)
-        linux.mount("tmpfs", str(self.root), "tmpfs", 0, "mode=0711,size=64k")
+            steps.step("staging the workspace in a private mount namespace")
+            steps.mount_ns()
+        steps.tmpfs(str(self.root), "mode=0711,size=64k")
         for source, staged in self.binds:
-            if os.path.isdir(source):
-                os.mkdir(staged)
-            else:
-                os.close(os.open(staged, os.O_CREAT | os.O_WRONLY, 0o600))
-            linux.mount(source, staged, None, linux.MS_BIND | linux.MS_REC)
-
-    def mount_workspace(self) -> None:
-        """In the child, after `enter`: the workspace bwrap binds, at `source`."""
-        if self.layer is not None:
-            self._overlay(self.layer)
+            steps.bind(source, staged)
+        if self.layer is None:
+            assert self.tree_fd is not None
+            steps.mkdir(self.source)
+            steps.attach(self.tree_fd, self.source)
             return
-        assert self.tree_fd is not None
-        os.mkdir(self.source)
-        linux.move_mount(self.tree_fd, self.source)
-
-    def _overlay(self, layer: LayerSpec) -> None:
+        steps.step(LAYER_STEP)
         lower, up = str(self.root / "lower"), str(self.root / "up")
-        os.mkdir(lower)
         if self.tree_fd is not None:
-            linux.move_mount(self.tree_fd, lower)
+            steps.mkdir(lower)
+            steps.attach(self.tree_fd, lower)
         else:
-            linux.mount(str(self.workspace), lower, None, linux.MS_BIND | linux.MS_REC)
-        layer_fd = self.layer_fd
-        if layer_fd is None:
+            steps.bind(str(self.workspace), lower)
+        steps.mkdir(up)
+        if self.layer_fd is not None:
+            steps.attach(self.layer_fd, up)
+        else:
             assert self.layer_sender is not None
-            layer_fd = make_layer(layer)
-            socket.send_fds(self.layer_sender, [b"L"], [layer_fd])
-        os.mkdir(up)
-        linux.move_mount(layer_fd, up)
-        os.mkdir(self.source)
+            layer = self.layer
+            steps.layer(layer.cap_bytes, layer.inodes, layer.upper_mode, layer.upper_times_ns, layer.probe_xattr,
+                        self.layer_sender.fileno(), up)
+        steps.mkdir(self.source)
         lower, up = _escaped(lower), _escaped(up)
         options = f"lowerdir={lower},upperdir={up}/upper,workdir={up}/work,{_OVERLAY_OPTIONS}"
-        flags = linux.MS_NOSUID | linux.MS_NODEV
-        linux.mount("overlay", self.source, "overlay", flags, options + (",userxattr" if layer.user_xattrs else ""))
+        steps.overlay(self.source, options + (",userxattr" if self.layer.user_xattrs else ""))
 
     def close(self) -> None:
         if self.tree_fd is not None:
@@ -210,15 +190,3 @@ class Stage:
 def _escaped(path: str) -> str:
     """A path as overlayfs's options hold it (its separators escaped)."""
     return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
-
-
-def _own_user_namespace(uid: int, gid: int) -> None:
-    """A new user and mount namespace in which this process may mount, mapping only its
-    own ids (it runs bwrap as them: bwrap's caps end at exec)."""
-    linux.unshare(linux.CLONE_NEWUSER | linux.CLONE_NEWNS)
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n"), ("gid_map", f"{gid} {gid} 1\n")):
-        fd = os.open(f"/proc/self/{name}", os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            os.write(fd, text.encode())
-        finally:
-            os.close(fd)

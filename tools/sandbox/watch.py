@@ -24,10 +24,11 @@ import json
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.base import LimitReached
+from tools.base import LimitReached, ToolError
 from tools.sandbox.cgroups import CallCgroup
 from tools.sandbox.layer import WorkspaceLayer
 from tools.sandbox.merge import MergeReport
@@ -175,20 +176,26 @@ class SandboxWatch:
     handshake: tuple[int, int] | None = None  # bwrap's --info-fd (read end), --block-fd (write end)
     poll_s: float = 0.1
     pid: int | None = None
+    # What the launcher reported, if it failed a step before it became bwrap.
+    launch_failure: Callable[[], ToolError | None] = lambda: None
     _tmp_fd: int | None = None
 
     async def started(self, pid: int) -> None:
-        """bwrap has built the sandbox and waits on its block fd: take hold of its /tmp
-        (so it can be measured even after the command exits), then let it run."""
+        """The launcher is running (`pid`): once it has become bwrap and bwrap has built
+        the sandbox (it waits on its block fd), take the layer the launcher made (an
+        ordinary user's) and hold the sandbox's /tmp (so it can be measured even after
+        the command exits), then let it run. A step the launcher failed is raised here."""
         self.pid = pid
         self._close_child_fds()
-        if self.layer is not None:
-            self.layer.receive()
         if self.handshake is None:
             return
         info_fd, block_fd = self.handshake
         try:
             child = await _child_pid(info_fd)
+            if self.layer is not None:
+                self.layer.receive()
+            if child is None and (failed := self.launch_failure()) is not None:
+                raise failed
             if child is not None:
                 self._tmp_fd = await _sandbox_tmp(child, self.tmp_bytes)
         finally:
