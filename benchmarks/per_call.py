@@ -45,7 +45,8 @@ def run_loop(loop: str, calls: int, sandbox: bool) -> dict:
     if sandbox:
         command.append("--sandbox")
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "MSWEA_SILENT_STARTUP": "1"})
-    lines = done.stdout.strip().splitlines()
+    # Ray's driver may print its raylet's messages to stdout too: the result is the JSON line.
+    lines = [line for line in done.stdout.splitlines() if line.startswith('{"loop"')]
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise SystemExit(f"the {loop} loop failed: {tail}")
