@@ -13,11 +13,11 @@ added, however long the session has run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 
 from agents.messages import Message
 
-__all__ = ["GrowthCursor", "ToolIdIndex"]
+__all__ = ["GrowingSet", "GrowthCursor", "ToolIdIndex"]
 
 
 class GrowthCursor:
@@ -40,20 +40,31 @@ class GrowthCursor:
         return not grown, conversation[read:] if grown else conversation
 
 
-class ToolIdIndex:
-    """The ids of the conversation's tool_use blocks, answered or still open: the ids a
-    new reply's calls must not repeat. Grows with the conversation; built again, once,
-    when the conversation is replaced or loses its end."""
+class GrowingSet:
+    """What `facts` finds in each message of a conversation, as one set that grows with
+    the conversation; built again, once, when the conversation is replaced or loses its end."""
 
-    def __init__(self) -> None:
+    def __init__(self, facts: Callable[[Message], Iterable[str]]) -> None:
+        self._facts = facts
         self._cursor = GrowthCursor()
-        self._ids: set[str] = set()
+        self._found: set[str] = set()
 
-    def ids(self, conversation: Sequence[Message]) -> Set[str]:
-        """Every tool_use id in `conversation` (read-only: it is the index itself)."""
+    def of(self, conversation: Sequence[Message]) -> Set[str]:
+        """Every fact of `conversation` (read-only: it is the set itself)."""
         rewritten, unread = self._cursor.unread(conversation)
         if rewritten:
-            self._ids = set()
+            self._found = set()
         for message in unread:
-            self._ids.update(use.id for use in message.tool_uses)
-        return self._ids
+            self._found.update(self._facts(message))
+        return self._found
+
+
+class ToolIdIndex(GrowingSet):
+    """The ids of the conversation's tool_use blocks, answered or still open: the ids a
+    new reply's calls must not repeat."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda message: (use.id for use in message.tool_uses))
+
+    def ids(self, conversation: Sequence[Message]) -> Set[str]:
+        return self.of(conversation)

@@ -9,35 +9,42 @@ as one text block per directory, in the same user message, so nothing before the
 changes. What was told is read back from the conversation: a directory told once is not
 told again, unless a compaction folded the telling away, and then it is told again at
 its next use. Directories inside `.git/`, `.workingset/` and `.claude/` are not read.
+What was told is kept as the conversation grows (`ToldDirectories`), so a file call
+costs the same however long the session has run.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Set
 from pathlib import Path, PurePosixPath
 
+from agents.conversation_growth import GrowingSet
 from agents.instructions import read_directory_instructions
 from agents.messages import Message, TextBlock
 from agents.system_prompt import project_instructions_section
 from tools.protected import protected_part
 
-__all__ = ["nested_instructions", "told_directories"]
+__all__ = ["ToldDirectories", "nested_instructions"]
 
 _HEADER = "[Project instructions of {directory}/, read when a file tool first reached it]"
 _TOLD = re.compile(r"^\[Project instructions of (.+)/, read when a file tool first reached it\]")
 
 
-def told_directories(conversation: Sequence[Message]) -> set[str]:
-    """The directories whose instructions the conversation has told."""
-    told = set()
-    for message in conversation:
-        if message.role != "user":
-            continue
+def _told_in(message: Message) -> Iterator[str]:
+    """The directories whose instructions `message` told."""
+    if message.role == "user":
         for block in message.content:
             if isinstance(block, TextBlock) and (match := _TOLD.match(block.text)) is not None:
-                told.add(match.group(1))
-    return told
+                yield match.group(1)
+
+
+class ToldDirectories(GrowingSet):
+    """The directories whose instructions a conversation has told, kept as it grows
+    (`agents.conversation_growth`)."""
+
+    def __init__(self) -> None:
+        super().__init__(_told_in)
 
 
 def _directories(subjects: Iterable[str]) -> list[str]:
@@ -56,14 +63,14 @@ def _directories(subjects: Iterable[str]) -> list[str]:
 
 
 def nested_instructions(
-    workspace: Path, subjects: Iterable[str], conversation: Sequence[Message]
+    workspace: Path, subjects: Iterable[str], told: Set[str]
 ) -> tuple[list[TextBlock], list[str]]:
     """Text blocks telling the instructions of the subdirectories `subjects` (paths the
-    file tools reached, workspace-relative) lie in, those not told yet; and problems."""
+    file tools reached, workspace-relative) lie in, those not told yet (`told`: the
+    directories the conversation has told); and problems."""
     candidates = _directories(subjects)
     if not candidates:
         return [], []
-    told = told_directories(conversation)
     blocks, problems = [], []
     for directory in candidates:
         if directory in told:

@@ -1,5 +1,8 @@
 """Garbage collection of a session's store: what only retired versions refer to.
 
+A retired version goes with its journal entries (`agents.snapshot_journal`); the messages
+those entries hold are inside them, so nothing else is referred to by them alone.
+
 Runs inside one write transaction of its own (never inside a save's), after the save
 that retired the versions committed; a collection killed part way deletes nothing.
 """
@@ -11,6 +14,7 @@ import diskcache
 from agents.snapshot_errors import SnapshotCorrupt, SnapshotTooNew
 from agents.snapshot_file import SessionRecord
 from agents.snapshot_index import chunk_digests
+from agents.snapshot_journal import JOURNAL_LIMIT, journal_key
 from agents.snapshot_version import open_envelope
 
 __all__ = ["collect"]
@@ -54,6 +58,9 @@ def collect(cache: diskcache.Cache, record: SessionRecord) -> bool:
             candidates.difference_update(chunk_digests(cache.get("c:" + key) or b""))
     for v in record.retired:
         cache.delete("v:" + v)
+        for n in range(JOURNAL_LIMIT):  # a version's entries are numbered from 0 with no gap
+            if not cache.delete(journal_key(v, n)):
+                break
     for key in dead_chunks:
         cache.delete("c:" + key)
     for digest in candidates:

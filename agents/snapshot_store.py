@@ -5,12 +5,17 @@ One store file per session (`<root>/<session_id>/cache.db`, see `agents.snapshot
     m:<digest>   one message, msgpack; its key is the sha256 of its bytes
     c:<digest>   a chunk of up to 64 message digests (the version's index, in pieces)
     v:<id>       a version: envelope {schema, sum, body}; body = header + chunk digests
+    j:<id>:<n>   journal entry n on version <id>: a save made inside a turn (agents.snapshot_journal)
     session      the record: current, history (oldest first), retired, and what lists show
 
 A save is one SQLite transaction that adds what the version needs and moves `current`;
 it never rewrites a stored key, so a save killed at any moment, or failing on a full
 disk, leaves the previous state exactly as it was. Only the new messages are encoded
 and written (`agents.snapshot_index`), so a save costs the same at any history length.
+A save made inside a turn (reason `tool_batch`) that only appends to what this process
+last stored is one added journal row instead (`agents.snapshot_journal`): no record is
+rewritten and no history rotates, so the twice-per-call saves of a turn cost one small
+insert each; the current version is read with its journal.
 Versions leave the history at once; their data is collected later, in a transaction of
 its own, and only what no remaining version refers to. Two processes writing one
 session serialize on SQLite's write lock. A version whose checksum, chunk or message
@@ -60,6 +65,16 @@ from agents.snapshot_file import (
 )
 from agents.snapshot_gc import collect
 from agents.snapshot_index import Delta, StoredIndex, plan
+from agents.snapshot_journal import (
+    JOURNAL_LIMIT,
+    JOURNALED_REASON,
+    JournalTip,
+    entry_name,
+    journal_key,
+    make_entry,
+    read_journal,
+    split_name,
+)
 from agents.snapshot_version import make_envelope, open_envelope, read_version
 
 __all__ = [
@@ -146,6 +161,7 @@ class DiskSnapshotStore:
         self._worker_lock = threading.Lock()
         self._caches: OrderedDict[str, diskcache.Cache] = OrderedDict()
         self._indexes: dict[str, StoredIndex] = {}  # per session: a stored version, as this process knows it
+        self._tips: dict[str, JournalTip] = {}  # per session: what it last stored (a version and its journal)
         self._worker: ThreadPoolExecutor | None = None
         self._open_limit = _open_limit()
 
@@ -166,8 +182,15 @@ class DiskSnapshotStore:
         return self.save(loaded.state.model_copy(update={"saved_at": time.time(), "reason": f"restored {version}"}))
 
     def _write(self, state: SessionState, *, version: str | None = None) -> tuple[str, bool]:
-        """Returns (version, whether retired versions await collection)."""
+        """Returns (version or journal entry, whether retired versions await collection)."""
         sid = _check_id(state.session_id)
+        tip = self._tips.get(sid)
+        if version is None and tip is not None and state.reason == JOURNALED_REASON and tip.entries < JOURNAL_LIMIT:
+            appended = tip.appended(state.conversation)
+            if appended is not None:
+                name = self._journal(sid, state, tip, appended)
+                if name is not None:
+                    return name, False
         stored = self._indexes.get(sid)
         try:
             delta = plan(state.conversation, stored)
@@ -186,7 +209,31 @@ class DiskSnapshotStore:
             self._indexes[sid] = delta.fresh_index(version)
         else:
             stored.advance(delta, version)
+        self._tips[sid] = JournalTip(version, 0, list(state.conversation))
         return version, collect
+
+    def _journal(self, sid: str, state: SessionState, tip: JournalTip, appended: list) -> str | None:
+        """Store `state` as the next journal entry on the version this process last stored
+        (`agents.snapshot_journal`); None when only a version can store it (another process
+        saved the session since, or the store was found damaged and set aside)."""
+        try:
+            entry = make_entry(state.header(), appended, len(state.conversation))
+        except CodecError as exc:
+            raise SnapshotError(f"session {sid} cannot be saved: {exc}; the previous snapshot is unchanged") from exc
+        try:
+            cache = self._writable(sid)
+            with cache.transact():
+                if self._record(cache, sid).current != tip.version:
+                    return None
+                if not cache.add(journal_key(tip.version, tip.entries), entry):  # never replaces an entry
+                    return None
+        except StoreDamaged:
+            return None
+        except (OSError, sqlite3.Error, diskcache.Timeout) as exc:
+            raise store_error(exc, sid, self.root / sid, "write") from exc
+        name = entry_name(tip.version, tip.entries)
+        tip.advance(appended)
+        return name
 
     def _commit(self, sid: str, state: SessionState, envelope: bytes, delta: Delta, stored: StoredIndex | None,
                 version: str | None) -> tuple[str, bool, Delta, StoredIndex | None]:
@@ -282,6 +329,7 @@ class DiskSnapshotStore:
         if cache is not None:
             cache.close()
         self._indexes.pop(sid, None)
+        self._tips.pop(sid, None)
         target = quarantine(self.root, sid, why)
         fresh = open_for_write(sid, self.root / sid)
         try:
@@ -293,12 +341,14 @@ class DiskSnapshotStore:
     # -- reading ------------------------------------------------------------------------
 
     def load(self, session_id: str, version: str | None = None, *, fall_back: bool = True) -> LoadedSnapshot:
+        """The current version with its journal (or `version`: a version alone, or
+        `<version>.<n>`, one with its journal entries up to n)."""
         sid = _check_id(session_id)
         with StoreReader(sid, self.root / sid) as reader:
             record = reader.record()
             if record is None or not record.current:
                 raise SnapshotNotFound(f"no snapshot of session {sid} in {self.root}")
-            wanted = version or record.current
+            wanted, upto = split_name(version or record.current)
             if wanted != record.current and wanted not in record.history:
                 raise SnapshotNotFound(
                     f"version {wanted} of session {sid} is not kept; `workingset sessions history "
@@ -306,7 +356,7 @@ class DiskSnapshotStore:
                 )
             try:
                 state, index = read_version(reader, wanted)
-                loaded = LoadedSnapshot(state=state, version=wanted)
+                loaded = self._with_journal(reader, wanted, state, upto, whole=version is None)
             except SnapshotCorrupt as exc:
                 _blame_the_file(reader, exc)
                 if not fall_back:
@@ -316,7 +366,25 @@ class DiskSnapshotStore:
                 loaded = LoadedSnapshot(state=state, version=index.version, problem=problem)
         with self._lock:
             self._indexes[sid] = index  # the next save is a delta against what was read
+            if loaded.problem is None and version is None:  # and the next save inside a turn an entry after it
+                last = split_name(loaded.version)[1]
+                self._tips[sid] = JournalTip(index.version, 0 if last is None else last + 1, list(loaded.state.conversation))
+            else:
+                self._tips.pop(sid, None)
         return loaded
+
+    @staticmethod
+    def _with_journal(reader: StoreReader, version: str, state: SessionState, upto: int | None, *,
+                      whole: bool) -> LoadedSnapshot:
+        """`state` with the journal entries on it: all of them (`whole`), up to `upto`, or none."""
+        if upto is None and not whole:
+            return LoadedSnapshot(state=state, version=version)
+        state, applied, problem = read_journal(reader, version, state, upto=upto)
+        if upto is not None and applied <= upto and problem is None:
+            raise SnapshotNotFound(f"journal entry {entry_name(version, upto)} of session {reader.session_id} "
+                                   "is not stored")
+        name = entry_name(version, applied - 1) if applied else version
+        return LoadedSnapshot(state=state, version=name, problem=problem)
 
     def _fall_back(self, reader: StoreReader, record: SessionRecord, wanted: str, exc: SnapshotCorrupt):
         for older in reversed([v for v in record.history if v < wanted]):
@@ -423,6 +491,7 @@ class DiskSnapshotStore:
         with self._lock:
             cache = self._caches.pop(sid, None)
             self._indexes.pop(sid, None)
+            self._tips.pop(sid, None)
             if cache is not None:
                 cache.close()
 
@@ -444,6 +513,7 @@ class DiskSnapshotStore:
             if cache is not None:
                 cache.close()
             self._indexes.pop(sid, None)
+            self._tips.pop(sid, None)
             shutil.rmtree(self.root / sid, ignore_errors=True)
 
     def close(self) -> None:

@@ -19,12 +19,17 @@ from agents.snapshot_errors import SnapshotCorrupt, SnapshotTooNew
 from agents.snapshot_file import SalvagedRows, StoreReader
 from agents.snapshot_index import Delta, StoredIndex, chunk_digests, last_text
 
-__all__ = ["make_envelope", "open_envelope", "read_version"]
+__all__ = ["make_envelope", "open_envelope", "read_version", "seal"]
 
 
 def make_envelope(header: dict, delta: Delta) -> bytes:
-    body = pack({"header": header, "chunks": delta.chunks, "count": delta.count})
-    return pack({"schema": SCHEMA_VERSION, "sum": hashlib.sha256(body).hexdigest(), "body": body})
+    return seal({"header": header, "chunks": delta.chunks, "count": delta.count})
+
+
+def seal(body: dict) -> bytes:
+    """`body` in an envelope with this Workingset's schema and a checksum (`open_envelope`)."""
+    packed = pack(body)
+    return pack({"schema": SCHEMA_VERSION, "sum": hashlib.sha256(packed).hexdigest(), "body": packed})
 
 
 def open_envelope(raw: object, version: str) -> dict:

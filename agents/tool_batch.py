@@ -28,7 +28,7 @@ from agents.compaction import clip_tool_result
 from agents.events import Notice, PermissionDecided, PermissionRequested, ToolCall, ToolResult
 from agents.hooks import HookEvent
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from agents.nested_instructions import nested_instructions
+from agents.nested_instructions import ToldDirectories, nested_instructions
 from agents.permissions import Decision, permission_subject
 from agents.permissions.preview import change_preview
 from agents.permissions.rules import PATH_TOOLS
@@ -88,6 +88,7 @@ class ToolBatchRunner:
         self.checkpoint = checkpoint  # saves the state (a snapshot) before each wave and after the batch
         self._reached: list[str] = []  # paths the file tools of this batch reached
         self._noted: set[str] = set()  # instruction problems already told the user
+        self._told = ToldDirectories()  # the directories whose instructions the conversation told
 
     async def gate(self, uses: list[ToolUseBlock]) -> PendingState:
         kit = self.kit
@@ -151,7 +152,10 @@ class ToolBatchRunner:
     def _nested_instructions(self) -> list[TextBlock]:
         """The instructions of subdirectories this batch's file tools reached first."""
         reached, self._reached = self._reached, []
-        blocks, problems = nested_instructions(self.kit.tool_context.workspace, reached, self.state.conversation)
+        if not reached:
+            return []
+        told = self._told.of(self.state.conversation)
+        blocks, problems = nested_instructions(self.kit.tool_context.workspace, reached, told)
         for problem in problems:
             if problem not in self._noted:
                 self._noted.add(problem)

@@ -5,16 +5,20 @@
 Each trial starts a writer process on one session. Like `run --resume`, it loads the
 session when there is one (so every trial after the first is a resumed process), then
 appends a tool interaction whose result is a distinct `body-kb` KB and saves, again and
-again, printing "saving" before each save and the version id once `save` returned. The
-conversation keeps its first message and the last 10 interactions (older ones leave it,
-as a compaction would), so saves also rewrite and garbage collection runs. The
+again, printing "saving" before each save and the version id (or journal entry name,
+`<version>.<n>`) once `save` returned. Like a session, four saves in five are made inside
+a turn (reason `tool_batch`: journal entries on the last version, `agents.snapshot_journal`)
+and every fifth ends one (a version). Every 10 interactions the conversation drops all but
+its first message and the last 10 (as a compaction would), so saves also rewrite and
+garbage collection runs. The
 driver kills it with SIGKILL at a random moment (uniform over 0–`--window` s after its
 first save is reported), then opens the store itself and checks:
 
-- the current version loads intact, and it is the last version reported or a later one
-  (a save can commit before its id is printed);
-- every reported version that is not older than the oldest kept version (older ones
-  were rotated out on purpose, `--max-history`) still loads intact (fall_back=False).
+- the current version loads intact (with its journal), and it is the last version or
+  entry reported or a later one (a save can commit before its id is printed);
+- every reported version or entry whose version is not older than the oldest kept one
+  (older ones were rotated out on purpose, `--max-history`) still loads intact
+  (fall_back=False).
 
 A version that fails the second check is lost; a failure of the first loses the session.
 "Inside a save" counts the kills whose last line was "saving" — the process died between
@@ -36,6 +40,7 @@ from pathlib import Path
 
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.session_state import SessionState
+from agents.snapshot_journal import JOURNALED_REASON, split_name
 from agents.snapshot_store import DiskSnapshotStore, SnapshotError, SnapshotNotFound
 
 SID = "killed"
@@ -64,11 +69,17 @@ def writer(root: Path, body_kb: int, max_history: int) -> None:
     while True:
         conversation += _interaction(n, body_kb)
         n += 1
-        if len(conversation) > 1 + 2 * _WINDOW:
+        if len(conversation) > 1 + 4 * _WINDOW:
             conversation = [conversation[0], *conversation[-2 * _WINDOW :]]
+        reason = "end_turn" if n % 5 == 0 else JOURNALED_REASON
         print("saving", flush=True)
-        version = store.save(state.model_copy(update={"conversation": list(conversation)}))
+        version = store.save(state.model_copy(update={"conversation": list(conversation), "reason": reason}))
         print(version, flush=True)
+
+
+def _is_name(line: str) -> bool:
+    """A version id or a journal entry's name, as the writer prints them."""
+    return split_name(line.strip())[0].isdigit()
 
 
 @dataclass
@@ -101,7 +112,7 @@ def _check(root: Path, trial: Trial, max_history: int) -> None:
             trial.session_lost = f"current {loaded.version} is older than the last reported save {trial.reported[-1]}"
         oldest = min(kept)
         for version in trial.reported:
-            if version < oldest:
+            if split_name(version)[0] < oldest:
                 continue  # rotated out by max_history, as configured
             try:
                 store.load(SID, version, fall_back=False)
@@ -121,7 +132,7 @@ def run_trial(root: Path, rng: random.Random, *, body_kb: int, max_history: int,
     # The kill is timed from the writer's first completed save, not from its start: on a
     # busy machine a start-relative moment can fall before any save, which tests nothing.
     seen = []
-    while not (line := proc.stdout.readline()).strip().isdigit():
+    while not _is_name(line := proc.stdout.readline()):
         if not line:
             raise RuntimeError(f"writer stopped before its first save: {proc.stderr.read()}")
         seen.append(line)
@@ -132,7 +143,7 @@ def run_trial(root: Path, rng: random.Random, *, body_kb: int, max_history: int,
     out = "".join(seen) + rest
     lines = out.splitlines()
     complete = lines if out.endswith("\n") else lines[:-1]
-    trial = Trial(reported=[x for x in complete if x.isdigit()], inside_save=bool(complete) and complete[-1] == "saving")
+    trial = Trial(reported=[x for x in complete if _is_name(x)], inside_save=bool(complete) and complete[-1] == "saving")
     _check(root, trial, max_history)
     return trial
 

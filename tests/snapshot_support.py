@@ -26,3 +26,16 @@ def dump_session(root: Path, session_id: str = SID) -> dict:
 
 def session_keys(root: Path, prefix: str, session_id: str = SID) -> set[str]:
     return {k for k in dump_session(root, session_id) if isinstance(k, str) and k.startswith(prefix)}
+
+
+def edit_key(root: Path, key: str, value: bytes | None, session_id: str = SID) -> None:
+    """Replace (or, with None, delete) one stored value behind the store's back."""
+    with diskcache.Cache(str(root / session_id)) as cache:
+        if value is None:
+            assert cache.delete(key)
+        else:
+            cache.set(key, value)
+
+
+def flip_last_byte(raw: bytes) -> bytes:
+    return raw[:-1] + bytes([raw[-1] ^ 0xFF])

@@ -6,6 +6,7 @@ import random
 from agents.conversation_growth import GrowthCursor, ToolIdIndex
 from agents.events import Notice
 from agents.messages import Message, StateReminder, TextBlock, ToolUseBlock, tool_uses_by_id
+from agents.nested_instructions import ToldDirectories
 from agents.state_reminders import ToldState, told_state
 from tests.fakes import RecordingModel, local_session, random_conversation
 
@@ -70,6 +71,17 @@ def test_the_tool_id_index_always_holds_the_ids_a_whole_reading_finds():
         index = ToolIdIndex()
         for conversation in _grown_popped_and_replaced(seed):
             assert index.ids(conversation) == set(tool_uses_by_id(conversation))
+
+
+def test_the_told_directories_forget_a_telling_a_compaction_folded_away():
+    told = ToldDirectories()
+    telling = Message(role="user", content=(TextBlock(
+        text="[Project instructions of pkg/, read when a file tool first reached it]\nPKG rules"),))
+    conversation = [Message.user("go"), telling]
+    assert told.of(conversation) == {"pkg"}
+    conversation.append(Message.user("more"))
+    assert told.of(conversation) == {"pkg"}
+    assert told.of([Message.user("summary of the earlier work"), conversation[-1]]) == set()
 
 
 def test_the_told_state_always_is_what_a_whole_reading_finds():

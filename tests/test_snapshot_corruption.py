@@ -4,7 +4,6 @@ a restore of a corrupt one are clear errors that change nothing."""
 
 from pathlib import Path
 
-import diskcache
 import pytest
 
 from agents.codec import pack, unpack
@@ -13,15 +12,7 @@ from agents.messages import Message
 from agents.session_state import SessionState
 from agents.snapshot_store import DiskSnapshotStore, SnapshotCorrupt
 from tests.fakes import session_state
-from tests.snapshot_support import SID, dump_session, growing_conversation
-
-
-def _edit(root: Path, key: str, value: bytes | None, session_id: str = SID) -> None:
-    with diskcache.Cache(str(root / session_id)) as cache:
-        if value is None:
-            assert cache.delete(key)
-        else:
-            cache.set(key, value)
+from tests.snapshot_support import SID, dump_session, edit_key, flip_last_byte, growing_conversation
 
 
 def _messages_of(root: Path, version: str) -> list[str]:
@@ -38,10 +29,6 @@ def _messages_of(root: Path, version: str) -> list[str]:
 # -- corruption: fall back to the newest intact version, overwrite nothing -------------------
 
 
-def _flip_last_byte(raw: bytes) -> bytes:
-    return raw[:-1] + bytes([raw[-1] ^ 0xFF])
-
-
 def _schema(number: int):
     def rewrite(raw: bytes) -> bytes:
         envelope = unpack(raw)
@@ -52,7 +39,7 @@ def _schema(number: int):
 
 
 ENVELOPE_DAMAGE = {
-    "flipped byte": (_flip_last_byte, "fails its checksum"),
+    "flipped byte": (flip_last_byte, "fails its checksum"),
     "truncated": (lambda raw: raw[: len(raw) // 2], "cannot be decoded"),
     "no known schema": (_schema(0), "has no known schema (0)"),
     "garbage": (lambda raw: b"\xc1\xff garbage, not msgpack \x00\x01", "cannot be decoded"),
@@ -75,7 +62,7 @@ def test_a_damaged_current_envelope_falls_back_to_the_newest_intact_version(tmp_
     root = tmp_path / "snapshots"
     v1, v2, intact = _two_versions(root)
     corrupt, expected = ENVELOPE_DAMAGE[damage]
-    _edit(root, "v:" + v2, corrupt(dump_session(root)["v:" + v2]))
+    edit_key(root, "v:" + v2, corrupt(dump_session(root)["v:" + v2]))
     before = dump_session(root)
 
     store = DiskSnapshotStore(root)
@@ -94,10 +81,10 @@ def test_a_missing_message_or_index_chunk_falls_back_and_names_it(tmp_path, what
     v1, v2, intact = _two_versions(root)
     if what == "message":
         only_in_v2 = set(_messages_of(root, v2)) - set(_messages_of(root, v1))
-        _edit(root, "m:" + sorted(only_in_v2)[0], None)
+        edit_key(root, "m:" + sorted(only_in_v2)[0], None)
     else:
         chunk = unpack(unpack(dump_session(root)["v:" + v2])["body"])["chunks"][0]
-        _edit(root, "c:" + chunk, None)
+        edit_key(root, "c:" + chunk, None)
     before = dump_session(root)
 
     store = DiskSnapshotStore(root)
@@ -113,7 +100,7 @@ def test_a_message_with_undecodable_bytes_is_detected_by_its_digest(tmp_path):
     root = tmp_path / "snapshots"
     v1, v2, intact = _two_versions(root)
     only_in_v2 = sorted(set(_messages_of(root, v2)) - set(_messages_of(root, v1)))[0]
-    _edit(root, "m:" + only_in_v2, b"\xc1\xc1\xc1 undecodable")
+    edit_key(root, "m:" + only_in_v2, b"\xc1\xc1\xc1 undecodable")
     store = DiskSnapshotStore(root)
     loaded = store.load(SID)
     store.close()
@@ -126,7 +113,7 @@ def test_fallback_skips_several_corrupt_versions_to_the_newest_intact_one(tmp_pa
     versions = [store.save(session_state(growing_conversation(n))) for n in range(1, 5)]
     store.close()
     for v in versions[2:]:
-        _edit(root, "v:" + v, b"garbage")
+        edit_key(root, "v:" + v, b"garbage")
     store = DiskSnapshotStore(root)
     loaded = store.load(SID)
     store.close()
@@ -138,7 +125,7 @@ def test_no_intact_version_is_a_clear_error_and_nothing_is_changed(tmp_path):
     root = tmp_path / "snapshots"
     v1, v2, _ = _two_versions(root)
     for v in (v1, v2):
-        _edit(root, "v:" + v, _schema(0)(dump_session(root)["v:" + v]))
+        edit_key(root, "v:" + v, _schema(0)(dump_session(root)["v:" + v]))
     before = dump_session(root)
     store = DiskSnapshotStore(root)
     with pytest.raises(SnapshotCorrupt, match=f"{v2} has no known schema.*no intact older version exists"):
@@ -150,7 +137,7 @@ def test_no_intact_version_is_a_clear_error_and_nothing_is_changed(tmp_path):
 def test_asking_for_a_corrupt_version_without_fallback_raises(tmp_path):
     root = tmp_path / "snapshots"
     _, v2, _ = _two_versions(root)
-    _edit(root, "v:" + v2, b"garbage")
+    edit_key(root, "v:" + v2, b"garbage")
     store = DiskSnapshotStore(root)
     with pytest.raises(SnapshotCorrupt, match=f"snapshot version {v2} cannot be decoded") as caught:
         store.load(SID, fall_back=False)
@@ -161,8 +148,8 @@ def test_asking_for_a_corrupt_version_without_fallback_raises(tmp_path):
 def test_saving_after_a_fallback_keeps_the_corrupt_version_untouched_in_history(tmp_path):
     root = tmp_path / "snapshots"
     v1, v2, intact = _two_versions(root)
-    damaged = _flip_last_byte(dump_session(root)["v:" + v2])
-    _edit(root, "v:" + v2, damaged)
+    damaged = flip_last_byte(dump_session(root)["v:" + v2])
+    edit_key(root, "v:" + v2, damaged)
     store = DiskSnapshotStore(root)
     loaded = store.load(SID)
     v3 = store.save(loaded.state.model_copy(update={"conversation": [*loaded.state.conversation, Message.user("go on")]}))
@@ -175,7 +162,7 @@ def test_saving_after_a_fallback_keeps_the_corrupt_version_untouched_in_history(
 def test_restore_of_a_corrupt_version_refuses_and_changes_nothing(tmp_path):
     root = tmp_path / "snapshots"
     v1, v2, _ = _two_versions(root)
-    _edit(root, "v:" + v1, b"garbage")
+    edit_key(root, "v:" + v1, b"garbage")
     before = dump_session(root)
     store = DiskSnapshotStore(root)
     with pytest.raises(SnapshotCorrupt, match=v1):

@@ -34,6 +34,7 @@ from tools.base import (
     ToolContext,
     ToolOutput,
 )
+from tools.child_watch import watch_children_by_pidfd
 
 __all__ = ["BashInput", "BashTool", "OutputCapture"]
 
@@ -107,6 +108,7 @@ class BashTool:
 
     async def _run(self, launch: CommandLaunch, workspace: Path, timeout: float, capture: OutputCapture) -> ToolOutput:
         loop = asyncio.get_running_loop()
+        watch_children_by_pidfd()
         watch = launch.watch
         try:
             transport, proto = await loop.subprocess_exec(
