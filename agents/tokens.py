@@ -122,9 +122,12 @@ class CharRatioEstimator:
 class CalibratedCounter:
     """A counter scaled by what the provider reported for requests it estimated.
 
-    The scale moves halfway to each new observation, in steps of 5 % (so cached
-    per-message estimates stay valid between steps), and stays within [0.5, 4].
-    Until the first observation it is the base counter's estimate unchanged."""
+    Conservative, because an undercount is what sends a request over the window: the
+    scale never falls below the latest observed ratio (provider's count ÷ the base
+    estimate), rising to it at once, and falls only halfway towards a lower one. It
+    moves in steps of 5 %, rounded up (so cached per-message estimates stay valid
+    between steps), within [0.5, 4]. Until the first observation it is the base
+    counter's estimate unchanged."""
 
     STEP = 0.05
     LOWEST, HIGHEST = 0.5, 4.0
@@ -160,8 +163,9 @@ class CalibratedCounter:
             return
         unscaled = estimated / self.scale
         target = actual / unscaled
-        blended = target if self.observations == 0 else (self.scale + target) / 2
-        stepped = round(min(max(blended, self.LOWEST), self.HIGHEST) / self.STEP) * self.STEP
+        blended = target if self.observations == 0 else max(target, (self.scale + target) / 2)
+        # Rounded up to the step (less a hair of float error, so 1.4 stays 1.4).
+        stepped = math.ceil(min(max(blended, self.LOWEST), self.HIGHEST) / self.STEP - 1e-9) * self.STEP
         self.observations += 1
         self.scale = round(stepped, 2)
         self.key = self.base.key if self.scale == 1.0 else f"{self.base.key}x{self.scale}"

@@ -112,6 +112,16 @@ def test_calibration_scales_estimates_to_what_the_provider_counted():
     assert counter.scale == 1.5  # a confirmed scale stays
 
 
+def test_calibration_never_counts_below_the_latest_measured_ratio():
+    from agents.tokens import CalibratedCounter
+
+    counter = CalibratedCounter()
+    counter.observe(1_000, 1_420)
+    assert counter.scale == 1.45  # rounded up to the 5% step, never down to 1.4
+    counter.observe(1_450, 2_000)  # unscaled 1000 → 2.0: the scale rises to it at once, not halfway
+    assert counter.scale == 2.0
+
+
 def test_a_scaled_counter_counts_a_message_it_has_never_seen():
     from agents.tokens import CalibratedCounter
 

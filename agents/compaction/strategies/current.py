@@ -1,8 +1,11 @@
 """`current`, the default strategy: a current, evidence-preserving, cache-aware working set.
 
-  auto    — under `start` × the budget (the budget itself by default): nothing, so the
-            cached prefix stays byte-identical between compactions. Over it, one
-            compaction in a large step, down to `target` × the budget:
+  auto    — while the request fits the window (less the output reserve and `headroom`):
+            nothing, so a conversation that fits is sent exactly as it is (no harm where
+            nothing is needed) and the cached prefix stays byte-identical between
+            compactions. The count is the session's, calibrated by provider usage and
+            rounded up (`agents.tokens.CalibratedCounter`). Past it, one compaction in a
+            large step, down to `target` × the budget:
             1. currentness: every result a later call made stale (re-run, file rewritten
                or re-read whole; partial edits too with `edits`) becomes a `superseded`
                note naming the call that superseded it (all but the latest result).
@@ -26,12 +29,13 @@
 
 Parameters (each switchable, for the benchmark's ablation):
   target: float = 0.6        a compaction brings the request to target × budget (0 < t ≤ 1)
-  start: float = 1.0         an auto compaction starts once the request passes start × budget
-                             (≥ target; below 1 it sends fewer tokens, compacting more often; above
-                             1 it spends the margin compact.ratio keeps for the estimator's error,
-                             never past the window minus the output reserve, budget ÷ ratio; that
-                             margin is needed: counted by a real BPE, 1.1 and 1.25 send requests
-                             over the window on 21 and 42 of 53 recorded trajectories at 16K)
+  headroom: float = 0.05     an auto compaction starts once the request passes (1 − headroom) ×
+                             the window minus the output reserve (budget ÷ ratio): the share kept
+                             for what the calibrated count may still miss (new content denser than
+                             the last measured request)
+  start: float | None = None instead, start once the request passes start × budget (≥ target;
+                             never past the window minus the output reserve). 1.0 was the default
+                             before the count was calibrated: it compacted conversations that fit
   keep: int = 3              most recent tool calls never folded (>= 0)
   currentness: bool = True   clear superseded results first
   edits: bool = False        a partial edit also supersedes earlier reads of its file
@@ -82,7 +86,8 @@ class CurrentWorkingSet(BudgetGated):
     name: ClassVar[str] = "current"
     SETTINGS: ClassVar[Mapping[str, str]] = {"manual_keep": "manual_keep_messages"}
     target: float = 0.6
-    start: float = 1.0
+    headroom: float = 0.05
+    start: float | None = None
     keep: int = 3
     currentness: bool = True
     edits: bool = False
@@ -96,7 +101,8 @@ class CurrentWorkingSet(BudgetGated):
     def __post_init__(self) -> None:
         check_setting_parameters(self, self.SETTINGS)
         check(0 < self.target <= 1, "target must be > 0 and <= 1 (a share of the budget)")
-        check(self.target <= self.start, "start must be >= target (a share of the budget)")
+        check(0 <= self.headroom < 1, "headroom must be >= 0 and < 1 (a share of the window)")
+        check(self.start is None or self.target <= self.start, "start must be >= target (a share of the budget)")
         check(self.keep >= 0, "keep must be >= 0")
         check(self.residue >= 0, "residue must be >= 0")
         check(0 < self.digest <= 1, "digest must be > 0 and <= 1 (a share of the budget)")
@@ -104,6 +110,8 @@ class CurrentWorkingSet(BudgetGated):
 
     def starts_over(self, request: CompactionRequest, env: CompactionEnv) -> int:
         limit = int(request.budget_tokens / env.settings.ratio)  # the window minus the output reserve
+        if self.start is None:
+            return int(limit * (1 - self.headroom))
         return min(int(request.budget_tokens * self.start), limit)
 
     async def over_budget(self, run: CompactionRun) -> CompactionResult:
