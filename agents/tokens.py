@@ -180,7 +180,9 @@ class IncrementalEstimate:
 
     Remembers the messages it last saw (by identity) with cumulative sums; the next
     estimate re-walks only the identity check and counts just the new suffix. A
-    compaction that rewrites the middle costs one recount from the first change.
+    compaction that rewrites the middle costs one recount from the first change, and
+    so does a counter whose key changed (a calibrated counter's new scale): sums made
+    at the old scale would mix two scales in one total.
     """
 
     def __init__(self, counter: TokenCounter):
@@ -188,8 +190,13 @@ class IncrementalEstimate:
         self._seen: list[Message] = []
         self._cumulative: list[int] = []
         self._source: Sequence[Message] | None = None
+        self._key = counter.key
 
     def total(self, messages: Sequence[Message]) -> int:
+        if self.counter.key != self._key:
+            self._key = self.counter.key
+            self._seen.clear()
+            self._cumulative.clear()
         seen, cumulative = self._seen, self._cumulative
         limit = min(len(seen), len(messages))
         if messages is self._source and limit == len(seen) and (not limit or messages[limit - 1] is seen[-1]):
