@@ -226,7 +226,9 @@ def _late_rerun() -> list[Message]:
 
 async def test_clearing_a_late_superseded_result_alone_is_enough_when_that_small_step_pays():
     messages = _late_rerun()
-    result = await make_strategy("current:start=1.0,target=0.5").compact(_request(messages, _tokens(messages) - 100), _env())
+    result = await make_strategy("current:start=1.0,target=0.5,pay=true").compact(
+        _request(messages, _tokens(messages) - 100), _env()
+    )
     assert not any(is_digest(m) for m in result.messages)
     assert isinstance(result.messages[-3].content[0].marker, SupersededBody)
 

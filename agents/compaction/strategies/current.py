@@ -9,8 +9,9 @@
             1. currentness: every result a later call made stale (re-run, file rewritten
                or re-read whole; partial edits too with `edits`) becomes a `superseded`
                note naming the call that superseded it (all but the latest result).
-               If that alone brings the request under the budget and this small step
-               pays for the cache it breaks better than a fold would (`pay`), stop;
+               With `pay` (off by default), stop there if that alone brings the request
+               under the budget and this small step pays for the cache it breaks better
+               than a fold would;
             2. fold: the oldest turns after the task (and after earlier digests) are
                replaced by a digest — one line per tool call with the residue of its
                output — until the request is under the target, never folding the last
@@ -41,9 +42,11 @@ Parameters (each switchable, for the benchmark's ablation):
   edits: bool = False        a partial edit also supersedes earlier reads of its file
   residue: int = 300         chars of extractive residue kept per cleared or folded result (0: none)
   digest: float = 0.25       share of the budget the digests may hold before they are merged
-  pay: bool = True           stop after step 1 when that small step, left between the target
+  pay: bool = False          stop after step 1 when that small step, left between the target
                              and the budget, costs less per call in cache than the fold
-                             (`agents.compaction.scheduling`); False: always on to the target
+                             (`agents.compaction.scheduling`); False: always on to the target.
+                             Off: with the trigger at the window, pay=true changed no request
+                             of the 53 shared traces at 16K, 32K or 64K (ablation, branch ws-fit)
   append: bool = True        append digests (False: every fold rewrites one merged digest)
   first: int = 1             messages at the start never folded (the task)
   manual_keep: int | None    compact.manual_keep_messages (2, >= 1)
@@ -94,7 +97,7 @@ class CurrentWorkingSet(BudgetGated):
     residue: int = 300
     digest: float = 0.25
     append: bool = True
-    pay: bool = True
+    pay: bool = False
     first: int = 1
     manual_keep: int | None = None
 
