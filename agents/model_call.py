@@ -38,6 +38,10 @@ class ModelCaller:
             await self.kit.budget.reserve()  # refused when the tree (or this scope) is already spent
         started = time.perf_counter()
         try:
+            # A request the count says is over the window is refused here, unsent.
+            refused = self.requests.would_not_fit(compiled)
+            if refused is not None:
+                raise refused
             response = await self.ports.model.create(compiled.request)
         except PromptTooLong as refusal:
             # Recompile once around a summary and retry; the retry is not a new turn.

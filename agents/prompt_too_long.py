@@ -87,7 +87,7 @@ async def check_retry(
     problem = retry_problem(check)
     if problem is not None:
         raise PromptTooLong(
-            f"the provider refused the request as too long ({refusal}); {problem}; the request was not sent "
+            f"the request was refused as too long ({refusal}); {problem}; the request was not sent "
             "again and the conversation is unchanged — lower compact.ratio, set compact.context_window to "
             "the model's real window, or /compact",
             actual_tokens=refusal.actual_tokens,

@@ -1,5 +1,7 @@
 """The next model request: the working set compiled, compacted first when it is over the
-budget, and compiled smaller once more when the provider refuses it as too long.
+budget, and compiled smaller once more when the provider refuses it as too long — or
+when, by the (calibrated) count, it would not fit the window at all: such a request is
+never sent, it takes the prompt-too-long path at once (`would_not_fit`).
 
 The Session owns the conversation and the system prompt; this step reads them (the
 prompt through a getter, since mode and goal changes replace it) and writes back only
@@ -19,6 +21,7 @@ from agents.compaction import (
     CompactionStrategy,
     check_budget_fits,
     compact_budget,
+    context_window_for,
     refusal_budget,
 )
 from agents.compaction.ledger import CompactionEvent
@@ -55,6 +58,9 @@ class RequestBuilder:
         self.budget_tokens = compact_budget(
             ports.model, settings.agent.max_output_tokens, settings.compact, settings.models
         )
+        # What a request may hold and still be answered: the window less the output reserve.
+        window = context_window_for(ports.model, settings.compact.context_window, settings.models)
+        self.limit_tokens = window - settings.agent.max_output_tokens
         self.env = CompactionEnv(
             counter=kit.counter,
             summarizer=ports.summarizer,
@@ -100,6 +106,16 @@ class RequestBuilder:
         if self.kit.trace is not None:
             self.kit.trace.write(compiled, self.prompt(), events, budget_tokens=self.budget_tokens, counter=self.kit.counter)
         return compiled
+
+    def would_not_fit(self, compiled: CompiledRequest) -> PromptTooLong | None:
+        """The refusal a request over the window would get, made before it is sent (None:
+        it fits). The count is the session's counter, calibrated by provider usage."""
+        tokens = compiled.estimated_tokens
+        if tokens <= self.limit_tokens:
+            return None
+        return PromptTooLong(f"the request holds {tokens} tokens by the session's count, over the "
+                             f"{self.limit_tokens} the window leaves beside the output reserve; it was not sent",
+                             actual_tokens=tokens, limit_tokens=self.limit_tokens)
 
     async def compact(
         self, trigger, focus: str | None, total_tokens: int | None = None, budget: int | None = None, *, apply: bool = True

@@ -122,9 +122,12 @@ class CharRatioEstimator:
 class CalibratedCounter:
     """A counter scaled by what the provider reported for requests it estimated.
 
-    The scale moves halfway to each new observation, in steps of 5 % (so cached
-    per-message estimates stay valid between steps), and stays within [0.5, 4].
-    Until the first observation it is the base counter's estimate unchanged."""
+    Conservative, because an undercount is what sends a request over the window: the
+    scale never falls below the latest observed ratio (provider's count ÷ the base
+    estimate), rising to it at once, and falls only halfway towards a lower one. It
+    moves in steps of 5 %, rounded up (so cached per-message estimates stay valid
+    between steps), within [0.5, 4]. Until the first observation it is the base
+    counter's estimate unchanged."""
 
     STEP = 0.05
     LOWEST, HIGHEST = 0.5, 4.0
@@ -160,8 +163,9 @@ class CalibratedCounter:
             return
         unscaled = estimated / self.scale
         target = actual / unscaled
-        blended = target if self.observations == 0 else (self.scale + target) / 2
-        stepped = round(min(max(blended, self.LOWEST), self.HIGHEST) / self.STEP) * self.STEP
+        blended = target if self.observations == 0 else max(target, (self.scale + target) / 2)
+        # Rounded up to the step (less a hair of float error, so 1.4 stays 1.4).
+        stepped = math.ceil(min(max(blended, self.LOWEST), self.HIGHEST) / self.STEP - 1e-9) * self.STEP
         self.observations += 1
         self.scale = round(stepped, 2)
         self.key = self.base.key if self.scale == 1.0 else f"{self.base.key}x{self.scale}"
@@ -176,7 +180,9 @@ class IncrementalEstimate:
 
     Remembers the messages it last saw (by identity) with cumulative sums; the next
     estimate re-walks only the identity check and counts just the new suffix. A
-    compaction that rewrites the middle costs one recount from the first change.
+    compaction that rewrites the middle costs one recount from the first change, and
+    so does a counter whose key changed (a calibrated counter's new scale): sums made
+    at the old scale would mix two scales in one total.
     """
 
     def __init__(self, counter: TokenCounter):
@@ -184,8 +190,13 @@ class IncrementalEstimate:
         self._seen: list[Message] = []
         self._cumulative: list[int] = []
         self._source: Sequence[Message] | None = None
+        self._key = counter.key
 
     def total(self, messages: Sequence[Message]) -> int:
+        if self.counter.key != self._key:
+            self._key = self.counter.key
+            self._seen.clear()
+            self._cumulative.clear()
         seen, cumulative = self._seen, self._cumulative
         limit = min(len(seen), len(messages))
         if messages is self._source and limit == len(seen) and (not limit or messages[limit - 1] is seen[-1]):

@@ -46,7 +46,7 @@ class WorkingSetCompiler:
         self._messages = IncrementalEstimate(counter)
         self._tools_key: tuple[int, ...] = ()
         self._tools: tuple[ToolSchema, ...] = ()
-        self._prefix_key: tuple[str, tuple[ToolSchema, ...]] | None = None
+        self._prefix_key: tuple[str, tuple[ToolSchema, ...], str] | None = None
         self._prefix_tokens = 0
 
     def tools_for(self, registry: ToolRegistry) -> tuple[ToolSchema, ...]:
@@ -56,8 +56,10 @@ class WorkingSetCompiler:
         return self._tools
 
     def prefix_tokens(self, system: str, tools: tuple[ToolSchema, ...]) -> int:
-        if self._prefix_key is None or self._prefix_key[0] != system or self._prefix_key[1] is not tools:
-            self._prefix_key = (system, tools)
+        key = self.counter.key  # a calibrated counter's scale is in its key
+        if self._prefix_key is None or self._prefix_key[0] != system or self._prefix_key[1] is not tools \
+                or self._prefix_key[2] != key:
+            self._prefix_key = (system, tools, key)
             self._prefix_tokens = estimate_prefix_tokens(self.counter, system=system, tools=tools)
         return self._prefix_tokens
 

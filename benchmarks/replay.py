@@ -4,6 +4,14 @@ The recorded model becomes a ModelClient that answers with the recorded assistan
 messages in order, and each recorded tool becomes a tool that answers with the
 recorded result. Everything between — per-result budget, compaction, summaries,
 token estimates — is Workingset's own code path, unchanged.
+
+Usage: given a `usage_counter`, the recorded model reports each request's input tokens
+as that counter counts them, as a provider reports its own count, so the harness's
+`CalibratedCounter` calibrates as it would live (the benchmark passes its measuring
+counter: recorded usage or a real tokenizer). Without one it reports none and the harness
+compacts by its estimator alone. A request the harness refuses to send (over the window
+by its count, and not compacted to fit) ends the replay there: `refused` says why.
+`raw` replays with no window at all, so it is the conversation exactly as recorded.
 """
 
 from __future__ import annotations
@@ -19,10 +27,12 @@ from pydantic import BaseModel, ConfigDict
 from agents.compaction import ExtractiveSummarizer
 from agents.compaction.ledger import CompactionEvent
 from agents.config import AgentSettings, CompactSettings, SessionSettings, ToolSettings
+from agents.errors import PromptTooLong
 from agents.events import ModelCall
 from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from agents.ports import ModelRequest, ModelResponse, StopReason, Summarizer, Usage
+from agents.tokens import CalibratedCounter, TokenCounter, estimate_request_tokens
 from benchmarks.traces import Trace
 from tools import LocalToolExecutor, ToolContext, ToolRegistry
 from tools.artifacts import ArtifactStore
@@ -90,8 +100,9 @@ class RecordedTool:
 class RecordedModel:
     """Answers each call with the next recorded assistant message; keeps every request."""
 
-    def __init__(self, trace: Trace):
+    def __init__(self, trace: Trace, usage_counter: TokenCounter | None = None):
         self.name = f"replay:{trace.model or 'unknown'}"
+        self.usage_counter = usage_counter
         self._replies = deque((i, m) for i, m in enumerate(trace.messages) if m.role == "assistant")
         self.requests: list[ModelRequest] = []
         # For each request: the index in trace.messages of the recorded reply it got
@@ -110,7 +121,14 @@ class RecordedModel:
         # An assistant turn holds only reply blocks (text, tool uses, reasoning).
         content = tuple(b for b in recorded if isinstance(b, TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock))
         stop: StopReason = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
-        return ModelResponse(content=content, stop_reason=stop, usage=Usage())
+        return ModelResponse(content=content, stop_reason=stop, usage=self._usage(request))
+
+    def _usage(self, request: ModelRequest) -> Usage:
+        if self.usage_counter is None:
+            return Usage()  # nothing reported: the harness's calibration learns nothing
+        tokens = estimate_request_tokens(self.usage_counter, system=request.system, tools=request.tools,
+                                         messages=request.messages)
+        return Usage(input_tokens=tokens)
 
 
 def _recorded_results(trace: Trace) -> dict[str, deque[tuple[str, bool]]]:
@@ -136,6 +154,7 @@ class ReplayResult:
     estimated_tokens: list[int] = field(default_factory=list)
     compactions: list[CompactionEvent] = field(default_factory=list)
     answered: list[int | None] = field(default_factory=list)
+    refused: str | None = None  # the harness would not send a request: why (the replay ended there)
 
     @property
     def total_tokens(self) -> int:
@@ -166,16 +185,20 @@ async def replay_trace(
     result_max_tokens: int | None = None,
     summarizer: Summarizer | None = None,
     compact: CompactSettings | None = None,
+    usage_counter: TokenCounter | None = None,
 ) -> ReplayResult:
     """Replay `trace` under `strategy` (a spec as `make_strategy` takes it). The agent's
     steps are walked in order: the task opens the first outer turn, and a recorded user
     message after a reply without tool uses opens the next one. `result_max_tokens`
-    defaults to `result_budget_for(strategy)`."""
+    defaults to `result_budget_for(strategy)`; `usage_counter`: the module docstring."""
     if result_max_tokens is None:
         result_max_tokens = result_budget_for(strategy)
+    if strategy_base_name(strategy) == "raw":
+        context_window = NO_BUDGET  # nothing is removed, and nothing is refused as over the window
     results = _recorded_results(trace)
     names = sorted({u.name for u in trace.tool_uses})
-    model = RecordedModel(trace)
+    model = RecordedModel(trace, usage_counter)
+    refused: str | None = None
     events: list = []
     compact = compact or CompactSettings(strategy=strategy, context_window=context_window)
     steps = sum(1 for m in trace.messages if m.role == "assistant")
@@ -196,12 +219,16 @@ async def replay_trace(
             tool_context=ToolContext(workspace=Path(tmp)),
             artifacts=artifacts,
             emit=events.append,
+            counter=CalibratedCounter(),  # as `workingset run` wires it (agents.assembly)
         )
         session = Session(ports, kit, system_prompt=trace.system or "(no system prompt recorded)", settings=settings)
         text: str | None = trace.task
-        while text is not None:
-            await session.run_turn(text)
-            text = _next_user_text(trace, model.answered) if model.remaining else None
+        try:
+            while text is not None:
+                await session.run_turn(text)
+                text = _next_user_text(trace, model.answered) if model.remaining else None
+        except PromptTooLong as exc:  # a live run would end here too
+            refused = str(exc)
         artifacts.close()
     return ReplayResult(
         trace=trace,
@@ -210,4 +237,5 @@ async def replay_trace(
         estimated_tokens=[e.estimated_input_tokens for e in events if isinstance(e, ModelCall)],
         compactions=[e for e in events if isinstance(e, CompactionEvent)],
         answered=model.answered,
+        refused=refused,
     )

@@ -231,13 +231,15 @@ async def test_raw_replay_of_a_real_trace_sees_all_evidence(real):
 
 
 async def test_compaction_of_a_real_trace_saves_tokens_and_loses_some_evidence(real):
-    config = BenchConfig(strategies=["raw"], context_window=8_000)
+    # 14K: at 8K clear-then-summarize cannot bring this trace under the window, and the
+    # harness now refuses to send a request over it (the run ends there).
+    config = BenchConfig(strategies=["raw"], context_window=14_000)
     evidence = trace_evidence(real)
     raw = await measure("real", real, evidence, "raw", config)
     default = await measure("real", real, evidence, "clear-then-summarize", config)
-    assert default.error is None and default.compactions == {"summary": 1}
-    # Failed attempts (still over budget, keep fewer messages) are summarizer calls too.
-    assert default.summarizer_calls >= 1 and default.compaction_failures > 0
+    assert default.error is None and default.refused is None and default.compactions == {"summary": 2}
+    # Attempts that left it over budget (then keeping fewer messages) are summarizer calls too.
+    assert default.summarizer_calls > 2
     assert default.cumulative_tokens < raw.cumulative_tokens and default.peak_tokens < raw.peak_tokens
     assert 0 < default.summarizer_share < 1
     masked = await measure("real", real, evidence, "mask:keep=1", config)

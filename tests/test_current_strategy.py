@@ -1,6 +1,8 @@
-"""`current`, the default strategy: nothing under the budget, one large step over it
+"""`current`, the default strategy: nothing under its trigger, one large step over it
 (superseded results first, then old turns folded into append-only digests), and a hard
-fit that never leaves a request over the budget."""
+fit that never leaves a request over the budget. The steps are exercised with the trigger
+at the budget (`start=1.0`), so a request just over the budget starts them; the default's
+own trigger, the window less its headroom, is tested in tests/test_current_start.py."""
 
 import random
 
@@ -83,7 +85,7 @@ async def test_under_the_budget_nothing_changes_and_the_messages_stay_the_same_o
 async def test_over_the_budget_one_step_reaches_the_target_and_keeps_the_task_and_last_calls():
     messages = _conversation()
     budget = _tokens(messages) - 100
-    result = await make_strategy("current:target=0.5,keep=3").compact(_request(messages, budget), _env())
+    result = await make_strategy("current:start=1.0,target=0.5,keep=3").compact(_request(messages, budget), _env())
     out = result.messages
     assert result.failure is None and _tokens(out) <= budget * 0.5
     assert out[0] is messages[0] and is_digest(out[2])
@@ -98,7 +100,7 @@ async def test_a_superseded_result_is_cleared_first_naming_the_call_that_superse
     messages += _turn(2, "python -m pytest tests/test_a.py", "1 passed in 0.1s")
     store = ArtifactStore(tmp_path / "artifacts")
     budget = _tokens(messages) - 10
-    result = await make_strategy("current:target=0.9").compact(_request(messages, budget), _env(artifacts=store))
+    result = await make_strategy("current:start=1.0,target=0.9").compact(_request(messages, budget), _env(artifacts=store))
     first = result.messages[2].content[0]
     assert first.marker == SupersededBody(original_chars=len(messages[2].content[0].content), by="toolu_02", reason="re-run")
     assert first.content.startswith("[superseded: the same call ran again later (call toolu_02)")
@@ -109,7 +111,7 @@ async def test_a_superseded_result_is_cleared_first_naming_the_call_that_superse
 async def test_without_currentness_stale_results_are_not_singled_out():
     messages = [Message.user("task")]
     messages += _turn(0, "make test", "y" * 4_000) + _turn(1, "make test", "ok")
-    result = await make_strategy("current:currentness=false,target=0.9,keep=1").compact(
+    result = await make_strategy("current:start=1.0,currentness=false,target=0.9,keep=1").compact(
         _request(messages, _tokens(messages) - 10), _env()
     )
     assert not any(isinstance(b.marker, SupersededBody) for m in result.messages for b in m.tool_results_in)
@@ -121,7 +123,7 @@ async def test_a_fold_keeps_each_calls_residue_in_the_digest_and_the_body_for_re
                       + '  File "src/loader.py", line 42, in load\nImportError: cannot import name spam')
     messages += _turn(1, "ls", "a\nb\n" * 500) + _turn(2, "ls src", "c\n") + _turn(3, "ls tests", "d\n")
     store = ArtifactStore(tmp_path / "artifacts")
-    result = await make_strategy("current:keep=2,target=0.3").compact(
+    result = await make_strategy("current:start=1.0,keep=2,target=0.3").compact(
         _request(messages, _tokens(messages) - 10), _env(artifacts=store)
     )
     digest = next(m for m in result.messages if is_digest(m))
@@ -132,7 +134,7 @@ async def test_a_fold_keeps_each_calls_residue_in_the_digest_and_the_body_for_re
 
 
 async def test_digests_are_append_only_so_the_prefix_up_to_the_last_one_stays_identical():
-    strategy = make_strategy("current:target=0.5,keep=2")
+    strategy = make_strategy("current:start=1.0,target=0.5,keep=2")
     messages = _conversation(turns=10)
     budget = _tokens(messages) - 100
     first = (await strategy.compact(_request(messages, budget), _env())).messages
@@ -145,7 +147,7 @@ async def test_digests_are_append_only_so_the_prefix_up_to_the_last_one_stays_id
 
 
 async def test_without_append_every_fold_rewrites_one_merged_digest():
-    strategy = make_strategy("current:target=0.5,keep=2,append=false")
+    strategy = make_strategy("current:start=1.0,target=0.5,keep=2,append=false")
     messages = _conversation(turns=10)
     budget = _tokens(messages) - 100
     first = (await strategy.compact(_request(messages, budget), _env())).messages
@@ -156,7 +158,7 @@ async def test_without_append_every_fold_rewrites_one_merged_digest():
 
 
 async def test_digests_that_outgrow_their_share_are_merged_keeping_the_newest_lines():
-    strategy = make_strategy("current:target=0.5,keep=1,digest=0.05")
+    strategy = make_strategy("current:start=1.0,target=0.5,keep=1,digest=0.05")
     messages = [Message.user("task")]
     for k in range(60):
         messages += _turn(k, f"grep -n name{k} src/module{k}.py", f"src/module{k}.py:{k + 100}:def name{k}():\n" + "w" * 600)
@@ -190,7 +192,8 @@ async def test_prompt_too_long_fits_the_lowered_budget_and_manual_summarizes():
     assert manual.failure is None and len(summarizer.calls) == 1 and manual.messages[-2:] == messages[-2:]
 
 
-@pytest.mark.parametrize("spec", ["current", "current:target=0.2,keep=0,residue=0", "current:edits=true,append=false"])
+@pytest.mark.parametrize("spec", ["current:start=1.0", "current:start=1.0,target=0.2,keep=0,residue=0",
+                                  "current:start=1.0,edits=true,append=false"])
 async def test_every_request_fits_the_budget_for_random_conversations(spec):
     for seed in range(25):
         messages = random_conversation(random.Random(seed))
@@ -223,7 +226,9 @@ def _late_rerun() -> list[Message]:
 
 async def test_clearing_a_late_superseded_result_alone_is_enough_when_that_small_step_pays():
     messages = _late_rerun()
-    result = await make_strategy("current:target=0.5").compact(_request(messages, _tokens(messages) - 100), _env())
+    result = await make_strategy("current:start=1.0,target=0.5,pay=true").compact(
+        _request(messages, _tokens(messages) - 100), _env()
+    )
     assert not any(is_digest(m) for m in result.messages)
     assert isinstance(result.messages[-3].content[0].marker, SupersededBody)
 
@@ -231,5 +236,5 @@ async def test_clearing_a_late_superseded_result_alone_is_enough_when_that_small
 async def test_without_pay_the_step_goes_on_to_fold_down_to_the_target():
     messages = _late_rerun()
     budget = _tokens(messages) - 100
-    result = await make_strategy("current:target=0.5,pay=false").compact(_request(messages, budget), _env())
+    result = await make_strategy("current:start=1.0,target=0.5,pay=false").compact(_request(messages, budget), _env())
     assert any(is_digest(m) for m in result.messages) and _tokens(result.messages) <= budget * 0.5

@@ -104,6 +104,16 @@ async def test_auto_compaction_runs_before_the_call_that_would_pass_the_budget(t
     assert protocol_problems(sent.messages) == []
 
 
+async def test_a_request_over_the_window_by_the_count_is_never_sent(tmp_path):
+    compact = CompactSettings(strategy="raw", context_window=20_000)  # raw: nothing can shrink it
+    model = RecordingModel([[TextBlock(text="ok")]])
+    session, _ = _session(tmp_path, model, compact=compact)
+    session.conversation = _history(30, 3_000)  # ~23k tokens against 20,000 − the output reserve
+    with pytest.raises(PromptTooLong, match="over the .* the window leaves beside the output reserve; it was not sent"):
+        await session.run_turn("go on")
+    assert model.requests == []
+
+
 def test_budget_smaller_than_the_system_prompt_fails_at_start(tmp_path):
     with pytest.raises(ConfigError, match="smaller than the system prompt"):
         _session(tmp_path, RecordingModel([]), compact=CompactSettings(context_window=9_000, ratio=0.01))

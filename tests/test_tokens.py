@@ -89,6 +89,29 @@ def test_incremental_estimate_of_a_new_tuple_each_call_matches_a_full_recount():
     assert running.total(rewritten) == estimate_messages_tokens(counter, rewritten)
 
 
+def test_incremental_estimate_recounts_everything_at_a_calibrated_counters_new_scale():
+    from agents.tokens import CalibratedCounter, IncrementalEstimate, estimate_messages_tokens
+
+    counter = CalibratedCounter()
+    running = IncrementalEstimate(counter)
+    messages = [Message.user(f"message {i} " * (i + 1)) for i in range(20)]
+    running.total(messages[:10])
+    counter.observe(1_000, 1_500)
+    assert running.total(messages) == estimate_messages_tokens(counter, messages)  # not half at the old scale
+
+
+def test_the_compilers_prefix_count_follows_a_calibrated_counters_new_scale():
+    from agents.tokens import CalibratedCounter, estimate_prefix_tokens
+    from agents.working_set import WorkingSetCompiler
+
+    counter = CalibratedCounter()
+    compiler = WorkingSetCompiler(counter)
+    system = "You are a careful engineer. " * 40
+    compiler.prefix_tokens(system, ())
+    counter.observe(1_000, 2_000)
+    assert compiler.prefix_tokens(system, ()) == estimate_prefix_tokens(counter, system=system, tools=())
+
+
 # -- calibration against the provider's counts ------------------------------------
 
 
@@ -110,6 +133,16 @@ def test_calibration_scales_estimates_to_what_the_provider_counted():
     assert counter.count_message(message) == pytest.approx(estimated * 1.5, rel=0.01)
     counter.observe(counter.count_message(message), int(estimated * 1.5))
     assert counter.scale == 1.5  # a confirmed scale stays
+
+
+def test_calibration_never_counts_below_the_latest_measured_ratio():
+    from agents.tokens import CalibratedCounter
+
+    counter = CalibratedCounter()
+    counter.observe(1_000, 1_420)
+    assert counter.scale == 1.45  # rounded up to the 5% step, never down to 1.4
+    counter.observe(1_450, 2_000)  # unscaled 1000 → 2.0: the scale rises to it at once, not halfway
+    assert counter.scale == 2.0
 
 
 def test_a_scaled_counter_counts_a_message_it_has_never_seen():

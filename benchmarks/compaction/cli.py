@@ -21,6 +21,7 @@ __all__ = ["COMMAND", "BenchCommand"]
 
 DEFAULT_OUT = Path("bench-results") / "compaction"
 DEFAULT_SYNTHETIC = 8
+HARNESS_COUNTS = ("calibrated", "estimate")
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,6 +48,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="what measures tokens: real (default: the trace's recorded usage, else Tekken), estimate (the "
                         "harness estimator), tekken (offline BPE), usage (estimator scaled by recorded usage), "
                         "anthropic (count_tokens; needs a key)")
+    p.add_argument("--harness-count", choices=HARNESS_COUNTS, default="calibrated",
+                   help="what the replayed harness compacts by: calibrated (default: the replayed model reports "
+                        "--tokenizer's count as its usage, so the harness's counter calibrates as it would live) or "
+                        "estimate (no usage reported: the harness's chars/4 estimator alone)")
     p.add_argument("--resamples", type=int, default=2_000, help="bootstrap resamples (default 2000)")
     p.add_argument("--cluster", choices=("instance", "framework", "run"), default="instance",
                    help="what the bootstrap resamples: task instances (default), frameworks, or single runs")

@@ -104,7 +104,7 @@ def _config(args: argparse.Namespace) -> BenchConfig:
         strategies=_strategies(args, windows), baseline=args.baseline, context_window=windows[0],
         windows=windows if len(windows) > 1 else [], summarizer=args.summarizer, pricing=args.pricing,
         pricing_model=args.pricing_model, resamples=args.resamples, seed=args.seed, strict=args.strict,
-        tokenizer=args.tokenizer, cluster=args.cluster, cache=_cache(args),
+        tokenizer=args.tokenizer, harness_count=args.harness_count, cluster=args.cluster, cache=_cache(args),
     )
 
 

@@ -45,8 +45,9 @@ class RunMetrics(BaseModel):
     peak_tokens: int = 0
     context_window: int = 0
     context_limit: int = 0  # window - output reserve
-    infeasible_calls: int = 0
+    infeasible_calls: int = 0  # requests over the limit, and the one the harness refused to send
     first_infeasible_call: int | None = None
+    refused: str | None = None  # the harness refused a request as over the window: the run ended there
     # the cost under the primary pricing (`--pricing`)
     pricing: str = ""
     priced_as: str = ""
@@ -202,6 +203,8 @@ def measure_replay(
     tokens = [request_tokens(replay.requests[k], counter) for k, _ in measured]
     limit = (context_window - max_output_tokens) if context_window else 0
     over = [n for n, t in enumerate(tokens, start=1) if limit and t > limit]
+    if replay.refused is not None:  # the run could not go on: that request counts as one over the window
+        over.append(len(tokens) + 1)
     outputs = [_output_tokens(replay, k, i, counter, cache) for k, i in measured]
     priced = [price_replay(replay, measured, outputs, summarizer_calls, p, counter, cache) for p in pricings]
     main: PricedRun = priced[0]
@@ -214,6 +217,7 @@ def measure_replay(
         trace=trace_label, strategy=replay.strategy, calls=len(measured), tokens_per_call=tokens,
         cumulative_tokens=cumulative, peak_tokens=max(tokens, default=0), context_window=context_window or 0,
         context_limit=limit, infeasible_calls=len(over), first_infeasible_call=over[0] if over else None,
+        refused=replay.refused,
         pricing=main.pricing, priced_as=main.priced_as, cache_rule=main.cache_rule, cached_share=main.cached_share,
         cache_read_tokens=main.cache_read_tokens, cache_write_tokens=main.cache_write_tokens,
         plain_input_tokens=main.plain_input_tokens, output_tokens=main.output_tokens,

@@ -231,10 +231,11 @@ class TuningGrid(BaseModel):
 
 
 CURRENT_TUNING_GRID = TuningGrid(
-    points=("current", "current:start=1.1", "current:start=1.25", "current:keep=1"),
-    source="The history records no grid file for `current`. Besides its defaults it names these variants as "
-           "measured: start 1.1 and 1.25 (commit e18c943, current.py's start docstring: over the window on 21 and "
-           "42 of 53 trajectories at 16K), keep=1 (goal.py --default, commit eab6241). Four points.",
+    points=("current", "current:start=1.0", "current:headroom=0.1", "current:keep=1"),
+    source="Four points, tuned on ../shared/traces only: the default (triggered at the window less 5% headroom, "
+           "by the calibrated count), its earlier trigger at the compact budget (start=1.0), twice the headroom, and "
+           "keep=1 (goal.py --default, commit eab6241). The earlier grid's start 1.1 and 1.25 were measured with the "
+           "uncalibrated estimator (commit e18c943); the window trigger replaces them.",
 )
 
 

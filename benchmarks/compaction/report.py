@@ -189,7 +189,8 @@ def _settings_lines(doc: dict[str, Any]) -> list[str]:
         f"{len(doc.get('ignored', []))} non-trace files ignored",
         f"- strategies: {', '.join(s['strategies'])}; baseline: {s['baseline']}",
         f"- context window: {s['context_window']:,} tokens (a call over {s['context_window'] - 4096:,} = window − 4,096 "
-        f"output reserve is infeasible); summarizer: {s['summarizer']}; tokens measured by: {s['tokenizer']}",
+        f"output reserve is infeasible); summarizer: {s['summarizer']}; tokens measured by: {s['tokenizer']}; the harness compacts by: "
+        f"{s.get('harness_count', 'estimate')} count",
         f"- pricing: {s.get('pricing', PER_TRACE)} in the tables (also computed: {other}; a trace of unknown model is "
         f"priced as {s['pricing_model']}); output at each model's own output price",
         f"- explicit cache (Anthropic): breakpoints {', '.join(cache['breakpoints'])}; lookback {cache['lookback_blocks']} "

@@ -53,6 +53,9 @@ class BenchConfig(BaseModel):
     seed: int = 0
     strict: bool = False
     tokenizer: str = "real"
+    # calibrated: the replayed model reports the measuring counter's count as usage, so the
+    # harness calibrates its count as it would live; estimate: it reports none (chars/4 alone)
+    harness_count: str = "calibrated"
     cluster: str = "instance"
     cache: CacheSettings = Field(default_factory=CacheSettings)
 
@@ -95,7 +98,8 @@ async def measure(
         counter = make_counter(config.tokenizer, scale)
         meter = MeteredSummarizer(summarizer or ExtractiveSummarizer(), counter)
         replay = await replay_trace(trace, strategy=resolve_spec(spec, window), context_window=window,
-                                    summarizer=meter)
+                                    summarizer=meter,
+                                    usage_counter=counter if config.harness_count == "calibrated" else None)
         metrics = measure_replay(
             replay, evidence, trace_label=label, pricing_model=config.pricing_model,
             summarizer_calls=meter.calls, counter=counter, cache=config.cache,

@@ -1,8 +1,9 @@
 """Token counters the benchmark measures with (`--tokenizer`), and block-level counts.
 
-The replayed harness always triggers compaction with its own estimator (`agents/tokens.py`,
-characters / 4); the measuring counter only decides what the tables, costs and the
-feasibility check count. Every counter here frames messages the way the estimator does
+The measuring counter decides what the tables, costs and the feasibility check count, and
+(with `--harness-count calibrated`, the default) what the replayed model reports as its
+usage: the replayed harness calibrates its own estimator (`agents/tokens.py`, characters / 4)
+by it as it would by a provider's usage live, and compacts by the calibrated count. Every counter here frames messages the way the estimator does
 (4 tokens a message, 3 a block, 8 a tool schema), so only the text counts differ.
 
 - `real`      (default) real counts: `usage` on a trace that records its provider's

@@ -1,13 +1,17 @@
 """`current`, the default strategy: a current, evidence-preserving, cache-aware working set.
 
-  auto    — under `start` × the budget (the budget itself by default): nothing, so the
-            cached prefix stays byte-identical between compactions. Over it, one
-            compaction in a large step, down to `target` × the budget:
+  auto    — while the request fits the window (less the output reserve and `headroom`):
+            nothing, so a conversation that fits is sent exactly as it is (no harm where
+            nothing is needed) and the cached prefix stays byte-identical between
+            compactions. The count is the session's, calibrated by provider usage and
+            rounded up (`agents.tokens.CalibratedCounter`). Past it, one compaction in a
+            large step, down to `target` × the budget:
             1. currentness: every result a later call made stale (re-run, file rewritten
                or re-read whole; partial edits too with `edits`) becomes a `superseded`
                note naming the call that superseded it (all but the latest result).
-               If that alone brings the request under the budget and this small step
-               pays for the cache it breaks better than a fold would (`pay`), stop;
+               With `pay` (off by default), stop there if that alone brings the request
+               under the budget and this small step pays for the cache it breaks better
+               than a fold would;
             2. fold: the oldest turns after the task (and after earlier digests) are
                replaced by a digest — one line per tool call with the residue of its
                output — until the request is under the target, never folding the last
@@ -26,20 +30,23 @@
 
 Parameters (each switchable, for the benchmark's ablation):
   target: float = 0.6        a compaction brings the request to target × budget (0 < t ≤ 1)
-  start: float = 1.0         an auto compaction starts once the request passes start × budget
-                             (≥ target; below 1 it sends fewer tokens, compacting more often; above
-                             1 it spends the margin compact.ratio keeps for the estimator's error,
-                             never past the window minus the output reserve, budget ÷ ratio; that
-                             margin is needed: counted by a real BPE, 1.1 and 1.25 send requests
-                             over the window on 21 and 42 of 53 recorded trajectories at 16K)
+  headroom: float = 0.05     an auto compaction starts once the request passes (1 − headroom) ×
+                             the window minus the output reserve (budget ÷ ratio): the share kept
+                             for what the calibrated count may still miss (new content denser than
+                             the last measured request)
+  start: float | None = None instead, start once the request passes start × budget (≥ target;
+                             never past the window minus the output reserve). 1.0 was the default
+                             before the count was calibrated: it compacted conversations that fit
   keep: int = 3              most recent tool calls never folded (>= 0)
   currentness: bool = True   clear superseded results first
   edits: bool = False        a partial edit also supersedes earlier reads of its file
   residue: int = 300         chars of extractive residue kept per cleared or folded result (0: none)
   digest: float = 0.25       share of the budget the digests may hold before they are merged
-  pay: bool = True           stop after step 1 when that small step, left between the target
+  pay: bool = False          stop after step 1 when that small step, left between the target
                              and the budget, costs less per call in cache than the fold
-                             (`agents.compaction.scheduling`); False: always on to the target
+                             (`agents.compaction.scheduling`); False: always on to the target.
+                             Off: with the trigger at the window, pay=true changed no request
+                             of the 53 shared traces at 16K, 32K or 64K (ablation, branch ws-fit)
   append: bool = True        append digests (False: every fold rewrites one merged digest)
   first: int = 1             messages at the start never folded (the task)
   manual_keep: int | None    compact.manual_keep_messages (2, >= 1)
@@ -82,21 +89,23 @@ class CurrentWorkingSet(BudgetGated):
     name: ClassVar[str] = "current"
     SETTINGS: ClassVar[Mapping[str, str]] = {"manual_keep": "manual_keep_messages"}
     target: float = 0.6
-    start: float = 1.0
+    headroom: float = 0.05
+    start: float | None = None
     keep: int = 3
     currentness: bool = True
     edits: bool = False
     residue: int = 300
     digest: float = 0.25
     append: bool = True
-    pay: bool = True
+    pay: bool = False
     first: int = 1
     manual_keep: int | None = None
 
     def __post_init__(self) -> None:
         check_setting_parameters(self, self.SETTINGS)
         check(0 < self.target <= 1, "target must be > 0 and <= 1 (a share of the budget)")
-        check(self.target <= self.start, "start must be >= target (a share of the budget)")
+        check(0 <= self.headroom < 1, "headroom must be >= 0 and < 1 (a share of the window)")
+        check(self.start is None or self.target <= self.start, "start must be >= target (a share of the budget)")
         check(self.keep >= 0, "keep must be >= 0")
         check(self.residue >= 0, "residue must be >= 0")
         check(0 < self.digest <= 1, "digest must be > 0 and <= 1 (a share of the budget)")
@@ -104,6 +113,8 @@ class CurrentWorkingSet(BudgetGated):
 
     def starts_over(self, request: CompactionRequest, env: CompactionEnv) -> int:
         limit = int(request.budget_tokens / env.settings.ratio)  # the window minus the output reserve
+        if self.start is None:
+            return int(limit * (1 - self.headroom))
         return min(int(request.budget_tokens * self.start), limit)
 
     async def over_budget(self, run: CompactionRun) -> CompactionResult:
