@@ -63,6 +63,7 @@ stream errors by their retry loop, which turns the last one into Overloaded):
     _ActorLost                      a SessionActor died under a call (cluster.remote_session)
     _GiveUp                         a 429 asks a wait past the total timeout: Overloaded at once (a BaseException)
     _Moved                          a directory of the workspace moved under a merge (tools.sandbox.merge)
+    _LauncherDoesNotRun             the built sandbox launcher cannot execute here: its Python build runs (tools.sandbox.runner)
     _Malformed                      a TLS ClientHello that does not parse (cluster.eval.environments.client_hello)
 
 Foreign exceptions (anthropic, openai, yaml, Ray, OS) are converted where they enter, with

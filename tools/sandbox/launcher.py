@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 if __package__:
-    from tools.sandbox import linux
+    import tools.sandbox.linux as linux
 else:  # run as the launcher: linux.py beside this file, found after the standard library
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
     import linux  # type: ignore[no-redef, import-not-found]

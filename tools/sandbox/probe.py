@@ -30,8 +30,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import tools.sandbox.launcher as launcher
 import tools.sandbox.seccomp as seccomp
-from tools.sandbox import launcher
 from tools.sandbox.cgroups import CgroupTree, CgroupUnavailable, CgroupVersion, locate, sweep
 from tools.sandbox.errors import SandboxUnavailable
 from tools.sandbox.identity import Identity, IdentityError, host_identity

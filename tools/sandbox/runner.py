@@ -29,9 +29,9 @@ from pathlib import Path
 
 from pydantic import Field
 
+import tools.sandbox.launcher as launcher
 from tools.base import CommandLaunch, ToolError
 from tools.remove_tree import remove_tree
-from tools.sandbox import launcher
 from tools.sandbox.cgroups import CallCgroup, CgroupUnavailable
 from tools.sandbox.config import SandboxLimits, SandboxOptions
 from tools.sandbox.identity import Identity, idmapped_tree, reachable

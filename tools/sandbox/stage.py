@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.sandbox import launcher
+import tools.sandbox.launcher as launcher
 from tools.sandbox.errors import SandboxUnavailable
 from tools.sandbox.launcher import Steps
 
