@@ -331,10 +331,11 @@ def test_window_and_budget_lines_are_labelled_with_their_values_and_axes_with_un
 def test_the_counts_strip_gives_the_traces_behind_each_mean(run, figures):
     doc, fig = run[1], figures["tokens_per_step.png"]
     strip = _panel(fig, "trace-counts")
-    [line] = strip.get_lines()
+    # One line per distinct series: a replay the harness refused ends early (raw never does).
+    lines = strip.get_lines()
     calls = sorted((r["calls"] for r in doc["runs"] if r["strategy"] == "raw"), reverse=True)
     expected = [sum(1 for c in calls if c > k) for k in range(calls[0])]
-    assert list(line.get_ydata()) == expected
+    assert expected in [list(line.get_ydata()) for line in lines]
     notes = [t.get_text() for t in strip.texts if t.get_gid() == "count-label"]
     assert notes[0] == f"{len(calls)} traces" and notes[-1].startswith("1 trace from call")
     assert strip.get_ylabel() == "traces" and strip.get_xlabel().startswith("model call")

@@ -161,7 +161,9 @@ def test_ctrl_c_in_the_repl_cancels_the_running_turn_and_keeps_the_conversation(
 def _wait_for(condition, proc, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
-        assert proc.poll() is None and time.monotonic() < deadline, "the REPL never got there"
+        if proc.poll() is not None:  # it ended: what it said is why
+            raise AssertionError(f"the REPL ended with {proc.returncode} before getting there: {proc.stderr.read()[-3000:]}")
+        assert time.monotonic() < deadline, "the REPL never got there"
         time.sleep(0.05)
 
 

@@ -99,8 +99,8 @@ def _mark_counts(ax: Axes, reached: Sequence[int]) -> None:
 
 
 def _counts_strip(ax: Axes, series: Sequence[StrategyTokens]) -> None:
-    """One step line per distinct count series (they differ only where a replay failed),
-    told apart by line style."""
+    """One step line per distinct count series (they differ only where a replay failed or
+    the harness refused a request, which ends it), told apart by line style."""
     groups: dict[tuple[int, ...], list[int]] = {}
     for s in series:
         groups.setdefault(tuple(s.reached), []).append(s.number)
