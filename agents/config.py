@@ -70,6 +70,8 @@ __all__ = [
     "ToolSettings", "WorkingsetSettings", "load_settings", "load_workspace_settings", "config_files"]
 
 ENV_PREFIX = "WORKINGSET_"
+# The least room a summary is given when recent messages are fitted after a refusal.
+MIN_SUMMARY_TOKENS = 100
 
 
 class Section(BaseModel):
@@ -103,7 +105,7 @@ class CompactSettings(Section):
         1_024, ge=0, description="Skip clearing that would free fewer tokens than this (cache rewrite cost)."
     )
     summary_reserve_tokens: int = Field(
-        4_000, ge=100, description="Room kept for the summary when fitting recent messages after a refusal."
+        4_000, ge=MIN_SUMMARY_TOKENS, description="Room kept for the summary when fitting recent messages after a refusal."
     )
 
 

@@ -17,10 +17,7 @@ from agents.config import CompactSettings
 from agents.errors import ConfigError, PromptTooLong
 from agents.models import ModelEntry, model_info, nearest_known
 
-__all__ = ["compact_budget", "context_window_for", "check_budget_fits", "refusal_budget", "summary_room", "MIN_SUMMARY_TOKENS"]
-
-# The least room a summary is given (compact.summary_reserve_tokens may not go lower).
-MIN_SUMMARY_TOKENS = 100
+__all__ = ["compact_budget", "context_window_for", "check_budget_fits", "refusal_budget", "summary_room"]
 
 
 def context_window_for(model: Any, override: int | None = None, models: Mapping[str, ModelEntry] | None = None) -> int:

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from agents.compaction.boundaries import split_keeping_recent, split_largest_fitting_suffix
-from agents.compaction.budget import MIN_SUMMARY_TOKENS, summary_room
+from agents.compaction.budget import summary_room
 from agents.compaction.clearing import clear_old_tool_results
 from agents.compaction.protocol import CompactionResult, check_setting_parameters
 from agents.compaction.run import BudgetGated, CompactionRun
 from agents.compaction.summary import SummaryFailed, summarize_older, summarized_conversation
+from agents.config import MIN_SUMMARY_TOKENS
 
 __all__ = ["ClearThenSummarize"]
 
