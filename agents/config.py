@@ -237,7 +237,9 @@ class ClusterSettings(Section):
     )
     compactor_pool_size: int = Field(2, ge=1, description="Summarizer actors shared by all sessions.")
     compactor_max_queue: int = Field(16, ge=1, description="Summaries one summarizer actor accepts at once.")
-    tool_task_cpus: float = Field(0.5, gt=0, description="CPU reserved by each tool task.")
+    tool_task_cpus: float = Field(
+        0.5, gt=0, description="CPU each tool call holds: a Ray task's reservation; Bash run in the session's "
+        "process shares the node's CPUs divided by this many slots.")
     eval_task_memory_mb: int = Field(
         256, ge=1, description="Memory an eval task holds on its node while it runs (Ray places tasks where it fits)."
     )

@@ -45,6 +45,7 @@ The tools' tree (tools/ cannot import agents/, so it has its own root):
     ToolError                       a failure the model can act on: an is_error tool result
     ├── BeneathError                a path that is not an openable file or directory inside the root
     ├── UnknownTool                 the model asked for a tool the registry does not hold
+    ├── SlotDirectoryUnsafe         the node's tool-slot directory is not this user's alone (cluster.tool_slots)
     └── SandboxUnavailable          the sandbox cannot run here, and the user did not opt out (also RuntimeError)
         ├── CgroupUnavailable       no cgroup hierarchy can hold the command
         ├── IdentityError           no unprivileged identity to run the command as

@@ -17,8 +17,11 @@ fresh --out with one more raylet (added with the batch, removed mid-run):
 - late: once 60% of the rows are written, one kill every `--every` seconds until the batch ends;
 
 killing (only once the last actor of the kind killed is back, unless --stack-kills), with SIGKILL by pid, a SessionActor or a SummarizerActor (pids from the GCS actor
-table, which Ray's state API reads) or a worker process running a tool task (a descendant of
-this process whose title Ray set to `ray::run_tool_task`). The raylet goes once a quarter of
+table, which Ray's state API reads) or a running tool call: a Bash command's own process,
+a child of a SessionActor (`bwrap`, or `bash` without the sandbox: Bash on the session's
+node runs in its process, cluster.tool_tasks), as the kernel's OOM killer would, or a
+worker process running a tool task (a descendant of this process whose title Ray set to
+`ray::run_tool_task`). The raylet goes once a quarter of
 the rows are written (steady), with the second burst, or with the late kills.
 
 Reported per timing: tasks that ended with the unperturbed run's grade and byte-identical
@@ -64,6 +67,7 @@ KINDS = ("session", "tool", "summarizer")
 TIMINGS = ("steady", "bursts", "late")
 _ACTOR_CLASSES = {"session": "SessionActor", "summarizer": "SummarizerActor"}
 _TOOL_TITLE = "ray::run_tool_task"
+_COMMAND_PROGRAMS = {"bwrap", "bash", "sandbox-launcher"}  # a Bash call's process (tools.sandbox.launcher)
 
 # A small window, so that each task's history is cleared and then summarized once: budget
 # (10_000 - 1_000) x 0.8 = 7_200 tokens, about 3_700 of them system prompt and tool schemas.
@@ -192,14 +196,19 @@ def restarting(kind: str) -> int:
     return sum(1 for r in rows if r["ActorClassName"] == _ACTOR_CLASSES[kind] and r["State"] == "RESTARTING")
 
 
-def _tool_worker_pids() -> list[int]:
+def _tool_call_pids() -> list[int]:
+    """Tool task workers, and the commands Bash runs as children of our session actors."""
     pids = []
+    sessions = set(_actor_pids("session"))
     for pid in _ours():
         try:
-            title = psutil.Process(pid).cmdline()
+            process = psutil.Process(pid)
+            title = process.cmdline()
+            parent = process.ppid()
         except psutil.Error:
             continue
-        if title and title[0].startswith(_TOOL_TITLE):
+        if title and (title[0].startswith(_TOOL_TITLE)
+                      or (parent in sessions and Path(title[0]).name in _COMMAND_PROGRAMS)):
             pids.append(pid)
     return pids
 
@@ -207,7 +216,7 @@ def _tool_worker_pids() -> list[int]:
 def victims(kind: str) -> list[int]:
     """Live processes of `kind` in this process's cluster."""
     if kind == "tool":
-        return _tool_worker_pids()
+        return _tool_call_pids()
     ours = _ours()
     return [pid for pid in _actor_pids(kind) if pid in ours]
 

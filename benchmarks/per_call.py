@@ -6,8 +6,10 @@ Four loops do the same work (`benchmarks.per_call_loops`): one task of `--calls`
 from the same fake model, each running one shell command (`wc -l notes.txt`), then one
 reply that ends it. `workingset` is a session in one process, exactly as `workingset run`
 builds it (snapshots after every tool batch included); `ray` is the same session on a
-SessionActor of an embedded cluster, its Bash a Ray task; `mini` is mini-swe-agent's
-DefaultAgent with its LocalEnvironment and its test model (`pip install -e '.[bench]'`);
+SessionActor of an embedded cluster (its Bash runs in that process, as every Bash call
+whose workspace is on the session's node does: cluster.tool_tasks); `mini` is
+mini-swe-agent's DefaultAgent with its LocalEnvironment and its test model
+(`pip install -e '.[bench]'`);
 `bare` is a plain asyncio loop (a list of dicts, a subprocess per command): the floor.
 Workingset's Bash is a plain subprocess like the others' (`--sandbox`: in bubblewrap;
 `benchmarks.sandbox_overhead` measures what that adds).

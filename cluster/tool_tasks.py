@@ -1,10 +1,22 @@
-"""Tool calls as Ray tasks, placed on the node that holds the workspace.
+"""Where a tool call runs: in the session's process, or as a Ray task on the workspace's node.
 
-Tools whose effects are local to the workspace (LOCAL, SANDBOX) run as a Ray task
-pinned by node affinity to the workspace's node; Bash inside that task goes through
-the bubblewrap runner its ToolContext carries. Tools that talk to another runtime
-(DELEGATED_RUNTIME: subagents; REMOTE: MCP connections held by the session) run
-where the session is. Foreign Ray failures become an error result the model sees.
+Tools that talk to another runtime (DELEGATED_RUNTIME: subagents; REMOTE: MCP
+connections held by the session) run where the session is. Tools whose effects are
+local to the workspace (LOCAL, SANDBOX) run on the workspace's node: as a Ray task
+pinned there by node affinity when the session is elsewhere, and in the session's own
+process when the workspace is on its node, as below. Foreign Ray failures become an
+error result the model sees.
+
+Bash (SANDBOX) on the session's node runs here, as `workingset run --local` runs it:
+the command is a child process in its sandbox (bubblewrap, its cgroup and limits), so
+the session's process runs none of the agent's code and a runaway command cannot take
+it down; a Ray task around it added no isolation, only its cost (a task's lease, its
+worker, its result: 3.1x a call in process against 1.5x without,
+`python -m benchmarks.per_call --loops workingset ray`). Ray's CPU accounting no longer
+holds such calls back, so they share the node's tool slots (cluster.tool_slots): as
+many at once as Ray would have run as tasks of `cluster.tool_task_cpus`. A call cut
+short by the session's process dying is the session's loss, and its resumed turn tells
+the model so (agents.tool_calls.interrupted_text); it never runs the call again.
 
 A task is never retried by Ray (max_retries=0): a Bash command must not run twice
 behind the model's back. When its worker dies under it (killed, OOM-killed by Ray's
@@ -33,7 +45,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from agents.tool_calls import interrupted_text
 from cluster.faults import is_lost_infrastructure, what_was_lost
-from cluster.runtime import current_node_id
+from cluster.runtime import current_node_id, node_cpus
+from cluster.tool_slots import NodeSlots, node_slots
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.executor import LocalToolExecutor, ThreadedToolExecutor
 from tools.registry import FILE_TOOLS
@@ -98,6 +111,9 @@ def _file_executor() -> ThreadedToolExecutor:
     return _file_threads
 
 
+_slot_counts: dict[tuple[str, float], int] = {}
+
+
 class RayToolExecutor:
     """The ToolExecutor port on Ray. Picklable: it travels in a subagent's blueprint and
     decides in the process that uses it what runs there."""
@@ -111,12 +127,26 @@ class RayToolExecutor:
         """True when `tool` runs in this process; False: as a Ray task on the workspace's node."""
         if tool.execution_domain in _IN_SESSION:
             return True
-        return type(tool) in FILE_TOOLS and self.node_id == current_node_id()
+        here = type(tool) in FILE_TOOLS or tool.execution_domain is ExecutionDomain.SANDBOX
+        return here and self.node_id == current_node_id()
+
+    def _slots(self) -> NodeSlots:
+        key = (self.node_id, self.num_cpus)
+        if key not in _slot_counts:  # asked of the GCS once per process
+            _slot_counts[key] = int(node_cpus(self.node_id) / self.num_cpus)
+        return node_slots(self.node_id, _slot_counts[key])
 
     async def execute(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         if tool.execution_domain in _IN_SESSION:
             return await self._local.execute(tool, args, ctx)
         if self.runs_here(tool):
+            if tool.execution_domain is ExecutionDomain.SANDBOX:
+                try:
+                    slots = self._slots()
+                except ToolError as exc:
+                    return ToolOutput(content=str(exc), is_error=True)
+                async with slots.hold():
+                    return await self._local.execute(tool, args, ctx)
             return await _file_executor().execute(tool, args, ctx)
         _ship_by_value(tool)
         tries = _READ_ONLY_TRIES if tool.is_read_only else 1

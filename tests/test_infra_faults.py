@@ -1,8 +1,10 @@
 """Infrastructure faults never become task outcomes (real Ray, real processes, real signals).
 
-- A tool worker SIGKILLed mid-command, found as the chaos batch finds it (a descendant of
-  this process titled `ray::run_tool_task`): the model gets the interrupted-call result,
-  the task goes on and is graded as it would have been; a read-only call simply runs again.
+- The session's actor SIGKILLed mid-command (Bash runs in its process, cluster.tool_tasks):
+  the actor restarts, the turn resumes from its snapshot without running the command
+  again, the task is graded as it would have been. A tool worker SIGKILLed mid-call
+  (found as the chaos batch finds it: a descendant of this process titled
+  `ray::run_tool_task`): a read-only call simply runs again.
 - The session's actor SIGSTOPped (a deadlock or a swapped-out node looks like this): its
   heartbeat goes silent, the driver kills and replaces it, the row says so, the batch ends.
 - A driver killed with -9: every process it started goes with it; a process that did not
@@ -56,14 +58,14 @@ def _rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
-async def _kill_tool_workers(running: asyncio.Future, once=lambda: True) -> list[int]:
-    """SIGKILL the tool workers running now, found as the chaos batch finds them, as soon
-    as there are any and `once()` holds (bounded only against a hang); their pids."""
+async def _kill(running: asyncio.Future, kind: str, once=lambda: True) -> list[int]:
+    """SIGKILL the processes of `kind` running now, found as the chaos batch finds them, as
+    soon as there are any and `once()` holds (bounded only against a hang); their pids."""
     killed: list[int] = []
 
     def kill() -> bool:
         if once():
-            for pid in victims("tool"):
+            for pid in victims(kind):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
@@ -75,7 +77,16 @@ async def _kill_tool_workers(running: asyncio.Future, once=lambda: True) -> list
     return killed
 
 
-async def test_a_tool_worker_killed_mid_command_gives_the_model_the_interrupted_result_and_the_task_its_grade(
+def _sleeping() -> bool:
+    """A `sleep` runs under this process (the Bash command of the test's batch)."""
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # gone since it was listed
+            if process.name() == "sleep":
+                return True
+    return False
+
+
+async def test_a_session_actor_killed_mid_command_gives_the_model_the_interrupted_result_and_the_task_its_grade(
         ray_cluster, tmp_path):
     repo = calc_repo(tmp_path)
     model = script(tmp_path, "fix", [
@@ -87,17 +98,18 @@ async def test_a_tool_worker_killed_mid_command_gives_the_model_the_interrupted_
     runner = EvalRunner(_settings(tmp_path / "home"), load_tasks(tasks).tasks, EvalOptions(out=out, concurrency=1),
                         host=RayHost(actors=1), reporter=JsonReporter(io.StringIO()))
     batch = asyncio.ensure_future(runner.run())
-    killed = await _kill_tool_workers(batch)
+    killed = await _kill(batch, "session", once=_sleeping)
     async with asyncio.timeout(_HANG_BOUND_S):
         summary = await batch
 
     [row] = _rows(out)
     assert killed
-    assert (row["status"], row["retries"], row["error"]) == ("passed", 0, None)
-    [bash] = [e for e in _events(out, row) if e["type"] == "tool_result" and e["name"] == "Bash"]
-    assert bash["is_error"]
-    assert bash["content"].startswith("This call was interrupted when its worker died (WorkerCrashedError")
-    assert "it may or may not have taken effect. Check before repeating it." in bash["content"]
+    assert (row["status"], row["retries"], row["error"], row["actor_restarts"]) == ("passed", 0, None, 1)
+    events = _events(out, row)
+    # resumed from the snapshot, the command is not run again: its result says it was cut short
+    assert not [e for e in events if e["type"] == "tool_result" and e["name"] == "Bash"]
+    assert any(e["type"] == "notice" and e["text"].startswith("the call Bash was running when the session was lost; "
+                                                               "it is not run again") for e in events)
     assert summary["statuses"]["infra_error"] == 0 and summary["statuses"]["error"] == 0
 
 
@@ -178,10 +190,27 @@ class _FirstCallHangs:
 async def test_a_read_only_call_whose_worker_was_killed_simply_runs_again(ray_cluster, tmp_path):
     call = asyncio.ensure_future(RayToolExecutor(ray_cluster.head_node_id).execute(
         _FirstCallHangs(), _LookInput(name="calc.py"), ToolContext(workspace=tmp_path)))
-    killed = await _kill_tool_workers(call, once=(tmp_path / "started").exists)
+    killed = await _kill(call, "tool", once=(tmp_path / "started").exists)
     async with asyncio.timeout(_HANG_BOUND_S):
         out = await call
     assert killed and (out.is_error, out.content) == (False, "calc.py looked at")
+
+
+class _FirstCallHangsAndWrites(_FirstCallHangs):
+    """The same, as a tool that may change the workspace: it must never run twice."""
+
+    is_read_only: ClassVar[bool] = False
+
+
+async def test_a_call_that_may_write_whose_worker_was_killed_is_not_run_again_and_says_so(ray_cluster, tmp_path):
+    call = asyncio.ensure_future(RayToolExecutor(ray_cluster.head_node_id).execute(
+        _FirstCallHangsAndWrites(), _LookInput(name="calc.py"), ToolContext(workspace=tmp_path)))
+    killed = await _kill(call, "tool", once=(tmp_path / "started").exists)
+    async with asyncio.timeout(_HANG_BOUND_S):
+        out = await call
+    assert killed and out.is_error
+    assert out.content.startswith("This call was interrupted when its worker died (WorkerCrashedError")
+    assert "it may or may not have taken effect. Check before repeating it." in out.content
 
 
 def test_a_plain_rerun_runs_the_infra_error_tasks_again_and_only_those(tmp_path):

@@ -1,6 +1,7 @@
-"""Where a session's tool calls run on Ray: the file tools in the session's own process
-when the workspace is on its node (with every refusal of tools.beneath intact), every
-other tool as a Ray task on the workspace's node."""
+"""Where a session's tool calls run on Ray: the file tools and Bash in the session's own
+process when the workspace is on its node (with every refusal of tools.beneath intact;
+Bash in its sandbox, within the node's tool slots), every other tool, and every tool
+whose workspace is on another node, as a Ray task on the workspace's node."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from cluster.tool_tasks import RayToolExecutor
 from tools import FILE_TOOLS, BashTool, ReadTool, ToolContext, WriteTool
+from tools.bash import BashInput
 from tools.read import ReadInput
 from tools.write import WriteInput
 
@@ -17,8 +19,19 @@ def test_a_file_tool_runs_in_this_process_when_the_workspace_is_on_its_node(ray_
     assert RayToolExecutor(ray_cluster.head_node_id).runs_here(tool_class())
 
 
-def test_bash_runs_as_a_ray_task_even_when_the_workspace_is_on_this_node(ray_cluster):
-    assert not RayToolExecutor(ray_cluster.head_node_id).runs_here(BashTool())
+def test_bash_runs_in_this_process_when_the_workspace_is_on_its_node(ray_cluster):
+    assert RayToolExecutor(ray_cluster.head_node_id).runs_here(BashTool())
+
+
+def test_bash_runs_as_a_task_on_the_workspace_node_when_that_is_another_node(ray_cluster):
+    assert not RayToolExecutor(ray_cluster.other_node_id).runs_here(BashTool())
+
+
+async def test_bash_run_in_this_process_answers_from_the_workspace(ray_cluster, tmp_path):
+    (tmp_path / "notes.txt").write_text("one\ntwo\n")
+    out = await RayToolExecutor(ray_cluster.head_node_id).execute(
+        BashTool(), BashInput(command="wc -l < notes.txt"), ToolContext(workspace=tmp_path))
+    assert not out.is_error and out.content.splitlines()[0] == "2"
 
 
 def test_a_file_tool_runs_as_a_task_on_the_workspace_node_when_that_is_another_node(ray_cluster):

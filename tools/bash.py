@@ -103,8 +103,8 @@ class BashTool:
         try:
             return await self._run(launch, workspace, timeout, capture)
         finally:
-            if launch.watch is not None:
-                launch.watch.close()
+            if launch.watch is not None:  # emptying and removing the call's cgroup may wait on the kernel
+                await asyncio.to_thread(launch.watch.close)
 
     async def _run(self, launch: CommandLaunch, workspace: Path, timeout: float, capture: OutputCapture) -> ToolOutput:
         loop = asyncio.get_running_loop()
@@ -133,8 +133,8 @@ class BashTool:
         finally:
             # Also runs when the call is cancelled: never leave the command running.
             stragglers = _kill_group(transport.get_pid())
-            if watch is not None:
-                watch.kill()
+            if watch is not None:  # off the loop: it waits until the cgroup is empty
+                await asyncio.to_thread(watch.kill)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proto.closed.wait(), _DRAIN_GRACE_S)
             # If something escaped the group and still holds the pipe, stop listening.
