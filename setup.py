@@ -32,7 +32,10 @@ class BuildLauncher(build_ext):
             super().build_extension(ext)
             return
         objects = self.compiler.compile(
-            ext.sources, output_dir=self.build_temp, extra_postargs=["-O2", "-Wall"], debug=self.debug,
+            ext.sources,
+            output_dir=self.build_temp,
+            extra_postargs=["-O2", "-Wall"],
+            debug=self.debug,
         )
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)

@@ -13,21 +13,20 @@ Workingset's own tree (agents/, cluster/):
     │   ├── ModelTimeout            no complete reply within the call's total timeout
     │   └── ModelResponseError      anything else the provider said no to
     ├── LoopEnded                   carries why a run stopped early
-    │   ├── TurnLimitReached        agent.max_turns model calls in one outer turn
-    │   └── BudgetExceeded          a token or cost budget (agents.budgets)
+    │   └── BudgetExceeded          a token or cost budget (agents.subagents._budgets)
     ├── SummaryFailed               no summary could be written (agents.compaction.summary)
-    ├── CodecError                  a stored message cannot be decoded (agents.codec)
-    ├── SnapshotError               a snapshot cannot be saved or loaded (agents.snapshot_errors)
+    ├── CodecError                  a stored message cannot be decoded (agents.snapshots._codec)
+    ├── SnapshotError               a snapshot cannot be saved or loaded (agents.snapshots._errors)
     │   ├── SnapshotNotFound        no such session or version (reading never creates one)
     │   ├── SnapshotCorrupt         a version fails its checksum or cannot be decoded
     │   ├── SnapshotTooNew          written by a newer Workingset (its schema or format is named)
     │   ├── StoreDamaged            a session's store file is truncated, garbage or foreign
     │   └── StoreDiskFull           no space on the disk holding the store; the previous state is intact
-    ├── MemoryStoreError            a memory file cannot be read or written (agents.memory)
+    ├── MemoryStoreError            a memory file cannot be read or written (agents.sources._memory)
     │   ├── MemoryNotFound
     │   └── MemoryNameError         not a valid record name (also ValueError)
     ├── FrontMatterError            a memory or skill file's front-matter is broken (also ValueError)
-    ├── ClusterError                the Ray runtime cannot start or be joined (cluster.errors)
+    ├── ClusterError                the Ray runtime cannot start or be joined (cluster.connection._errors)
     │   └── ClusterJoinError        the command names a cluster this process cannot join (also ConfigError: exit 2)
     ├── TaskEnded                   an eval task ends with an error row (cluster.eval.errors)
     │   └── EnvironmentFailed       its own environment could not be made (names the key)
@@ -53,23 +52,28 @@ The tools' tree (tools/ cannot import agents/, so it has its own root):
         ├── LayerUnavailable        no kernel-capped layer for the workspace's writes (tools.sandbox.probe)
         └── StageError              the stage directory is unsafe to use (tools.sandbox.stage)
 
-    GlobError                       a glob RE2 cannot compile (also ValueError; tools.glob_regex)
+    GlobError                       a glob RE2 cannot compile (also ValueError; tools.files._glob_regex)
 
 Signals that never reach a caller: each is caught where it is raised (the providers'
 stream errors by their retry loop, which turns the last one into Overloaded):
 
     StreamBroken                    a streamed reply broke after it started (agents.providers.streaming)
     └── StreamStalled               no event within providers.idle_timeout_s
-    _Problem                        why one plugin is skipped (agents.plugins)
+    _Problem                        why one plugin is skipped (agents.sources._plugins)
     _ActorLost                      a SessionActor died under a call (cluster.remote_session)
     _GiveUp                         a 429 asks a wait past the total timeout: Overloaded at once (a BaseException)
     _Moved                          a directory of the workspace moved under a merge (tools.sandbox.merge)
     _LauncherDoesNotRun             the built sandbox launcher cannot execute here: its Python build runs (tools.sandbox.runner)
     _Malformed                      a TLS ClientHello that does not parse (cluster.eval.environments.client_hello)
 
+The fake model APIs the tests run against (agents.providers.testing):
+
+    PortTaken                       the port asked for by hand is held by another process (also OSError)
+    _Dropped                        a scripted fault: the fake server drops the connection mid-stream
+
 Foreign exceptions (anthropic, openai, yaml, Ray, OS) are converted where they enter, with
-`raise ... from exc`, so callers handle one tree. tests/test_exception_tree.py fails when
-a class is defined and not drawn here, or drawn under another parent than its own.
+`raise ... from exc`, so callers handle one tree. tests/agents/test_exception_tree.py fails
+when a class is defined and not drawn here, or drawn under another parent than its own.
 """
 
 from __future__ import annotations
@@ -83,7 +87,6 @@ __all__ = [
     "ModelTimeout",
     "Overloaded",
     "PromptTooLong",
-    "TurnLimitReached",
     "WorkingsetError",
 ]
 
@@ -147,7 +150,3 @@ class LoopEnded(WorkingsetError):
     """Raised inside the loop to stop a run; carries the reason."""
 
     reason = "ended"
-
-
-class TurnLimitReached(LoopEnded):
-    reason = "turn_limit"

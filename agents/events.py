@@ -7,14 +7,13 @@ later capabilities add event types, never change existing fields.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from agents.compaction.ledger import CompactionEvent
-from agents.evidence import EvidenceRef
-from agents.ports import Usage
+from agents.compaction import CompactionEvent
+from agents.ports import EventSink, Usage
+from agents.subagents import EvidenceRef
 
 __all__ = [
     "EVENT_SCHEMA_VERSION",
@@ -135,7 +134,9 @@ class SubagentStarted(_EventBase):
     child_session_id: str
     description: str
     depth: int
-    child_path: list[str] = Field(default_factory=list, description="The child's path (its parent's path + description).")
+    child_path: list[str] = Field(
+        default_factory=list, description="The child's path (its parent's path + description)."
+    )
 
 
 class SubagentFinished(_EventBase):
@@ -148,7 +149,9 @@ class SubagentFinished(_EventBase):
     cost_usd: float
     model_calls: int
     unpriced_calls: int = Field(0, description="Calls of the subagent whose price is unknown (not in cost_usd).")
-    child_path: list[str] = Field(default_factory=list, description="The child's path (its parent's path + description).")
+    child_path: list[str] = Field(
+        default_factory=list, description="The child's path (its parent's path + description)."
+    )
     evidence: list[EvidenceRef] = Field(default_factory=list, description="What the child's result refers to.")
 
 
@@ -169,10 +172,19 @@ class Notice(_EventBase):
     text: str
 
 
-# Why a session ended: a turn's own reasons (agents.loop.TurnReason), an error, or the user.
+# Why a session ended: a turn's own reasons (agents.session._loop.TurnReason), an error, or the user.
 EndReason = Literal[
-    "end_turn", "turn_limit", "error", "user_exit", "permission", "judge_error", "goal_limit", "budget",
-    "truncated", "refusal", "permission_denied",
+    "end_turn",
+    "turn_limit",
+    "error",
+    "user_exit",
+    "permission",
+    "judge_error",
+    "goal_limit",
+    "budget",
+    "truncated",
+    "refusal",
+    "permission_denied",
 ]
 
 
@@ -204,8 +216,6 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-
-EventSink = Callable[[BaseModel], None]
 
 
 def on_path(sink: EventSink, path: tuple[str, ...]) -> EventSink:

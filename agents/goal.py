@@ -18,8 +18,8 @@ from pydantic import BaseModel, ValidationError
 from agents.errors import ModelError
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelClient, ModelRequest
-from agents.session_state import GoalState
-from agents.system_prompt import Section
+from agents.session import GoalState
+from agents.sources import Section
 
 __all__ = [
     "GoalState",
@@ -67,7 +67,9 @@ def continue_input(goal: GoalState, reason: str) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"{text[: limit // 2]}\n[… {len(text) - limit} chars …]\n{text[-limit // 2 :]}"
+    return (
+        text if len(text) <= limit else f"{text[: limit // 2]}\n[… {len(text) - limit} chars …]\n{text[-limit // 2 :]}"
+    )
 
 
 def render_evidence(messages: Sequence[Message]) -> str:
@@ -83,7 +85,11 @@ def render_evidence(messages: Sequence[Message]) -> str:
                 tag = "TOOL ERROR" if block.is_error else "TOOL RESULT"
                 lines.append(f"{tag}: {_clip(block.content, _RESULT_MAX_CHARS)}")
     transcript = "\n".join(lines)
-    return transcript if len(transcript) <= _EVIDENCE_MAX_CHARS else "[… earlier evidence omitted …]\n" + transcript[-_EVIDENCE_MAX_CHARS:]
+    return (
+        transcript
+        if len(transcript) <= _EVIDENCE_MAX_CHARS
+        else "[… earlier evidence omitted …]\n" + transcript[-_EVIDENCE_MAX_CHARS:]
+    )
 
 
 def _judge_prompt(condition: str, evidence: str) -> str:
@@ -129,7 +135,9 @@ class JudgeStep:
     detail: str | None = None
 
 
-async def judge_step(goal: GoalState, judge: ModelClient, conversation: Sequence[Message], *, max_auto_turns: int) -> JudgeStep:
+async def judge_step(
+    goal: GoalState, judge: ModelClient, conversation: Sequence[Message], *, max_auto_turns: int
+) -> JudgeStep:
     """Judge the evidence since the goal was set and update the goal's state."""
     verdict = await judge_goal(judge, goal.condition, conversation[goal.since_index :])
     goal.last_reason = verdict.reason

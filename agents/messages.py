@@ -13,7 +13,7 @@ marker renders it (`render`) — and the provider sends only that text; the mark
 ours, kept in snapshots and traces. A block without a marker is never a marker,
 whatever its text says, so a tool output that happens to begin with "[cleared " is an
 ordinary output. (Snapshots written before markers were typed are upgraded once on
-load: `agents.snapshot_upgrade`.)
+load: `agents.snapshots._upgrade`.)
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class FoldedTurns(BaseModel):
 class StateReminder(BaseModel):
     """The session's mode and goal as the model is told them mid-session, at the head
     of a user message, instead of by an edit of the system prompt (which would rewrite
-    the whole cached prefix): `agents.state_reminders`."""
+    the whole cached prefix): `agents.session._reminders`."""
 
     model_config = _FROZEN
     kind: Literal["state"] = "state"
@@ -238,8 +238,7 @@ class ClippedBody(BaseModel):
 
     def render(self, tool_use_id: str) -> str:
         return (
-            f'\n[truncated {self.removed_chars} chars; Recall(id="{tool_use_id}", offset={self.offset}) '
-            "returns them]\n"
+            f'\n[truncated {self.removed_chars} chars; Recall(id="{tool_use_id}", offset={self.offset}) returns them]\n'
         )
 
 
@@ -253,7 +252,9 @@ class TextBlock(BaseModel):
     model_config = _FROZEN
     type: Literal["text"] = "text"
     text: str
-    marker: TextMarker | None = Field(None, exclude_if=_absent, description="Set when the harness wrote this text (compaction, a state reminder).")
+    marker: TextMarker | None = Field(
+        None, exclude_if=_absent, description="Set when the harness wrote this text (compaction, a state reminder)."
+    )
 
 
 class ToolUseBlock(BaseModel):
@@ -455,9 +456,7 @@ def completed_tool_interactions(messages: Sequence[Message]) -> list[ToolInterac
         for use in m.tool_uses:
             found = results.get(use.id)
             if found is not None and found[0] > i:
-                done.append(
-                    ToolInteraction(use=use, result=found[1], use_index=i, result_index=found[0])
-                )
+                done.append(ToolInteraction(use=use, result=found[1], use_index=i, result_index=found[0]))
     return done
 
 

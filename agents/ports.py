@@ -1,7 +1,36 @@
-"""The five ports: the only ways the agent loop reaches the world.
+"""The seams: the only ways the agent loop reaches the world, each a small Protocol.
 
-Each is a small Protocol; implementations fit by shape. The same loop runs in one
-process (tests, `--local`) and inside a Ray actor, with different implementations.
+Implementations fit by shape. The same loop runs in one process (tests, `--local`)
+and inside a Ray actor, with different implementations.
+
+The five ports (a session's SessionPorts):
+
+    ModelClient         one model call (agents.providers; a scripted one for tests)
+    ToolExecutor        runs a validated tool call (tools.executor; cluster.tool_tasks on Ray)
+    Summarizer          writes a handoff summary (agents.compaction; cluster.compactor_pool on Ray)
+    SnapshotStore       saves and loads session state (agents.snapshots._store; cluster.snapshot_actor)
+    SubagentSpawner     runs a child agent (agents.subagents._spawner; cluster.subagents._actor on Ray)
+
+Optional capabilities, each a Protocol an implementation may also fit (checked with
+isinstance, never looked up by attribute name); here unless another module is named,
+where what the Protocol names is defined (so no import goes in a circle):
+
+    TokenCountingClient   a ModelClient whose provider counts a request's tokens
+    SelfDescribingClient  a ModelClient that states its own context window and prices (agents.providers._catalog)
+    ReplayingClient       a ModelClient that replays a script and can seek in it
+    ClosableClient        a ModelClient holding connections, released by `aclose`
+    CalibratingCounter    a token counter the provider's counts calibrate
+    PermissionSubjectTool a tool whose calls rules match against a subject (tools.base)
+    DiskEffectTool        a tool that can tell whether a lost call's change is on disk (tools.base)
+
+The other seams swapped on Ray (the in-process implementation, then Ray's):
+
+    BudgetLedger   where a tree's usage is counted (agents.subagents._budgets): TreeLedger in the
+                   root's process; cluster.subagents._tree_budget.RemoteLedger in a subagent actor
+    EventSink      where a session's events go: a list or a printer in one process; the
+                   SessionActor's queue, streamed to the caller (cluster.event_pump)
+    Approver       answers a subagent's permission question inline (agents.session._kit):
+                   the REPL's prompt; the SessionActor's `ask_user`, answered in the root's stream
 """
 
 from __future__ import annotations
@@ -10,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agents.evidence import EvidenceRef, RecallRecord
 from agents.messages import (
     Message,
     RedactedThinkingBlock,
@@ -19,20 +47,25 @@ from agents.messages import (
     ToolUseBlock,
     encodable_block,
 )
-from agents.permissions.refusals import RefusedCalls
-from agents.session_state import SessionState
+from agents.permissions import RefusedCalls
+from agents.session import SessionState
+from agents.subagents import EvidenceRef, RecallRecord
 from agents.usage import Usage
 from tools.base import Tool, ToolContext, ToolOutput
 from tools.encodable import encodable
 
 if TYPE_CHECKING:
-    from agents.snapshot_store import LoadedSnapshot
+    from agents.snapshots import LoadedSnapshot
 
 __all__ = [
+    "CalibratingCounter",
+    "ClosableClient",
+    "EventSink",
     "ModelClient",
     "ModelRequest",
     "ReplyBlock",
     "ModelResponse",
+    "ReplayingClient",
     "SnapshotStore",
     "SubagentRequest",
     "SubagentResult",
@@ -68,7 +101,7 @@ StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "pau
 """Why a reply ended. `end_turn` and `stop_sequence` are natural ends; `tool_use` asks
 for tool results; `max_tokens` is a reply cut off (the output limit or the context
 window); `pause_turn` a turn the provider paused, to be continued as it is; `refusal`
-a reply the provider's safety system stopped (see agents.stop_reasons)."""
+a reply the provider's safety system stopped (see agents.session._stop_reasons)."""
 
 ReplyBlock = TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock
 
@@ -78,7 +111,9 @@ class ModelResponse(BaseModel):
     stop_reason: StopReason = "end_turn"
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
-    stop_details: str | None = Field(None, description="What the provider said about the stop (e.g. a refusal's category).")
+    stop_details: str | None = Field(
+        None, description="What the provider said about the stop (e.g. a refusal's category)."
+    )
     usage_reported: bool = Field(True, description="False when the provider sent no usage and it was estimated.")
     unknown_blocks: tuple[str, ...] = Field(
         (), description="Types of content blocks the reply held that Workingset does not know; left out of it."
@@ -107,9 +142,8 @@ class ModelClient(Protocol):
     from the `agents.errors` tree: PromptTooLong (the loop recompiles once), AuthError,
     Overloaded / ModelTimeout (transient, already retried), ModelResponseError.
 
-    Optional, found by attribute: `model_info` (an `agents.models.ModelInfo` the
-    model table would not know), `count_tokens(request)` (see TokenCountingClient),
-    `aclose()` (release connections), `fork(role)` and `seek(calls)` (scripted replay).
+    Optional capabilities, each its own Protocol: TokenCountingClient,
+    SelfDescribingClient (agents.providers._catalog), ReplayingClient, ClosableClient.
     """
 
     name: str
@@ -119,11 +153,41 @@ class ModelClient(Protocol):
 
 @runtime_checkable
 class TokenCountingClient(Protocol):
-    """A client whose provider counts a request's input tokens exactly, without a reply."""
+    """A client whose provider counts a request's input tokens exactly, without a reply;
+    None when counting is switched off (the settings' `anthropic.count_tokens`)."""
 
     name: str
 
-    async def count_tokens(self, request: ModelRequest) -> int: ...
+    async def count_tokens(self, request: ModelRequest) -> int | None: ...
+
+
+@runtime_checkable
+class ReplayingClient(Protocol):
+    """A client replaying a script (agents.providers.scripted): a session reopened after
+    its process failed continues where its snapshot left off."""
+
+    def seek(self, calls_made: int) -> None: ...
+
+
+@runtime_checkable
+class ClosableClient(Protocol):
+    """A client holding connections; `aclose` releases them. The session that was built
+    with the client closes it (agents.opening._assembly hands it to Session.aclose)."""
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class CalibratingCounter(Protocol):
+    """A token counter the provider's reported counts calibrate (agents.tokens.CalibratedCounter)."""
+
+    def observe(self, estimated: int, actual: int) -> None: ...
+
+
+class EventSink(Protocol):
+    """Where a session's events go; called once per event, in order."""
+
+    def __call__(self, event: BaseModel, /) -> None: ...
 
 
 @runtime_checkable
@@ -142,7 +206,7 @@ class Summarizer(Protocol):
 
 @runtime_checkable
 class SnapshotStore(Protocol):
-    """Save and load versioned session state (see agents.snapshot_store). Async only: a
+    """Save and load versioned session state (see agents.snapshots._store). Async only: a
     process hosting many sessions must not stop them all while one is written (the disk
     work runs on the store's writer thread, or in the store actor). Sync callers (the
     `sessions` command, tests) use a DiskSnapshotStore's own `save`/`load`."""
@@ -176,7 +240,9 @@ class SubagentResult(BaseModel):
 
     text: str
     evidence: tuple[EvidenceRef, ...] = ()
-    records: tuple[RecallRecord, ...] = Field((), description="Bodies of the evidence, kept by the parent, never shown whole.")
+    records: tuple[RecallRecord, ...] = Field(
+        (), description="Bodies of the evidence, kept by the parent, never shown whole."
+    )
     is_error: bool = False
     reason: str = "end_turn"
     usage: Usage = Field(default_factory=Usage)

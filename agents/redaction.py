@@ -29,7 +29,7 @@ import re
 import sys
 from typing import Any
 
-from tools.sandbox.config import looks_like_credential
+from tools.sandbox import looks_like_credential
 
 __all__ = ["redact", "remember", "scrub"]
 
@@ -60,8 +60,11 @@ def remember(secret: str | None) -> None:
 def _known() -> list[tuple[str, str]]:
     """(value, label) of every credential the process knows, longest first (a key that
     contains another is replaced whole)."""
-    found = {value: f"[redacted {name}]" for name, value in os.environ.items()
-             if not name.startswith("WORKINGSET_") and looks_like_credential(name) and _secret(value)}
+    found = {
+        value: f"[redacted {name}]"
+        for name, value in os.environ.items()
+        if not name.startswith("WORKINGSET_") and looks_like_credential(name) and _secret(value)
+    }
     for value in _REMEMBERED:
         found.setdefault(value, "[redacted key]")
     return sorted(found.items(), key=lambda item: -len(item[0]))

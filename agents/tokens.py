@@ -95,7 +95,9 @@ class CharRatioEstimator:
         if isinstance(block, TextBlock):
             body = self.count_text(block.text)
         elif isinstance(block, ToolUseBlock):
-            arguments = self.count_text(block.raw_input) if block.raw_input is not None else self.count_json(block.input)
+            arguments = (
+                self.count_text(block.raw_input) if block.raw_input is not None else self.count_json(block.input)
+            )
             body = self.count_text(block.name) + arguments
         elif isinstance(block, ToolResultBlock):
             body = self.count_text(block.content)

@@ -22,9 +22,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.compaction.ledger import CompactionEvent
+from agents.compaction import CompactionEvent
 from agents.messages import MESSAGES_ADAPTER
-from agents.system_prompt import SystemPrompt
+from agents.sources import SystemPrompt
 from agents.tokens import TokenCounter
 from agents.visible import reveal
 from agents.working_set import CompiledRequest
@@ -44,11 +44,16 @@ class TraceWriter:
         if not child_id.startswith(self.session_id + "."):
             raise ValueError(f"{child_id!r} is not a descendant of session {self.session_id!r}")
         directory = self.directory
-        steps = child_id[len(self.session_id) + 1:].split(".")
+        steps = child_id[len(self.session_id) + 1 :].split(".")
         for n in range(1, len(steps) + 1):  # one directory per ancestor, then the child's own
             directory = directory / ".".join([self.session_id, *steps[:n]])
-        about = {"session_id": child_id, "parent_session_id": child_id.rpartition(".")[0], "description": description,
-                 "path": list(path), "depth": depth}
+        about = {
+            "session_id": child_id,
+            "parent_session_id": child_id.rpartition(".")[0],
+            "description": description,
+            "path": list(path),
+            "depth": depth,
+        }
         return TraceWriter(directory, child_id, about=about)
 
     def write(
@@ -63,8 +68,9 @@ class TraceWriter:
         self._count += 1
         self.directory.mkdir(parents=True, exist_ok=True)
         if self._about is not None and self._count == 1:
-            (self.directory / "subagent.json").write_text(reveal(json.dumps(self._about, ensure_ascii=False, indent=1)),
-                                                         encoding="utf-8")
+            (self.directory / "subagent.json").write_text(
+                reveal(json.dumps(self._about, ensure_ascii=False, indent=1)), encoding="utf-8"
+            )
         request = compiled.request
         record = {
             "session_id": self.session_id,

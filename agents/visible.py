@@ -65,7 +65,7 @@ def _reveal_run(match: re.Match[str]) -> str:
     out = [ch if ch.isprintable() else _escape(ch) for ch in run]
     # A CR ending a line (CRLF) overwrites nothing: multi-line text keeps it. (Line breaks
     # are outside every run of multi-line text; in one-line text both are escaped.)
-    if run[-1] == "\r" and match.re is _SUSPECT_LINES and match.string[match.end():match.end() + 1] == "\n":
+    if run[-1] == "\r" and match.re is _SUSPECT_LINES and match.string[match.end() : match.end() + 1] == "\n":
         out[-1] = "\r"
     return "".join(out)
 

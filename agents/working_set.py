@@ -28,7 +28,11 @@ class CompiledRequest(BaseModel):
 
 def tool_schemas(registry: ToolRegistry) -> tuple[ToolSchema, ...]:
     """What `registry.schemas()` describes, as the frozen schemas a request carries."""
-    return tuple(_tool_schema(t.name, t.description, t.input_model) for t in registry)
+    schemas = []
+    for tool in registry:
+        model: type[BaseModel] = tool.input_model  # a bare Tool's is type[Any], not hashable to the cache
+        schemas.append(_tool_schema(tool.name, tool.description, model))
+    return tuple(schemas)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -57,8 +61,12 @@ class WorkingSetCompiler:
 
     def prefix_tokens(self, system: str, tools: tuple[ToolSchema, ...]) -> int:
         key = self.counter.key  # a calibrated counter's scale is in its key
-        if self._prefix_key is None or self._prefix_key[0] != system or self._prefix_key[1] is not tools \
-                or self._prefix_key[2] != key:
+        if (
+            self._prefix_key is None
+            or self._prefix_key[0] != system
+            or self._prefix_key[1] is not tools
+            or self._prefix_key[2] != key
+        ):
             self._prefix_key = (system, tools, key)
             self._prefix_tokens = estimate_prefix_tokens(self.counter, system=system, tools=tools)
         return self._prefix_tokens

@@ -14,8 +14,9 @@ GRADER = "python3 test_calc.py"
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def calc_repo(root: Path, name: str = "calc") -> Path:
@@ -44,4 +45,10 @@ def tasks_file(path: Path, rows: list[dict]) -> Path:
 
 def task(task_id: str, repo: Path | str, **fields) -> dict:
     """One task row on `repo`, graded by GRADER."""
-    return {"id": task_id, "repo": str(repo), "instruction": "add() is wrong; fix it.", "test_command": GRADER, **fields}
+    return {
+        "id": task_id,
+        "repo": str(repo),
+        "instruction": "add() is wrong; fix it.",
+        "test_command": GRADER,
+        **fields,
+    }

@@ -37,19 +37,28 @@ import psutil
 import ray
 
 from agents.events import AssistantText, ModelCall, PermissionDecided, ToolCall, ToolResult
-from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+from agents.opening import OpenSpec, SessionRuntime, open_or_resume
 from agents.ports import Usage
 from benchmarks.concurrency import batch_settings, workspaces
 from benchmarks.cpu_tree import load_average, sample_tree
-from cluster.runtime import connect, current_node_id
+from cluster.connection import connect, current_node_id
 from cluster.session_pool import SessionPool
 from cluster.tool_tasks import RayToolExecutor, run_tool_task
 from tools import ReadTool, ToolContext, ToolOutput
 from tools.executor import LocalToolExecutor
-from tools.read import ReadInput
+from tools.files import ReadInput
 
-PARTS = ("read-local", "read-actor", "read-task", "bare-task", "bare-call", "event-batch", "event-call", "open",
-         "worker-boot")
+PARTS = (
+    "read-local",
+    "read-actor",
+    "read-task",
+    "bare-task",
+    "bare-call",
+    "event-batch",
+    "event-call",
+    "open",
+    "worker-boot",
+)
 
 
 async def cpu_ms_per_op(op: Callable[[], Awaitable[object]], calls: int, concurrency: int) -> float:
@@ -68,14 +77,22 @@ async def cpu_ms_per_op(op: Callable[[], Awaitable[object]], calls: int, concurr
 def turn_events(sid: str) -> list:
     usage = Usage(input_tokens=900, output_tokens=40)
     return [
-        ModelCall(session_id=sid, turn=1, estimated_input_tokens=900, usage=usage, stop_reason="tool_use",
-                  duration_ms=2000.0),
+        ModelCall(
+            session_id=sid, turn=1, estimated_input_tokens=900, usage=usage, stop_reason="tool_use", duration_ms=2000.0
+        ),
         AssistantText(session_id=sid, text="step 1"),
         ToolCall(session_id=sid, tool_use_id="toolu_1", name="Read", input={"path": "notes.txt"}),
-        PermissionDecided(session_id=sid, tool_use_id="toolu_1", name="Read", effect="allow", source="mode",
-                          reason="read-only tool"),
-        ToolResult(session_id=sid, tool_use_id="toolu_1", name="Read", is_error=False,
-                   content="     1\tnotes of session 1\n" * 20, duration_ms=0.2),
+        PermissionDecided(
+            session_id=sid, tool_use_id="toolu_1", name="Read", effect="allow", source="mode", reason="read-only tool"
+        ),
+        ToolResult(
+            session_id=sid,
+            tool_use_id="toolu_1",
+            name="Read",
+            is_error=False,
+            content="     1\tnotes of session 1\n" * 20,
+            duration_ms=0.2,
+        ),
     ]
 
 
@@ -130,15 +147,18 @@ async def open_cost(root: Path, calls: int, concurrency: int, where: str) -> flo
     settings = batch_settings(root, calls, 5, 0.0)
     dirs = iter(workspaces(root, calls + concurrency, where))
     if where == "local":
+
         async def op():
             session = await open_or_resume(OpenSpec(settings, next(dirs)), SessionRuntime())
             await session.aclose()
+
         return await cpu_ms_per_op(op, calls, concurrency)
     pool = SessionPool(settings, actors=2)
     await pool.ready()
 
     async def op_ray():
         await pool.close(await pool.open(next(dirs)))
+
     try:
         return await cpu_ms_per_op(op_ray, calls, concurrency)
     finally:

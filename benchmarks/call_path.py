@@ -23,19 +23,22 @@ ROOMS = ("tools", "agents", "cluster", "benchmarks")
 
 
 def _fake_server():  # noqa: ANN202 - the server's import is deferred with its dependencies
-    from tests.fake_messages_server import FakeMessagesServer
+    from agents.providers.testing import FakeMessagesServer
 
     return FakeMessagesServer()
 
 
 async def _one_call(workspace: Path, url: str) -> set[str]:
-    from agents.config import WorkingsetSettings
-    from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+    from agents.opening import OpenSpec, SessionRuntime, open_or_resume
+    from agents.settings import WorkingsetSettings
 
-    settings = WorkingsetSettings.model_validate({
-        "model": "anthropic:claude-sonnet-4-5", "home": str(workspace.parent / "home"),
-        "providers": {"anthropic": {"base_url": url}},
-    })
+    settings = WorkingsetSettings.model_validate(
+        {
+            "model": "anthropic:claude-sonnet-4-5",
+            "home": str(workspace.parent / "home"),
+            "providers": {"anthropic": {"base_url": url}},
+        }
+    )
     session = await open_or_resume(OpenSpec(settings, workspace), SessionRuntime())
     await session.run_turn("warm up")
     seen: set[str] = set()

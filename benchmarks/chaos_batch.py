@@ -56,12 +56,9 @@ import psutil
 import ray
 from ray._private import state as gcs_state
 
-from agents.config import WorkingsetSettings
+from agents.settings import WorkingsetSettings
 from benchmarks.calc_batch import GRADER, calc_repo, script, task, tasks_file
-from cluster.eval.progress import JsonReporter
-from cluster.eval.ray_host import RayHost
-from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.task_file import load_tasks
+from cluster.eval import EvalOptions, EvalRunner, JsonReporter, RayHost, load_tasks
 
 KINDS = ("session", "tool", "summarizer")
 TIMINGS = ("steady", "bursts", "late")
@@ -71,8 +68,13 @@ _COMMAND_PROGRAMS = {"bwrap", "bash", "sandbox-launcher"}  # a Bash call's proce
 
 # A small window, so that each task's history is cleared and then summarized once: budget
 # (10_000 - 1_000) x 0.8 = 7_200 tokens, about 3_700 of them system prompt and tool schemas.
-_COMPACTION = {"strategy": "clear-then-summarize", "context_window": 10_000, "preserve_recent_messages": 2,
-               "preserve_recent_tool_uses": 1, "min_gain_tokens": 200}
+_COMPACTION = {
+    "strategy": "clear-then-summarize",
+    "context_window": 10_000,
+    "preserve_recent_messages": 2,
+    "preserve_recent_tool_uses": 1,
+    "min_gain_tokens": 200,
+}
 
 
 # -- the batch ---------------------------------------------------------------------------
@@ -84,10 +86,24 @@ def task_turns(task_id: str) -> list[dict]:
     fix = {"path": "calc.py", "old_string": "a - b", "new_string": f"a + b  # fixed in {task_id}"}
     return [
         {"text": "Reading.", "tool_calls": [{"name": "Read", "input": {"path": "calc.py"}}]},
-        {"text": notes, "tool_calls": [{"name": "Bash", "input": {
-            "command": "sleep 0.5; head -c 1600 /dev/zero | tr '\\0' a; echo; echo a-done"}}]},
-        {"text": "Now the big log.", "tool_calls": [{"name": "Bash", "input": {
-            "command": "sleep 0.5; head -c 8000 /dev/zero | tr '\\0' b; echo; echo b-done"}}]},
+        {
+            "text": notes,
+            "tool_calls": [
+                {
+                    "name": "Bash",
+                    "input": {"command": "sleep 0.5; head -c 1600 /dev/zero | tr '\\0' a; echo; echo a-done"},
+                }
+            ],
+        },
+        {
+            "text": "Now the big log.",
+            "tool_calls": [
+                {
+                    "name": "Bash",
+                    "input": {"command": "sleep 0.5; head -c 8000 /dev/zero | tr '\\0' b; echo; echo b-done"},
+                }
+            ],
+        },
         {"text": "Fixing.", "tool_calls": [{"name": "Edit", "input": fix}]},
         {"text": "Testing.", "tool_calls": [{"name": "Bash", "input": {"command": GRADER}}]},
     ]
@@ -96,15 +112,22 @@ def task_turns(task_id: str) -> list[dict]:
 def make_batch(root: Path, count: int) -> Path:
     """`count` tasks on one repository, each with its own scripted model; the task file."""
     repo = calc_repo(root)
-    rows = [task(f"t{i:02d}", repo, model=f"scripted:{script(root, f't{i:02d}', task_turns(f't{i:02d}'), 'Fixed.')}")
-            for i in range(count)]
+    rows = [
+        task(f"t{i:02d}", repo, model=f"scripted:{script(root, f't{i:02d}', task_turns(f't{i:02d}'), 'Fixed.')}")
+        for i in range(count)
+    ]
     return tasks_file(root / "tasks.jsonl", rows)
 
 
 def batch_settings(home: Path) -> WorkingsetSettings:
-    return WorkingsetSettings.model_validate({
-        "home": home, "compact": _COMPACTION, "agent": {"max_output_tokens": 1_000},
-        "permissions": {"mode": "accept-edits", "allow": ["Bash"], "headless": "deny-asks"}})
+    return WorkingsetSettings.model_validate(
+        {
+            "home": home,
+            "compact": _COMPACTION,
+            "agent": {"max_output_tokens": 1_000},
+            "permissions": {"mode": "accept-edits", "allow": ["Bash"], "headless": "deny-asks"},
+        }
+    )
 
 
 class CountingReporter(JsonReporter):
@@ -128,8 +151,13 @@ class CountingReporter(JsonReporter):
 async def run_batch(tasks: Path, out: Path, *, concurrency: int, chaos: Chaos | None = None) -> dict:
     """Run the batch into `out` (with `chaos` alongside it); returns {"summary", "rows", "wall_s"}."""
     reporter = CountingReporter()
-    runner = EvalRunner(batch_settings(out / "ignored"), load_tasks(tasks).tasks,
-                        EvalOptions(out=out, concurrency=concurrency), host=RayHost(actors=2), reporter=reporter)
+    runner = EvalRunner(
+        batch_settings(out / "ignored"),
+        load_tasks(tasks).tasks,
+        EvalOptions(out=out, concurrency=concurrency),
+        host=RayHost(actors=2),
+        reporter=reporter,
+    )
     started = time.monotonic()
     killing = asyncio.ensure_future(chaos.run(reporter)) if chaos else None
     try:
@@ -139,8 +167,12 @@ async def run_batch(tasks: Path, out: Path, *, concurrency: int, chaos: Chaos | 
             chaos.stop()
             await killing
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
-    return {"summary": summary, "rows": rows, "wall_s": round(time.monotonic() - started, 1),
-            "events": reporter.buffer.getvalue()}
+    return {
+        "summary": summary,
+        "rows": rows,
+        "wall_s": round(time.monotonic() - started, 1),
+        "events": reporter.buffer.getvalue(),
+    }
 
 
 def patch_of(out: Path, row: dict) -> bytes | None:
@@ -158,20 +190,37 @@ def compare(tasks: Path, base_out: Path, base: dict, out: Path, perturbed: dict)
     before = {r["task_id"]: r for r in base["rows"]}
     per_task = Counter(r["task_id"] for r in perturbed["rows"])
     after = {r["task_id"]: r for r in perturbed["rows"]}
-    right = [i for i in ids if i in after and after[i]["status"] == before[i]["status"]
-             and patch_of(out, after[i]) == patch_of(base_out, before[i])]
+    right = [
+        i
+        for i in ids
+        if i in after
+        and after[i]["status"] == before[i]["status"]
+        and patch_of(out, after[i]) == patch_of(base_out, before[i])
+    ]
     wrong = {i: after[i]["status"] for i in ids if i in after and i not in right}
     rows = perturbed["rows"]
-    interrupted = sum(1 for r in rows if r.get("events_path") for e in _events(out, r)
-                      if e.get("type") == "tool_result" and "interrupted when its worker died" in e.get("content", ""))
-    return {"right": len(right), "tasks": len(ids), "rows_lost": sum(1 for i in ids if i not in after),
-            "rows_duplicated": sum(n - 1 for n in per_task.values()), "wrong": wrong,
-            "statuses": dict(Counter(r["status"] for r in rows)),
-            "actor_restarts": sum(r["actor_restarts"] for r in rows),
-            "node_losses": sum(r["node_losses"] for r in rows), "retries": sum(r["retries"] for r in rows),
-            "infra_errors": sum(r["status"] == "infra_error" for r in rows), "interrupted_calls": interrupted,
-            "compactions": dict(sum((Counter(r["compaction_kinds"]) for r in rows), Counter())),
-            "wall_s": perturbed["wall_s"]}
+    interrupted = sum(
+        1
+        for r in rows
+        if r.get("events_path")
+        for e in _events(out, r)
+        if e.get("type") == "tool_result" and "interrupted when its worker died" in e.get("content", "")
+    )
+    return {
+        "right": len(right),
+        "tasks": len(ids),
+        "rows_lost": sum(1 for i in ids if i not in after),
+        "rows_duplicated": sum(n - 1 for n in per_task.values()),
+        "wrong": wrong,
+        "statuses": dict(Counter(r["status"] for r in rows)),
+        "actor_restarts": sum(r["actor_restarts"] for r in rows),
+        "node_losses": sum(r["node_losses"] for r in rows),
+        "retries": sum(r["retries"] for r in rows),
+        "infra_errors": sum(r["status"] == "infra_error" for r in rows),
+        "interrupted_calls": interrupted,
+        "compactions": dict(sum((Counter(r["compaction_kinds"]) for r in rows), Counter())),
+        "wall_s": perturbed["wall_s"],
+    }
 
 
 # -- the chaos ---------------------------------------------------------------------------
@@ -185,7 +234,9 @@ def _ours() -> set[int]:
 
 def _actor_pids(kind: str) -> list[int]:
     rows = gcs_state.actors().values()
-    return [r["Pid"] for r in rows if r["ActorClassName"] == _ACTOR_CLASSES[kind] and r["State"] == "ALIVE" and r["Pid"]]
+    return [
+        r["Pid"] for r in rows if r["ActorClassName"] == _ACTOR_CLASSES[kind] and r["State"] == "ALIVE" and r["Pid"]
+    ]
 
 
 def restarting(kind: str) -> int:
@@ -207,8 +258,9 @@ def _tool_call_pids() -> list[int]:
             parent = process.ppid()
         except psutil.Error:
             continue
-        if title and (title[0].startswith(_TOOL_TITLE)
-                      or (parent in sessions and Path(title[0]).name in _COMMAND_PROGRAMS)):
+        if title and (
+            title[0].startswith(_TOOL_TITLE) or (parent in sessions and Path(title[0]).name in _COMMAND_PROGRAMS)
+        ):
             pids.append(pid)
     return pids
 
@@ -286,8 +338,12 @@ class Chaos:
 
     async def kill(self, kind: str) -> None:
         held = time.monotonic()
-        while (self.wait_for_restart and not self._stopped and time.monotonic() - held < self.max_hold_s
-               and await asyncio.to_thread(restarting, kind) > 0):
+        while (
+            self.wait_for_restart
+            and not self._stopped
+            and time.monotonic() - held < self.max_hold_s
+            and await asyncio.to_thread(restarting, kind) > 0
+        ):
             await asyncio.sleep(0.5)
         self.waited_s += time.monotonic() - held
         if self._stopped:
@@ -317,34 +373,67 @@ class Chaos:
 def _start_cluster():
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "include_dashboard": False, "object_store_memory": 150 * 1024**2,
-        "resources": {"workingset_sandbox": 1}})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 2,
+            "include_dashboard": False,
+            "object_store_memory": 150 * 1024**2,
+            "resources": {"workingset_sandbox": 1},
+        },
+    )
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     return cluster
 
 
-async def measure(count: int, timings: list[str], concurrency: int, work: Path, *, every_s: float,
-                  burst_every_s: float, wait_for_restart: bool = True) -> list[dict]:
+async def measure(
+    count: int,
+    timings: list[str],
+    concurrency: int,
+    work: Path,
+    *,
+    every_s: float,
+    burst_every_s: float,
+    wait_for_restart: bool = True,
+) -> list[dict]:
     cluster = _start_cluster()
     try:
         tasks = make_batch(work / "batch", count)
         base_out = work / "unperturbed"
         base = await run_batch(tasks, base_out, concurrency=concurrency)
-        print(json.dumps({"timing": "unperturbed", "statuses": base["summary"]["statuses"], "wall_s": base["wall_s"],
-                          "load": os.getloadavg()}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "timing": "unperturbed",
+                    "statuses": base["summary"]["statuses"],
+                    "wall_s": base["wall_s"],
+                    "load": os.getloadavg(),
+                }
+            ),
+            flush=True,
+        )
         results = []
         for timing in timings:
             node = cluster.add_node(num_cpus=1, resources={"workingset_sandbox": 1}, object_store_memory=80 * 1024**2)
             cluster.wait_for_nodes()
-            chaos = Chaos(timing, remove_raylet=functools.partial(cluster.remove_node, node), every_s=every_s,
-                          burst_every_s=burst_every_s, wait_for_restart=wait_for_restart)
+            chaos = Chaos(
+                timing,
+                remove_raylet=functools.partial(cluster.remove_node, node),
+                every_s=every_s,
+                burst_every_s=burst_every_s,
+                wait_for_restart=wait_for_restart,
+            )
             out = work / timing
             perturbed = await run_batch(tasks, out, concurrency=concurrency, chaos=chaos)
-            figures = {"timing": timing, **compare(tasks, base_out, base, out, perturbed),
-                       "kills_landed": dict(chaos.landed), "kills_missed": dict(chaos.missed),
-                       "kills_held_for_restarts_s": round(chaos.waited_s, 1),
-                       "raylet_removed_at": chaos.raylet_removed_at, "load": os.getloadavg()}
+            figures = {
+                "timing": timing,
+                **compare(tasks, base_out, base, out, perturbed),
+                "kills_landed": dict(chaos.landed),
+                "kills_missed": dict(chaos.missed),
+                "kills_held_for_restarts_s": round(chaos.waited_s, 1),
+                "raylet_removed_at": chaos.raylet_removed_at,
+                "load": os.getloadavg(),
+            }
             results.append(figures)
             print(json.dumps(figures), flush=True)
         return results
@@ -360,17 +449,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--every", type=float, default=3.0, help="seconds between kills (steady, late)")
     parser.add_argument("--burst-every", type=float, default=15.0, help="seconds between bursts")
-    parser.add_argument("--stack-kills", action="store_true",
-                        help="kill actors of a kind even while the last one killed is still restarting")
+    parser.add_argument(
+        "--stack-kills",
+        action="store_true",
+        help="kill actors of a kind even while the last one killed is still restarting",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="chaos-batch-") as work:
-        results = asyncio.run(measure(args.tasks, args.timings, args.concurrency, Path(work),
-                                      every_s=args.every, burst_every_s=args.burst_every,
-                                      wait_for_restart=not args.stack_kills))
+        results = asyncio.run(
+            measure(
+                args.tasks,
+                args.timings,
+                args.concurrency,
+                Path(work),
+                every_s=args.every,
+                burst_every_s=args.burst_every,
+                wait_for_restart=not args.stack_kills,
+            )
+        )
     for r in results:
-        print(f"{r['timing']}: {r['right']}/{r['tasks']} right grade and same patch, rows lost {r['rows_lost']}, "
-              f"duplicated {r['rows_duplicated']}, kills landed {r['kills_landed']}, infra retries {r['retries']}, "
-              f"infra_error rows {r['infra_errors']}, interrupted tool calls {r['interrupted_calls']}")
+        print(
+            f"{r['timing']}: {r['right']}/{r['tasks']} right grade and same patch, rows lost {r['rows_lost']}, "
+            f"duplicated {r['rows_duplicated']}, kills landed {r['kills_landed']}, infra retries {r['retries']}, "
+            f"infra_error rows {r['infra_errors']}, interrupted tool calls {r['interrupted_calls']}"
+        )
     bad = any(r["right"] != r["tasks"] or r["rows_lost"] or r["rows_duplicated"] for r in results)
     return 1 if bad else 0
 

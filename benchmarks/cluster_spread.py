@@ -28,13 +28,9 @@ import psutil
 import ray
 from ray.cluster_utils import Cluster
 
-from agents.config import load_settings
+from agents.settings import load_settings
 from benchmarks.eval_throughput import make_tasks
-from cluster.eval.progress import JsonReporter
-from cluster.eval.ray_host import RayHost
-from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.settings import EVAL_ALLOW
-from cluster.eval.task_file import load_tasks
+from cluster.eval import EVAL_ALLOW, EvalOptions, EvalRunner, JsonReporter, RayHost, load_tasks
 
 _STORE = 80 * 1024**2
 
@@ -61,24 +57,41 @@ def _raylet_pid(node) -> int:
 
 async def _batch(root: Path, nodes: int, tasks: Path, script: Path, concurrency: int) -> None:
     out = root / f"out-{nodes}"
-    settings = load_settings(root, {"model": f"scripted:{script}", "home": str(out / "home"),
-                                    "permissions": {"mode": "accept-edits", "headless": "deny-asks",
-                                                    "allow": EVAL_ALLOW}})
+    settings = load_settings(
+        root,
+        {
+            "model": f"scripted:{script}",
+            "home": str(out / "home"),
+            "permissions": {"mode": "accept-edits", "headless": "deny-asks", "allow": EVAL_ALLOW},
+        },
+    )
     loaded = load_tasks(tasks)
-    runner = EvalRunner(settings, loaded.tasks, EvalOptions(out=out, concurrency=concurrency),
-                        host=RayHost(actors=1), reporter=JsonReporter(io.StringIO()))
+    runner = EvalRunner(
+        settings,
+        loaded.tasks,
+        EvalOptions(out=out, concurrency=concurrency),
+        host=RayHost(actors=1),
+        reporter=JsonReporter(io.StringIO()),
+    )
     await runner.run()
 
 
 def one_size(root: Path, nodes: int, tasks: Path, script: Path, concurrency: int) -> None:
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "include_dashboard": False, "object_store_memory": _STORE,
-        "resources": {"workingset_sandbox": 1}})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 2,
+            "include_dashboard": False,
+            "object_store_memory": _STORE,
+            "resources": {"workingset_sandbox": 1},
+        },
+    )
     assert cluster.head_node is not None
     members = [cluster.head_node]
     for i in range(nodes - 1):
-        members.append(cluster.add_node(num_cpus=1 + i % 2, resources={"workingset_sandbox": 1},
-                                        object_store_memory=_STORE))
+        members.append(
+            cluster.add_node(num_cpus=1 + i % 2, resources={"workingset_sandbox": 1}, object_store_memory=_STORE)
+        )
     try:
         ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.WARNING)
         cluster.wait_for_nodes()
@@ -105,8 +118,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=12)
     parser.add_argument("--latency-s", type=float, default=0.5)
     args = parser.parse_args()
-    print(f"{psutil.cpu_count()} cores on this machine; {args.tasks} tasks, concurrency {args.concurrency}, "
-          f"3 calls x {args.latency_s:g} s")
+    print(
+        f"{psutil.cpu_count()} cores on this machine; {args.tasks} tasks, concurrency {args.concurrency}, "
+        f"3 calls x {args.latency_s:g} s"
+    )
     with tempfile.TemporaryDirectory(prefix="workingset-spread-") as tmp:
         root = Path(tmp)
         tasks, script = make_tasks(root, args.tasks, args.latency_s)

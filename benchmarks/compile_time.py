@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents.config import CompactSettings, SessionSettings
-from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from agents.providers.scripted import Script, ScriptedModelClient
+from agents.providers import Script, ScriptedModelClient
+from agents.session import Session, SessionKit, SessionPorts
+from agents.settings import CompactSettings, SessionSettings
 from benchmarks.turn_overhead import RESULT_BODY, prefilled_conversation
 from tools import LocalToolExecutor, ToolContext, default_registry
 

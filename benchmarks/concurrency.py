@@ -43,11 +43,11 @@ from pathlib import Path
 import psutil
 import yaml
 
-from agents.config import WorkingsetSettings, load_settings
-from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+from agents.opening import OpenSpec, SessionRuntime, open_or_resume
+from agents.settings import WorkingsetSettings, load_settings
 from benchmarks.cpu_tree import CpuSample, load_average, sample_tree
-from cluster.eval.hosts import default_actors
-from cluster.runtime import connect, current_node_id, node_cpus
+from cluster.connection import connect, current_node_id, node_cpus
+from cluster.eval import default_actors
 from cluster.session_pool import SessionPool
 
 OneSession = Callable[[Path], Awaitable[tuple[str, float]]]
@@ -55,8 +55,10 @@ OneSession = Callable[[Path], Awaitable[tuple[str, float]]]
 
 def write_script(path: Path, turns: int, latency_s: float) -> None:
     ms = int(latency_s * 1000)
-    steps = [{"text": f"step {n}", "sleep_ms": ms, "tool_calls": [{"name": "Read", "input": {"path": "notes.txt"}}]}
-             for n in range(turns - 1)]
+    steps = [
+        {"text": f"step {n}", "sleep_ms": ms, "tool_calls": [{"name": "Read", "input": {"path": "notes.txt"}}]}
+        for n in range(turns - 1)
+    ]
     steps.append({"text": "done", "sleep_ms": ms})
     path.write_text(yaml.safe_dump({"turns": steps}))
 
@@ -96,11 +98,14 @@ class Watch:
 def batch_settings(root: Path, n: int, turns: int, latency_s: float, *, tag: str = "") -> WorkingsetSettings:
     script = root / f"script-{tag}{n}.yaml"
     write_script(script, turns, latency_s)
-    return load_settings(root, {
-        "model": f"scripted:{script}",
-        "home": str(root / f"home-{tag}{n}"),
-        "permissions": {"mode": "default", "headless": "deny-asks"},
-    })
+    return load_settings(
+        root,
+        {
+            "model": f"scripted:{script}",
+            "home": str(root / f"home-{tag}{n}"),
+            "permissions": {"mode": "default", "headless": "deny-asks"},
+        },
+    )
 
 
 def workspaces(root: Path, n: int, mode: str) -> list[Path]:
@@ -194,10 +199,13 @@ async def run_in_process(root: Path, n: int, turns: int, latency_s: float) -> di
 
 def print_row(where: str, r: dict) -> None:
     split = r["cpu_split"]
-    print(f"{where:>6} {r['n']:>8} {r['ok']:>5} {r['wall_s']:>7.2f} {r['throughput_vs_ideal']:>9.2f} "
-          f"{r['cpu_ms_per_call']:>9.2f}  {split['driver']:>6.2f} {split['workers']:>7.2f} {split['ray_system']:>6.2f} "
-          f"{split['exited']:>6.2f} {r['workers_started']:>6} {r['open_p50_ms']:>8.1f} {r['open_p95_ms']:>8.1f} "
-          f"{r['peak_mem_mb']:>8.0f}  {r['load']}", flush=True)
+    print(
+        f"{where:>6} {r['n']:>8} {r['ok']:>5} {r['wall_s']:>7.2f} {r['throughput_vs_ideal']:>9.2f} "
+        f"{r['cpu_ms_per_call']:>9.2f}  {split['driver']:>6.2f} {split['workers']:>7.2f} {split['ray_system']:>6.2f} "
+        f"{split['exited']:>6.2f} {r['workers_started']:>6} {r['open_p50_ms']:>8.1f} {r['open_p95_ms']:>8.1f} "
+        f"{r['peak_mem_mb']:>8.0f}  {r['load']}",
+        flush=True,
+    )
     if r["workers_by_title"]:
         shown = ", ".join(f"{title.removeprefix('ray::')} {ms:.2f}" for title, ms in r["workers_by_title"].items())
         print(f"{'':>6} workers' CPU ms/call by process: {shown}", flush=True)
@@ -212,9 +220,11 @@ def main() -> None:
     parser.add_argument("--mode", choices=["both", "ray", "local"], default="both")
     args = parser.parse_args()
     print(f"{args.turns} calls × {args.latency_s:g} s each (ideal {args.turns * args.latency_s:g} s)")
-    print(f"{'where':>6} {'sessions':>8} {'ok':>5} {'wall s':>7} {'vs ideal':>9} {'CPU ms/call':>9}  "
-          f"{'driver':>6} {'workers':>7} {'ray':>6} {'exited':>6} {'w.new':>6} {'open p50':>8} {'open p95':>8} "
-          f"{'peak MB':>8}")
+    print(
+        f"{'where':>6} {'sessions':>8} {'ok':>5} {'wall s':>7} {'vs ideal':>9} {'CPU ms/call':>9}  "
+        f"{'driver':>6} {'workers':>7} {'ray':>6} {'exited':>6} {'w.new':>6} {'open p50':>8} {'open p95':>8} "
+        f"{'peak MB':>8}"
+    )
     with tempfile.TemporaryDirectory(prefix="workingset-conc-") as tmp:
         # Every in-process row first, before Ray starts: with Ray up, its processes' own
         # CPU (and workers of an earlier row exiting) would be counted in them.

@@ -31,10 +31,13 @@ class CpuSample:
         return sum(self.seconds.values())
 
     def __sub__(self, earlier: CpuSample) -> CpuSample:
-        per_worker = {pid: (title, cpu - earlier.per_worker.get(pid, ("", 0.0))[1])
-                      for pid, (title, cpu) in self.per_worker.items()}
-        return CpuSample({k: self.seconds[k] - earlier.seconds[k] for k in KINDS}, self.workers - earlier.workers,
-                         per_worker)
+        per_worker = {
+            pid: (title, cpu - earlier.per_worker.get(pid, ("", 0.0))[1])
+            for pid, (title, cpu) in self.per_worker.items()
+        }
+        return CpuSample(
+            {k: self.seconds[k] - earlier.seconds[k] for k in KINDS}, self.workers - earlier.workers, per_worker
+        )
 
     def less_driver(self, seconds: float) -> CpuSample:
         """This sample without `seconds` of the driver's CPU (a measuring thread's own)."""

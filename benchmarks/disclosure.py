@@ -17,18 +17,37 @@ import random
 import tempfile
 from pathlib import Path
 
-from agents.memory import MEMORY_TYPES, MemoryStore, memory_section
-from agents.memory_tools import memory_tools
-from agents.skills import LoadSkillTool, Skill, discover_skills, skill_catalog_section
-from agents.system_prompt import Section, SystemPrompt, base_section, tool_catalog_section
+from agents.sources import (
+    MEMORY_TYPES,
+    LoadSkillTool,
+    MemoryStore,
+    Section,
+    Skill,
+    SystemPrompt,
+    base_section,
+    discover_skills,
+    memory_section,
+    memory_tools,
+    skill_catalog_section,
+    tool_catalog_section,
+)
 from agents.tokens import CharRatioEstimator
 from tools.recall import RecallTool
 from tools.registry import default_workspace_tools
 
 TOPICS = [
-    "the payments service", "the CI pipeline", "database migrations", "the release process",
-    "the feature-flag system", "API versioning", "the search indexer", "integration tests",
-    "the on-call rotation", "error budgets", "the mobile client", "the data warehouse",
+    "the payments service",
+    "the CI pipeline",
+    "database migrations",
+    "the release process",
+    "the feature-flag system",
+    "API versioning",
+    "the search indexer",
+    "integration tests",
+    "the on-call rotation",
+    "error budgets",
+    "the mobile client",
+    "the data warehouse",
 ]
 SENTENCES = [
     "Run the {t} checks with `make verify` before pushing; the pre-commit hook skips them.",

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import psutil
 
-from cluster.eval.results import ResultRow
+from cluster.eval import ResultRow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,8 +111,17 @@ def one(tasks: Path, moment: str, *, ray: bool, work: Path, grace_s: float = 30.
     total = sum(1 for line in tasks.read_text().splitlines() if line.strip())
     count = total if count == -1 else count
     out = work / moment
-    command = [sys.executable, "-m", "cluster.cli", "eval", str(tasks), "--out", str(out), "--json",
-               *([] if ray else ["--local"])]
+    command = [
+        sys.executable,
+        "-m",
+        "cluster.terminal._cli",
+        "eval",
+        str(tasks),
+        "--out",
+        str(out),
+        "--json",
+        *([] if ray else ["--local"]),
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     seen, children = 0, list[psutil.Process]()
@@ -133,11 +142,19 @@ def one(tasks: Path, moment: str, *, ray: bool, work: Path, grace_s: float = 30.
     rows = [json.loads(line) for line in after if line.strip()]
     per_task = Counter(r["task_id"] for r in rows)
     return {
-        "moment": moment, "rows_at_kill": len(before), "rows_lost": sum(1 for line in before if line not in after),
-        "rows_duplicated": sum(n - 1 for n in per_task.values() if n > 1), "missing": total - len(per_task),
-        "valid": valid, "statuses": dict(Counter(r["status"] for r in rows)), "rerun_exit": rerun.returncode,
-        "rerun_s": round(time.monotonic() - started, 1), "processes_at_kill": len(children),
-        "orphans": len(left), "orphaned": left, "gone_in_s": gone_in,
+        "moment": moment,
+        "rows_at_kill": len(before),
+        "rows_lost": sum(1 for line in before if line not in after),
+        "rows_duplicated": sum(n - 1 for n in per_task.values() if n > 1),
+        "missing": total - len(per_task),
+        "valid": valid,
+        "statuses": dict(Counter(r["status"] for r in rows)),
+        "rerun_exit": rerun.returncode,
+        "rerun_s": round(time.monotonic() - started, 1),
+        "processes_at_kill": len(children),
+        "orphans": len(left),
+        "orphaned": left,
+        "gone_in_s": gone_in,
         "rerun_leftovers": next((line for line in rerun.stderr.splitlines() if "still running" in line), None),
     }
 
@@ -147,8 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=Path, default=ROOT / "benchmarks" / "eval_tasks" / "tasks.jsonl")
     parser.add_argument("--moments", nargs="+", default=["started", "2-rows", "last-row"], type=str)
     parser.add_argument("--ray", action="store_true", help="sessions on the embedded Ray cluster (default: --local)")
-    parser.add_argument("--grace", type=float, default=30.0,
-                        help="seconds after the kill by which every process of the batch must be gone")
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        help="seconds after the kill by which every process of the batch must be gone",
+    )
     args = parser.parse_args(argv)
     for moment in args.moments:
         _moment(moment)
@@ -162,8 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     dup = sum(r["rows_duplicated"] for r in results)
     missing = sum(r["missing"] for r in results)
     orphans = sum(r["orphans"] for r in results)
-    print(f"{len(results)} kill timings: rows lost {lost}, rows duplicated {dup}, tasks missing {missing}, "
-          f"file valid {'yes' if all(r['valid'] for r in results) else 'NO'}, orphans after the kill {orphans}")
+    print(
+        f"{len(results)} kill timings: rows lost {lost}, rows duplicated {dup}, tasks missing {missing}, "
+        f"file valid {'yes' if all(r['valid'] for r in results) else 'NO'}, orphans after the kill {orphans}"
+    )
     return 0 if not (lost or dup or missing or orphans) and all(r["valid"] for r in results) else 1
 
 

@@ -29,16 +29,37 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import cluster.eval.environments.egress as egress
-from cluster.eval.environments.client_hello import ClientHello, read_client_hello
+from cluster.eval.environments import ClientHello, read_client_hello
 
 NAME = "localhost"
 
 
 def _certificate(directory: Path) -> tuple[Path, Path]:
     key, cert = directory / "key.pem", directory / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-days", "1", "-subj", f"/CN={NAME}", "-addext", f"subjectAltName=DNS:{NAME}",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            f"/CN={NAME}",
+            "-addext",
+            f"subjectAltName=DNS:{NAME}",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return cert, key
 
 
@@ -60,8 +81,9 @@ async def _round_trip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     writer.close()
 
 
-async def _series(connections: int, warmup: int, client: ssl.SSLContext, port: int,
-                  proxy: egress.EgressProxy) -> dict[str, list[float]]:
+async def _series(
+    connections: int, warmup: int, client: ssl.SSLContext, port: int, proxy: egress.EgressProxy
+) -> dict[str, list[float]]:
     checked_hello = egress._client_hello
 
     async def direct() -> None:
@@ -103,7 +125,9 @@ async def measure(connections: int, warmup: int) -> dict[str, list[float]]:
         port = server.sockets[0].getsockname()[1]
         async with server, egress.EgressProxy([NAME], port=port) as proxy:
             samples = await _series(connections, warmup, client, port, proxy)
-        assert proxy.decisions.count(f"allowed CONNECT {NAME}:{port}") == 2 * (warmup + connections), proxy.decisions[-3:]
+        assert proxy.decisions.count(f"allowed CONNECT {NAME}:{port}") == 2 * (warmup + connections), proxy.decisions[
+            -3:
+        ]
     return samples
 
 
@@ -132,8 +156,10 @@ def main() -> None:
         print(f"  {kind:8s} median {statistics.median(values):6.3f}  p90 {p90:6.3f}")
     added = [c - r for c, r in zip(samples["checked"], samples["relayed"], strict=True)]
     quartiles = statistics.quantiles(added, n=4, method="inclusive")
-    print(f"  the check adds per CONNECT: median {statistics.median(added) * 1000:+.0f} µs "
-          f"(paired differences, quartiles {quartiles[0] * 1000:+.0f} .. {quartiles[2] * 1000:+.0f} µs)")
+    print(
+        f"  the check adds per CONNECT: median {statistics.median(added) * 1000:+.0f} µs "
+        f"(paired differences, quartiles {quartiles[0] * 1000:+.0f} .. {quartiles[2] * 1000:+.0f} µs)"
+    )
     print(f"  read_client_hello on a real ClientHello: {parse_microseconds():.1f} µs of CPU")
 
 

@@ -29,11 +29,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from agents.config import PermissionSettings, WorkingsetSettings
-from cluster.eval.hosts import LocalHost
-from cluster.eval.progress import JsonReporter
-from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.task_file import load_tasks
+from agents.settings import PermissionSettings, WorkingsetSettings
+from cluster.eval import EvalOptions, EvalRunner, JsonReporter, LocalHost, load_tasks
 
 
 def _repo(root: Path, requirements: list[str]) -> Path:
@@ -51,14 +48,31 @@ def _run(root: Path, tasks: int, requirements: list[str], network: bool) -> list
     repo = _repo(root, requirements)
     script = root / "agent.json"
     script.write_text(json.dumps({"turns": [], "final_text": "Nothing to do."}))
-    rows = [{"id": f"task{i}", "repo": str(repo), "instruction": "Nothing.", "model": f"scripted:{script}",
-             "test_command": "python -c 'import mod'", "environment": {"network": network}} for i in range(1, tasks + 1)]
+    rows = [
+        {
+            "id": f"task{i}",
+            "repo": str(repo),
+            "instruction": "Nothing.",
+            "model": f"scripted:{script}",
+            "test_command": "python -c 'import mod'",
+            "environment": {"network": network},
+        }
+        for i in range(1, tasks + 1)
+    ]
     path = root / "tasks.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    settings = WorkingsetSettings(home=root / "home", model=f"scripted:{script}",
-                                  permissions=PermissionSettings(mode="accept-edits", allow=["Bash"], headless="deny-asks"))
-    runner = EvalRunner(settings, load_tasks(path).tasks, EvalOptions(out=root / "out", concurrency=1),
-                        host=LocalHost(), reporter=JsonReporter(stream=io.StringIO()))
+    settings = WorkingsetSettings(
+        home=root / "home",
+        model=f"scripted:{script}",
+        permissions=PermissionSettings(mode="accept-edits", allow=["Bash"], headless="deny-asks"),
+    )
+    runner = EvalRunner(
+        settings,
+        load_tasks(path).tasks,
+        EvalOptions(out=root / "out", concurrency=1),
+        host=LocalHost(),
+        reporter=JsonReporter(stream=io.StringIO()),
+    )
     asyncio.run(runner.run())
     return [json.loads(line) for line in (root / "out" / "results.jsonl").read_text().splitlines()]
 
@@ -71,11 +85,25 @@ def _rerun(root: Path, requirements: list[str], network: bool) -> list[dict]:
     out = root / "out"
     for run in (1, 2):
         path = root / f"run{run}.jsonl"
-        path.write_text(json.dumps({"id": f"run{run}", "repo": str(repo), "instruction": "Nothing.",
-                                    "model": f"scripted:{script}", "test_command": "python -c 'import mod'",
-                                    "environment": {"network": network}}) + "\n")
-        subprocess.run(["workingset", "eval", str(path), "--out", str(out), "--json", *(["--setup-network"] * network)],
-                       check=False, capture_output=True, env={**os.environ, "WORKINGSET_RUNTIME": "ray"})
+        path.write_text(
+            json.dumps(
+                {
+                    "id": f"run{run}",
+                    "repo": str(repo),
+                    "instruction": "Nothing.",
+                    "model": f"scripted:{script}",
+                    "test_command": "python -c 'import mod'",
+                    "environment": {"network": network},
+                }
+            )
+            + "\n"
+        )
+        subprocess.run(
+            ["workingset", "eval", str(path), "--out", str(out), "--json", *(["--setup-network"] * network)],
+            check=False,
+            capture_output=True,
+            env={**os.environ, "WORKINGSET_RUNTIME": "ray"},
+        )
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
@@ -95,12 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"requirements: {' '.join(requirements) or '(none)'}; network: {not args.offline}")
     print("task    status  environment           reused  environment_s  wall_s")
     for row in rows:
-        print(f"{row['task_id']:<7} {row['status']:<7} {row['environment'] or '-':<21} "
-              f"{row['environment_reused']!s:<7} {row['environment_s'] or 0:>13.4f} {row['wall_s']:>7.2f}")
+        print(
+            f"{row['task_id']:<7} {row['status']:<7} {row['environment'] or '-':<21} "
+            f"{row['environment_reused']!s:<7} {row['environment_s'] or 0:>13.4f} {row['wall_s']:>7.2f}"
+        )
     first, rest = rows[0]["environment_s"] or 0, [r["environment_s"] or 0 for r in rows[1:]]
     later = statistics.mean(rest)
-    print(f"getting the environment, first task: {first:.2f} s; later tasks (mean): {later * 1000:.1f} ms"
-          f" ({first / max(later, 1e-4):.0f}x less)")
+    print(
+        f"getting the environment, first task: {first:.2f} s; later tasks (mean): {later * 1000:.1f} ms"
+        f" ({first / max(later, 1e-4):.0f}x less)"
+    )
     return 0 if all(r["status"] == "passed" for r in rows) else 1
 
 

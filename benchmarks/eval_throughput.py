@@ -37,13 +37,8 @@ from pathlib import Path
 
 import psutil
 
-from agents.config import load_settings
-from cluster.eval.hosts import LocalHost
-from cluster.eval.progress import JsonReporter
-from cluster.eval.ray_host import RayHost
-from cluster.eval.runner import EvalOptions, EvalRunner
-from cluster.eval.settings import EVAL_ALLOW
-from cluster.eval.task_file import load_tasks
+from agents.settings import load_settings
+from cluster.eval import EVAL_ALLOW, EvalOptions, EvalRunner, JsonReporter, LocalHost, RayHost, load_tasks
 
 CALLS = 3
 GRADER = "python3 test_calc.py"
@@ -51,8 +46,13 @@ GRADER = "python3 test_calc.py"
 
 def make_tasks(root: Path, n: int, latency_s: float) -> tuple[Path, Path]:
     """N repositories with a one-line bug and a test, their task file, and the model script."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    }
     rows = []
     for i in range(n):
         repo = root / "repos" / f"calc{i:03d}"
@@ -61,18 +61,39 @@ def make_tasks(root: Path, n: int, latency_s: float) -> tuple[Path, Path]:
         (repo / "test_calc.py").write_text(f"from calc import add\n\nassert add({i}, 2) == {i + 2}, add({i}, 2)\n")
         for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "base"]):
             subprocess.run(["git", *args], cwd=repo, env=env, check=True)
-        rows.append({"id": f"calc-{i:03d}", "repo": str(repo), "instruction": "add() returns a wrong sum; fix it.",
-                     "test_command": GRADER})
+        rows.append(
+            {
+                "id": f"calc-{i:03d}",
+                "repo": str(repo),
+                "instruction": "add() returns a wrong sum; fix it.",
+                "test_command": GRADER,
+            }
+        )
     tasks = root / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(r) + "\n" for r in rows))
     ms = int(latency_s * 1000)
     script = root / "fix.json"
-    script.write_text(json.dumps({"turns": [
-        {"text": "Reading.", "sleep_ms": ms, "tool_calls": [{"name": "Read", "input": {"path": "calc.py"}}]},
-        {"text": "Fixing.", "sleep_ms": ms, "tool_calls": [
-            {"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}]},
-        {"text": "Fixed add().", "sleep_ms": ms},
-    ]}))
+    script.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    {
+                        "text": "Reading.",
+                        "sleep_ms": ms,
+                        "tool_calls": [{"name": "Read", "input": {"path": "calc.py"}}],
+                    },
+                    {
+                        "text": "Fixing.",
+                        "sleep_ms": ms,
+                        "tool_calls": [
+                            {"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}
+                        ],
+                    },
+                    {"text": "Fixed add().", "sleep_ms": ms},
+                ]
+            }
+        )
+    )
     return tasks, script
 
 
@@ -139,14 +160,23 @@ class TreeMeter:
 
 async def one_level(root: Path, tasks: Path, script: Path, concurrency: int, local: bool) -> dict:
     out = root / f"out-c{concurrency}"
-    settings = load_settings(root, {
-        "model": f"scripted:{script}", "home": str(out / "home"),
-        "permissions": {"mode": "accept-edits", "headless": "deny-asks", "allow": EVAL_ALLOW},
-    })
+    settings = load_settings(
+        root,
+        {
+            "model": f"scripted:{script}",
+            "home": str(out / "home"),
+            "permissions": {"mode": "accept-edits", "headless": "deny-asks", "allow": EVAL_ALLOW},
+        },
+    )
     host = LocalHost() if local else RayHost(concurrency=concurrency)
     loaded = load_tasks(tasks)
-    runner = EvalRunner(settings, loaded.tasks, EvalOptions(out=out, concurrency=concurrency), host=host,
-                        reporter=JsonReporter(io.StringIO()))
+    runner = EvalRunner(
+        settings,
+        loaded.tasks,
+        EvalOptions(out=out, concurrency=concurrency),
+        host=host,
+        reporter=JsonReporter(io.StringIO()),
+    )
     started = time.perf_counter()
     await host.start(runner.settings)  # pool and tool workers up before the clock starts
     ready_s = time.perf_counter() - started
@@ -158,11 +188,21 @@ async def one_level(root: Path, tasks: Path, script: Path, concurrency: int, loc
     n = len(loaded.tasks)
     ideal_wall = math.ceil(n / concurrency) * CALLS * json.loads(script.read_text())["turns"][0]["sleep_ms"] / 1000
     return {
-        "concurrency": concurrency, "tasks": n, "passed": summary["statuses"]["passed"], "wall_s": wall,
-        "per_min": n / wall * 60, "ideal_per_min": n / ideal_wall * 60, "vs_ideal": ideal_wall / wall,
-        "cpu_per_task_s": cpu / n, "machine_cpu_per_task_s": machine / n,
-        "machine_busy": machine / (wall * (os.cpu_count() or 1)), "peak_mb": meter.peak_rss / 1e6, "growth_mb": (meter.peak_rss - meter.base_rss) / 1e6,
-        "p50_s": summary["wall_s"]["p50"], "p95_s": summary["wall_s"]["p95"], "ready_s": ready_s,
+        "concurrency": concurrency,
+        "tasks": n,
+        "passed": summary["statuses"]["passed"],
+        "wall_s": wall,
+        "per_min": n / wall * 60,
+        "ideal_per_min": n / ideal_wall * 60,
+        "vs_ideal": ideal_wall / wall,
+        "cpu_per_task_s": cpu / n,
+        "machine_cpu_per_task_s": machine / n,
+        "machine_busy": machine / (wall * (os.cpu_count() or 1)),
+        "peak_mb": meter.peak_rss / 1e6,
+        "growth_mb": (meter.peak_rss - meter.base_rss) / 1e6,
+        "p50_s": summary["wall_s"]["p50"],
+        "p95_s": summary["wall_s"]["p95"],
+        "ready_s": ready_s,
         "actors": sum(host.actors_started.values()) if isinstance(host, RayHost) else 0,
     }
 
@@ -174,10 +214,14 @@ def main() -> None:
     parser.add_argument("--latency-s", type=float, default=1.0)
     parser.add_argument("--local", action="store_true", help="sessions in this process instead of on Ray")
     args = parser.parse_args()
-    print(f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 1e9:.0f} GB; {args.tasks} tasks × {CALLS} calls × "
-          f"{args.latency_s:g} s; {'in-process' if args.local else 'Ray (embedded)'}")
-    header = (f"{'conc':>5} {'actors':>6} {'passed':>7} {'wall s':>7} {'tasks/min':>10} {'ideal/min':>10} {'vs ideal':>9} "
-              f"{'task p50 s':>10} {'task p95 s':>10} {'CPU s/task':>11} {'machine':>13} {'peak MB':>8} {'growth MB':>10}")
+    print(
+        f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 1e9:.0f} GB; {args.tasks} tasks × {CALLS} calls × "
+        f"{args.latency_s:g} s; {'in-process' if args.local else 'Ray (embedded)'}"
+    )
+    header = (
+        f"{'conc':>5} {'actors':>6} {'passed':>7} {'wall s':>7} {'tasks/min':>10} {'ideal/min':>10} {'vs ideal':>9} "
+        f"{'task p50 s':>10} {'task p95 s':>10} {'CPU s/task':>11} {'machine':>13} {'peak MB':>8} {'growth MB':>10}"
+    )
     with tempfile.TemporaryDirectory(prefix="workingset-eval-bench-") as tmp:
         root = Path(tmp)
         tasks, script = make_tasks(root, args.tasks, args.latency_s)
@@ -188,11 +232,13 @@ def main() -> None:
             print(f"  c={concurrency}: pool ready in {r['ready_s']:.1f} s, batch {r['wall_s']:.1f} s", flush=True)
         print(header)
         for r in rows:
-            print(f"{r['concurrency']:>5} {r['actors']:>6} {r['passed']:>3}/{r['tasks']:<3} {r['wall_s']:>7.1f} "
-                  f"{r['per_min']:>10.1f} {r['ideal_per_min']:>10.1f} {r['vs_ideal']:>9.2f} {r['p50_s']:>10.2f} "
-                  f"{r['p95_s']:>10.2f} {r['cpu_per_task_s']:>11.3f} "
-                  f"{r['machine_cpu_per_task_s']:>6.3f} {r['machine_busy'] * 100:>4.0f} % "
-                  f"{r['peak_mb']:>8.0f} {r['growth_mb']:>10.0f}")
+            print(
+                f"{r['concurrency']:>5} {r['actors']:>6} {r['passed']:>3}/{r['tasks']:<3} {r['wall_s']:>7.1f} "
+                f"{r['per_min']:>10.1f} {r['ideal_per_min']:>10.1f} {r['vs_ideal']:>9.2f} {r['p50_s']:>10.2f} "
+                f"{r['p95_s']:>10.2f} {r['cpu_per_task_s']:>11.3f} "
+                f"{r['machine_cpu_per_task_s']:>6.3f} {r['machine_busy'] * 100:>4.0f} % "
+                f"{r['peak_mb']:>8.0f} {r['growth_mb']:>10.0f}"
+            )
         print("CPU s/task: this process tree; machine: all busy CPU s/task and the share of the cores busy")
 
 

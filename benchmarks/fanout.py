@@ -27,19 +27,27 @@ from pathlib import Path
 
 import yaml
 
-from agents.assembly import build_session
-from agents.config import load_settings
-from agents.lifecycle import OpenSpec
+from agents.opening import OpenSpec, build_session
+from agents.settings import load_settings
 
 
 def write_script(path: Path, children: int, latency_ms: int, calls: int, rounds: int = 1) -> None:
-    child_turns = [{"text": f"step {n}", "sleep_ms": latency_ms, "tool_calls": [{"name": "Glob", "input": {"pattern": "*"}}]} for n in range(calls - 1)]
+    child_turns = [
+        {"text": f"step {n}", "sleep_ms": latency_ms, "tool_calls": [{"name": "Glob", "input": {"pattern": "*"}}]}
+        for n in range(calls - 1)
+    ]
     child_turns.append({"text": "child result", "sleep_ms": latency_ms})
     script = {
         "turns": [
-            {"tool_calls": [{"name": "Agent", "input": {"description": f"child {i}", "prompt": f"Investigate part {i}."}} for i in range(children)]},
+            {
+                "tool_calls": [
+                    {"name": "Agent", "input": {"description": f"child {i}", "prompt": f"Investigate part {i}."}}
+                    for i in range(children)
+                ]
+            },
             {"text": "All children reported."},
-        ] * rounds,
+        ]
+        * rounds,
         "subagents": {f"child {i}": {"turns": child_turns} for i in range(children)},
     }
     path.write_text(yaml.safe_dump(script))
@@ -85,8 +93,12 @@ async def tree_tokens(workspace: Path, children: int, calls: int, *, on_ray: boo
 
     script = workspace / f"fanout-budget-{children}-{limit}.yaml"
     write_script(script, children, 20, calls)
-    overrides = {"model": f"scripted:{script}", "home": str(workspace / ".home"), "permissions": {"mode": "bypass"},
-                 "subagents": {"tree_max_tokens": limit}}
+    overrides = {
+        "model": f"scripted:{script}",
+        "home": str(workspace / ".home"),
+        "permissions": {"mode": "bypass"},
+        "subagents": {"tree_max_tokens": limit},
+    }
     settings = load_settings(workspace, overrides)
     events: list = []
     if on_ray:
@@ -113,9 +125,11 @@ async def budget_overshoot(workspace: Path, children: int, calls: int, *, on_ray
     over = max(used - limit, 0)
     where = "Ray actors" if on_ray else "in-process"
     print(f"tree of {children} parallel children x {calls} calls ({where}): unlimited {_total(free)} tokens")
-    print(f"  tree_max_tokens {limit}: used {used} tokens in {len(limited)} calls, overshoot {over} tokens "
-          f"= {over / largest:.2f} x the largest call ({largest} tokens); bound {children} calls "
-          f"(one in flight per child)")
+    print(
+        f"  tree_max_tokens {limit}: used {used} tokens in {len(limited)} calls, overshoot {over} tokens "
+        f"= {over / largest:.2f} x the largest call ({largest} tokens); bound {children} calls "
+        f"(one in flight per child)"
+    )
 
 
 def main() -> None:

@@ -31,8 +31,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from tools import GrepTool, ReadTool, ToolContext
-from tools.grep import GrepInput
-from tools.read import ReadInput
+from tools.files import GrepInput, ReadInput
 
 REPO = Path(__file__).resolve().parents[1]
 LINE = "    result = compute_something(alpha, beta, gamma)  # a typical line of code"
@@ -109,11 +108,13 @@ Row = tuple[str, tuple[float, float] | None, str]  # call, median (wall, CPU) ms
 
 
 def found(content: str) -> str:
-    """"N matches, M of the shown ones in node_modules/" from a Grep result."""
+    """ "N matches, M of the shown ones in node_modules/" from a Grep result."""
     shown = [line for line in content.splitlines() if re.match(r"[^\[\s].*:\d+:", line)]
     cut = re.search(r"\[(\d+) more matches", content)
     in_modules = sum(line.startswith("node_modules/") for line in shown)
-    return f"{len(shown) + (int(cut.group(1)) if cut else 0)} matches, {in_modules} of {len(shown)} shown in node_modules/"
+    return (
+        f"{len(shown) + (int(cut.group(1)) if cut else 0)} matches, {in_modules} of {len(shown)} shown in node_modules/"
+    )
 
 
 async def grep_rows(root: Path, label: str, repeats: int) -> list[Row]:
@@ -140,7 +141,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=None, help="calls per figure (default: 50; 5 with --grep)")
     parser.add_argument("--grep-root", type=Path, default=REPO, help="tree to Grep (default: this repository)")
-    parser.add_argument("--grep", action="store_true", help="Grep alone: two patterns, with and without an ignored node_modules/, and rg")
+    parser.add_argument(
+        "--grep",
+        action="store_true",
+        help="Grep alone: two patterns, with and without an ignored node_modules/, and rg",
+    )
     parser.add_argument("--ignored-files", type=int, default=20_000, help="files in the ignored node_modules/ (--grep)")
     args = parser.parse_args()
     root = args.grep_root.resolve()

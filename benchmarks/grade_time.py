@@ -25,13 +25,8 @@ from pathlib import Path
 
 import yaml
 
-from agents.config import WorkingsetSettings
-from cluster.eval.grade_stage import GradeStage
-from cluster.eval.grading import SandboxedShell
-from cluster.eval.layout import OutDir
-from cluster.eval.task_file import load_tasks
-from cluster.eval.tasks import Task
-from cluster.eval.workspaces import Workspace, Workspaces
+from agents.settings import WorkingsetSettings
+from cluster.eval import GradeStage, OutDir, SandboxedShell, Task, Workspace, Workspaces, load_tasks
 
 ROOT = Path(__file__).resolve().parent / "eval_tasks"
 MODES = ("exit-code", "per-test, first", "per-test, cached")
@@ -49,7 +44,9 @@ def _replay(script: Path, workspace: Path) -> None:
                 path.write_text(args["content"])
 
 
-async def _grade(stage: GradeStage, task: Task, ws: Workspace, spaces: Workspaces, name: str) -> tuple[float, bool | None]:
+async def _grade(
+    stage: GradeStage, task: Task, ws: Workspace, spaces: Workspaces, name: str
+) -> tuple[float, bool | None]:
     patch = await spaces.diff(ws)
     start = time.perf_counter()
     passed = await stage.grade(task, ws, patch, name, {})

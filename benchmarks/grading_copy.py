@@ -23,9 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cluster.eval.layout import OutDir
-from cluster.eval.tasks import Task
-from cluster.eval.workspaces import Workspaces
+from cluster.eval import OutDir, Task, Workspaces
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("base + workspace", "patch", "grading copy", "cleanup")

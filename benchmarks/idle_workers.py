@@ -20,7 +20,7 @@ import psutil
 import ray
 
 from benchmarks.cpu_tree import load_average
-from cluster.runtime import connect
+from cluster.connection import connect
 
 
 @ray.remote(num_cpus=0)

@@ -5,7 +5,7 @@
 On the embedded Ray cluster a root session connects one MCP server (the published
 `mcp-server-time`), calls its tool `--calls` times itself, and starts one subagent
 actor that calls it `--calls` times through the root's SessionActor
-(cluster.root_tools). Prints the median tool-call time of each (the tool_result
+(cluster.subagents._root_tools). Prints the median tool-call time of each (the tool_result
 events' duration_ms) and, for the alternative of one connection per child, what
 starting that server costs (connect + list tools, in this process).
 """
@@ -21,35 +21,52 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents.config import load_settings
-from agents.lifecycle import OpenSpec
+from agents.opening import OpenSpec
+from agents.settings import load_settings
 from tools.mcp import McpManager, McpServerConfig
 
 _TOOL = "mcp__time__get_current_time"
 
 
 def _server() -> McpServerConfig:
-    return McpServerConfig(name="time", command=sys.executable, args=["-m", "mcp_server_time", "--local-timezone", "UTC"],
-                           trusted=True, timeout_s=60)
+    return McpServerConfig(
+        name="time",
+        command=sys.executable,
+        args=["-m", "mcp_server_time", "--local-timezone", "UTC"],
+        trusted=True,
+        timeout_s=60,
+    )
 
 
 def _script(path: Path, calls: int) -> Path:
     call = {"tool_calls": [{"name": _TOOL, "input": {"timezone": "UTC"}}]}
-    path.write_text(json.dumps({
-        "turns": [*([call] * calls), {"tool_calls": [{"name": "Agent", "input": {"description": "child", "prompt": "Time."}}]}],
-        "final_text": "done",
-        "subagents": {"child": {"turns": [call] * calls, "final_text": "timed"}},
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    *([call] * calls),
+                    {"tool_calls": [{"name": "Agent", "input": {"description": "child", "prompt": "Time."}}]},
+                ],
+                "final_text": "done",
+                "subagents": {"child": {"turns": [call] * calls, "final_text": "timed"}},
+            }
+        )
+    )
     return path
 
 
 async def proxied_and_direct(workspace: Path, calls: int) -> tuple[list[float], list[float]]:
     from cluster.ray_run import open_remote_session
 
-    settings = load_settings(workspace, {
-        "model": f"scripted:{_script(workspace / 'mcp.json', calls)}", "home": str(workspace / ".home"),
-        "permissions": {"mode": "bypass"}, "mcp_servers": [_server().model_dump(mode="json")],
-    })
+    settings = load_settings(
+        workspace,
+        {
+            "model": f"scripted:{_script(workspace / 'mcp.json', calls)}",
+            "home": str(workspace / ".home"),
+            "permissions": {"mode": "bypass"},
+            "mcp_servers": [_server().model_dump(mode="json")],
+        },
+    )
     events: list = []
     remote = await open_remote_session(OpenSpec(settings, workspace), emit=events.append, approver=None)
     try:

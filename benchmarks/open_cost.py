@@ -20,14 +20,20 @@ from pathlib import Path
 
 import yaml
 
-from agents.config import load_settings
-from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+from agents.opening import OpenSpec, SessionRuntime, open_or_resume
+from agents.settings import load_settings
 from benchmarks.cpu_tree import load_average
 
 
 async def open_many(root: Path, spec: str, sessions: int) -> float:
-    settings = load_settings(root, {"model": spec, "home": str(root / f"home-{spec.partition(':')[0]}"),
-                                    "permissions": {"mode": "default", "headless": "deny-asks"}})
+    settings = load_settings(
+        root,
+        {
+            "model": spec,
+            "home": str(root / f"home-{spec.partition(':')[0]}"),
+            "permissions": {"mode": "default", "headless": "deny-asks"},
+        },
+    )
     spaces = []
     for i in range(sessions + 1):
         ws = root / f"ws-{spec.partition(':')[0]}-{i}"

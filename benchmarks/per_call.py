@@ -117,13 +117,16 @@ def main() -> None:
         raise SystemExit(MINI_MISSING)
     rounds: list[dict[str, dict]] = []
     for r in range(args.rounds):
-        order = loops[r % len(loops):] + loops[: r % len(loops)]
+        order = loops[r % len(loops) :] + loops[: r % len(loops)]
         results = {}
         for loop in order:
             results[loop] = run_loop(loop, args.calls, args.sandbox)
             early, late = per_call_ms(results[loop])
-            print(f"round {r + 1}: {loop:<11} {early:6.2f} ms/call (1-50)  {late:6.2f} (51-{args.calls})  "
-                  f"wall {results[loop]['wall']:.1f} s", flush=True)
+            print(
+                f"round {r + 1}: {loop:<11} {early:6.2f} ms/call (1-50)  {late:6.2f} (51-{args.calls})  "
+                f"wall {results[loop]['wall']:.1f} s",
+                flush=True,
+            )
         rounds.append(results)
     report(rounds, args.calls)
 

@@ -35,8 +35,10 @@ import yaml
 COMMAND = "wc -l notes.txt"
 MARK = 50  # the first sample: after this many replies
 WARM_UP = 20
-MINI_MISSING = ("mini-swe-agent is not installed: `pip install -e '.[bench]'` (or `pip install mini-swe-agent`) "
-                "adds it; `--loops workingset ray bare` runs the others")
+MINI_MISSING = (
+    "mini-swe-agent is not installed: `pip install -e '.[bench]'` (or `pip install mini-swe-agent`) "
+    "adds it; `--loops workingset ray bare` runs the others"
+)
 
 
 def make_workspace(path: Path) -> Path:
@@ -65,8 +67,13 @@ class Sampler:
         end = self.clock()
         if self.at_mark is None:  # a warm-up run
             self.at_mark = end
-        return {"loop": loop, "calls": calls, "cpu_50": self.at_mark - self.start, "cpu_total": end - self.start,
-                "wall": time.perf_counter() - self.started_wall}
+        return {
+            "loop": loop,
+            "calls": calls,
+            "cpu_50": self.at_mark - self.start,
+            "cpu_total": end - self.start,
+            "wall": time.perf_counter() - self.started_wall,
+        }
 
 
 def process_cpu() -> float:
@@ -84,23 +91,29 @@ def tree_cpu() -> float:
 
 
 def workingset_settings(root: Path, tag: str, calls: int, sandbox: bool):
-    from agents.config import load_settings
+    from agents.settings import load_settings
 
     turns: list[dict[str, Any]] = [
-        {"text": f"Step {n}: count the lines of the notes.", "tool_calls": [{"name": "Bash", "input": {"command": COMMAND}}]}
+        {
+            "text": f"Step {n}: count the lines of the notes.",
+            "tool_calls": [{"name": "Bash", "input": {"command": COMMAND}}],
+        }
         for n in range(calls)
     ]
     turns.append({"text": "Done: the notes have 40 lines."})
     script = root / f"script-{tag}.yaml"
     script.write_text(yaml.safe_dump({"turns": turns}, sort_keys=False))
-    return load_settings(root, {
-        "model": f"scripted:{script}",
-        "home": str(root / f"home-{tag}"),
-        "agent": {"max_turns": calls + 10},
-        "compact": {"context_window": 1_000_000},  # no compaction: the other loops have none
-        "sandbox": {"enabled": sandbox},
-        "permissions": {"mode": "default", "headless": "deny-asks", "allow": ["Bash(wc:*)"]},
-    })
+    return load_settings(
+        root,
+        {
+            "model": f"scripted:{script}",
+            "home": str(root / f"home-{tag}"),
+            "agent": {"max_turns": calls + 10},
+            "compact": {"context_window": 1_000_000},  # no compaction: the other loops have none
+            "sandbox": {"enabled": sandbox},
+            "permissions": {"mode": "default", "headless": "deny-asks", "allow": ["Bash(wc:*)"]},
+        },
+    )
 
 
 def _on_reply(sampler: Sampler) -> Callable[[object], None]:
@@ -109,11 +122,12 @@ def _on_reply(sampler: Sampler) -> Callable[[object], None]:
     def emit(event: object) -> None:
         if isinstance(event, ModelCall):
             sampler.reply(event.turn)
+
     return emit
 
 
 async def run_workingset(root: Path, calls: int, sandbox: bool) -> dict:
-    from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+    from agents.opening import OpenSpec, SessionRuntime, open_or_resume
 
     async def once(tag: str, n: int, measured: bool) -> dict | None:
         settings = workingset_settings(root, tag, n, sandbox)
@@ -143,7 +157,9 @@ async def run_on_ray(root: Path, calls: int, sandbox: bool) -> dict:
     pool = SessionPool(settings, actors=1)
     try:
         await pool.ready()
-        warm = await pool.open(make_workspace(root / "ws-warm"), settings=workingset_settings(root, "warm", WARM_UP, sandbox))
+        warm = await pool.open(
+            make_workspace(root / "ws-warm"), settings=workingset_settings(root, "warm", WARM_UP, sandbox)
+        )
         await warm.run_turn("Count the lines of the notes, step by step.")
         await pool.close(warm)
         await settle()
@@ -190,8 +206,13 @@ def run_mini(root: Path, calls: int) -> dict:
             return output
 
     def once(tag: str, n: int, measured: bool) -> dict | None:
-        outputs = [make_output(f"Step {i}: count the lines of the notes.\n\n```mswea_bash_command\n{COMMAND}\n```",
-                               [{"command": COMMAND}]) for i in range(n)]
+        outputs = [
+            make_output(
+                f"Step {i}: count the lines of the notes.\n\n```mswea_bash_command\n{COMMAND}\n```",
+                [{"command": COMMAND}],
+            )
+            for i in range(n)
+        ]
         finish = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
         outputs.append(make_output(f"Done.\n\n```mswea_bash_command\n{finish}\n```", [{"command": finish}]))
         model = CountingModel(outputs=outputs, observation_template=config["model"]["observation_template"])
@@ -217,8 +238,10 @@ def run_mini(root: Path, calls: int) -> dict:
 async def run_bare(root: Path, calls: int) -> dict:
     async def once(tag: str, n: int) -> dict:
         workspace = make_workspace(root / f"bare-{tag}")
-        replies: list[dict[str, str | None]] = [{"role": "assistant", "content": f"Step {i}: count the lines of the notes.", "command": COMMAND}
-                   for i in range(n)]
+        replies: list[dict[str, str | None]] = [
+            {"role": "assistant", "content": f"Step {i}: count the lines of the notes.", "command": COMMAND}
+            for i in range(n)
+        ]
         replies.append({"role": "assistant", "content": "Done.", "command": None})
         messages: list[dict] = [{"role": "user", "content": "Count the lines of the notes, step by step."}]
         sampler = Sampler(process_cpu)
@@ -228,8 +251,9 @@ async def run_bare(root: Path, calls: int) -> dict:
             sampler.reply(number)
             if reply["command"] is None:
                 break
-            proc = await asyncio.create_subprocess_shell(reply["command"], cwd=workspace, stdout=asyncio.subprocess.PIPE,
-                                                         stderr=asyncio.subprocess.STDOUT)
+            proc = await asyncio.create_subprocess_shell(
+                reply["command"], cwd=workspace, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            )
             out, _ = await proc.communicate()
             messages.append({"role": "user", "content": f"exit {proc.returncode}\n{out.decode()}"})
         return sampler.result("bare", n)
@@ -242,8 +266,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("loop", choices=["workingset", "ray", "mini", "bare"])
     parser.add_argument("--calls", type=int, default=500)
-    parser.add_argument("--sandbox", action="store_true", help="Workingset's Bash in bubblewrap (default: a plain "
-                        "subprocess, as the other loops run it)")
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="Workingset's Bash in bubblewrap (default: a plain subprocess, as the other loops run it)",
+    )
     args = parser.parse_args()
     if args.calls <= MARK:
         parser.error(f"--calls must be more than {MARK}")

@@ -2,9 +2,9 @@
 
     python -m benchmarks.provider_overhead [--calls 40] [--reply-tokens 2000]
 
-Both providers, each against its fake API server on 127.0.0.1 (tests/fake_*_server.py:
-real HTTP, real SSE, real SDKs; run from the repository root), served from a child
-process so the server's work does not share this process's interpreter lock. Per call
+Both providers, each against its fake API server on 127.0.0.1 (agents.providers.testing:
+real HTTP, real SSE, real SDKs), served from a child process so the server's work does
+not share this process's interpreter lock. Per call
 the server streams a reply of about `--reply-tokens` tokens: Anthropic-style text
 deltas of ~4 tokens, OpenAI-style chunks of ~1 token, as those APIs send them.
 
@@ -34,21 +34,18 @@ from pathlib import Path
 import anthropic
 import openai
 
-from agents.config import ProviderSettings
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelRequest, ToolSchema
-from agents.providers.anthropic import AnthropicModelClient
-from agents.providers.anthropic_convert import to_anthropic_params
-from agents.providers.openai import OpenAIModelClient
-from agents.providers.openai_convert import to_openai_params
+from agents.providers import AnthropicModelClient, OpenAIModelClient, to_anthropic_params, to_openai_params
+from agents.settings import ProviderSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 try:
-    from tests.fake_messages_server import FakeMessagesServer
-    from tests.fake_openai_server import FakeOpenAIServer, ScriptedCompletion
-except ImportError as exc:  # pragma: no cover - a checkout without tests/
-    raise SystemExit(f"benchmarks.provider_overhead needs the fake servers in tests/ ({exc}); run it from the repository root") from exc
+    from agents.providers.testing import FakeMessagesServer, FakeOpenAIServer, ScriptedCompletion
+except ImportError as exc:  # pragma: no cover - installed without the testing extra
+    raise SystemExit(
+        f"benchmarks.provider_overhead needs the fake servers' libraries ({exc}); pip install 'workingset[testing]'"
+    ) from exc
 
 
 def _serve(kind: str, tokens: int, replies: int) -> None:
@@ -70,9 +67,23 @@ def _serve(kind: str, tokens: int, replies: int) -> None:
 @contextlib.contextmanager
 def served(kind: str, tokens: int, replies: int) -> Iterator[str]:
     child = subprocess.Popen(
-        [sys.executable, "-W", "ignore", "-m", "benchmarks.provider_overhead", "--serve", kind,
-         "--reply-tokens", str(tokens), "--replies", str(replies)],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-m",
+            "benchmarks.provider_overhead",
+            "--serve",
+            kind,
+            "--reply-tokens",
+            str(tokens),
+            "--replies",
+            str(replies),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert child.stdout is not None and child.stdin is not None  # both piped
     try:
@@ -80,6 +91,7 @@ def served(kind: str, tokens: int, replies: int) -> Iterator[str]:
     finally:
         child.stdin.close()
         child.wait(30)
+
 
 PROSE = "The function returns the sum of both arguments after validating them. "
 
@@ -188,7 +200,9 @@ def _line(name: str, direct: list[Sample], ours: list[Sample]) -> str:
     for label, k in (("cpu", 1), ("wall", 0)):
         d = statistics.median(x[k] for x in direct)
         o = statistics.median(x[k] for x in ours)
-        parts.append(f"{label}: direct {d:7.2f} ms · ours {o:7.2f} ms · overhead {o - d:+6.2f} ms ({(o - d) / d * 100:+.1f} %)")
+        parts.append(
+            f"{label}: direct {d:7.2f} ms · ours {o:7.2f} ms · overhead {o - d:+6.2f} ms ({(o - d) / d * 100:+.1f} %)"
+        )
     return f"{name:<10} " + "\n           ".join(parts)
 
 
@@ -197,8 +211,10 @@ async def main(calls: int, tokens: int) -> None:
     for kind in ("anthropic", "openai"):
         direct, ours = await measure(kind, calls, tokens)
         print(_line(kind, direct, ours))
-    print(f"request conversion, 200 messages: anthropic {_conversion_ms(lambda r: to_anthropic_params(r, 'm')):.2f} ms · "
-          f"openai {_conversion_ms(lambda r: to_openai_params(r, 'm')):.2f} ms")
+    print(
+        f"request conversion, 200 messages: anthropic {_conversion_ms(lambda r: to_anthropic_params(r, 'm')):.2f} ms · "
+        f"openai {_conversion_ms(lambda r: to_openai_params(r, 'm')):.2f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -24,14 +24,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from agents.compaction import ExtractiveSummarizer
-from agents.compaction.ledger import CompactionEvent
-from agents.config import AgentSettings, CompactSettings, SessionSettings, ToolSettings
+from agents.compaction import CompactionEvent, ExtractiveSummarizer
 from agents.errors import PromptTooLong
 from agents.events import ModelCall
-from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from agents.ports import ModelRequest, ModelResponse, StopReason, Summarizer, Usage
+from agents.session import Session, SessionKit, SessionPorts
+from agents.settings import AgentSettings, CompactSettings, SessionSettings, ToolSettings
 from agents.tokens import CalibratedCounter, TokenCounter, estimate_request_tokens
 from benchmarks.traces import Trace
 from tools import LocalToolExecutor, ToolContext, ToolRegistry
@@ -119,15 +118,18 @@ class RecordedModel:
         self.answered.append(index)
         recorded = message.content if message else (TextBlock(text=END_OF_RECORDING),)
         # An assistant turn holds only reply blocks (text, tool uses, reasoning).
-        content = tuple(b for b in recorded if isinstance(b, TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock))
+        content = tuple(
+            b for b in recorded if isinstance(b, TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock)
+        )
         stop: StopReason = "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
         return ModelResponse(content=content, stop_reason=stop, usage=self._usage(request))
 
     def _usage(self, request: ModelRequest) -> Usage:
         if self.usage_counter is None:
             return Usage()  # nothing reported: the harness's calibration learns nothing
-        tokens = estimate_request_tokens(self.usage_counter, system=request.system, tools=request.tools,
-                                         messages=request.messages)
+        tokens = estimate_request_tokens(
+            self.usage_counter, system=request.system, tools=request.tools, messages=request.messages
+        )
         return Usage(input_tokens=tokens)
 
 
@@ -219,7 +221,7 @@ async def replay_trace(
             tool_context=ToolContext(workspace=Path(tmp)),
             artifacts=artifacts,
             emit=events.append,
-            counter=CalibratedCounter(),  # as `workingset run` wires it (agents.assembly)
+            counter=CalibratedCounter(),  # as `workingset run` wires it (agents.opening._assembly)
         )
         session = Session(ports, kit, system_prompt=trace.system or "(no system prompt recorded)", settings=settings)
         text: str | None = trace.task

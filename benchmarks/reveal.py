@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     holding = [t for t, h in zip(results, hidden, strict=True) if h]
     clean = [t for t, h in zip(results, hidden, strict=True) if not h]
     common = Counter(ch for h in hidden for ch in h).most_common(5)
-    print(f"{len(results):,} tool results, {sum(len(t) for t in results) / 1e6:.1f} M characters; "
-          f"{len(holding):,} hold a hidden character ({len(holding) / max(len(results), 1):.1%})")
+    print(
+        f"{len(results):,} tool results, {sum(len(t) for t in results) / 1e6:.1f} M characters; "
+        f"{len(holding):,} hold a hidden character ({len(holding) / max(len(results), 1):.1%})"
+    )
     print("most common: " + (", ".join(f"{reveal(ch, one_line=True)} ×{n:,}" for ch, n in common) or "none"))
     print(f"reveal, whole corpus:        {_mb_per_s(results, args.repeat):8.0f} MB/s")
     print(f"reveal, results with none:   {_mb_per_s(clean, args.repeat):8.0f} MB/s")

@@ -40,8 +40,7 @@ from pathlib import Path
 from tools import BashTool, ToolContext
 from tools.base import CommandRunner, PlainCommandRunner
 from tools.bash import BashInput
-from tools.sandbox import BubblewrapRunner, launcher
-from tools.sandbox.watch import SandboxWatch
+from tools.sandbox import BubblewrapRunner, SandboxWatch, launcher
 
 TARGET_MS = 20.0
 
@@ -98,8 +97,13 @@ def raw_call(runner: CommandRunner, command: str, workspace: Path) -> Callable[[
             launch.watch.run_unwatched()  # nothing polls it here
         try:
             subprocess.run(
-                launch.argv, cwd=workspace, env=launch.env, pass_fds=launch.pass_fds,
-                stdin=subprocess.DEVNULL, capture_output=True, check=True,
+                launch.argv,
+                cwd=workspace,
+                env=launch.env,
+                pass_fds=launch.pass_fds,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                check=True,
             )
             if isinstance(launch.watch, SandboxWatch) and launch.watch.layer is not None:
                 merge = launch.watch.layer.detach()
@@ -112,9 +116,7 @@ def raw_call(runner: CommandRunner, command: str, workspace: Path) -> Callable[[
     return call
 
 
-def bash_tool_call(
-    loop: asyncio.Runner, runner: CommandRunner, command: str, workspace: Path
-) -> Callable[[], None]:
+def bash_tool_call(loop: asyncio.Runner, runner: CommandRunner, command: str, workspace: Path) -> Callable[[], None]:
     ctx = ToolContext(workspace=workspace, runner=runner)
     args = BashInput(command=command)
     tool = BashTool()
@@ -140,8 +142,13 @@ def merge_ms(runner: BubblewrapRunner, command: str, workspace: Path) -> float:
     launch.watch.run_unwatched()
     try:
         subprocess.run(
-            launch.argv, cwd=workspace, env=launch.env, pass_fds=launch.pass_fds,
-            stdin=subprocess.DEVNULL, capture_output=True, check=True,
+            launch.argv,
+            cwd=workspace,
+            env=launch.env,
+            pass_fds=launch.pass_fds,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
         )
         merge = launch.watch.layer.detach()
         assert merge is not None
@@ -199,17 +206,21 @@ def main() -> None:
             ),
         ]
         build = "C" if sandbox.host().launcher == (launcher.BUILT,) else "Python"
-        print(f"{args.calls} calls of {args.command!r} each (after {args.warmup} warm-up calls, {args.gap_ms:g} ms "
-              f"apart), from a process holding {len(ballast) // 1024**2} MB more; the sandbox's {build} launcher; "
-              f"load average {os.getloadavg()[0]:.1f}\n")
+        print(
+            f"{args.calls} calls of {args.command!r} each (after {args.warmup} warm-up calls, {args.gap_ms:g} ms "
+            f"apart), from a process holding {len(ballast) // 1024**2} MB more; the sandbox's {build} launcher; "
+            f"load average {os.getloadavg()[0]:.1f}\n"
+        )
         print(f"{'path':<16} {'runner':<12} {'median ms':>10} {'p90 ms':>8} {'CPU ms':>8}")
         added = {}
         for label, bare_call, sandboxed_call in pairs:
             bare, boxed = time_pair(bare_call, sandboxed_call, args.calls, args.warmup, args.gap_ms / 1000)
             for name, series in (("plain", bare), ("bubblewrap", boxed)):
                 samples = series.wall_ms
-                print(f"{label:<16} {name:<12} {statistics.median(samples):>10.2f} {percentile(samples, 90):>8.2f} "
-                      f"{series.cpu_ms_per_call:>8.2f}")
+                print(
+                    f"{label:<16} {name:<12} {statistics.median(samples):>10.2f} {percentile(samples, 90):>8.2f} "
+                    f"{series.cpu_ms_per_call:>8.2f}"
+                )
             added[label] = (
                 statistics.median(boxed.wall_ms) - statistics.median(bare.wall_ms),
                 percentile(boxed.wall_ms, 90) - percentile(bare.wall_ms, 90),

@@ -29,11 +29,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.sandbox import DEFAULT_SANDBOX_ID
-from tools.sandbox.identity import Identity, idmapped_tree
-from tools.sandbox.launcher import Steps
-from tools.sandbox.probe import built_launcher
-from tools.sandbox.stage import LayerSpec, Stage, make_layer, stage_root
+from tools.sandbox import (
+    DEFAULT_SANDBOX_ID,
+    Identity,
+    LayerSpec,
+    Stage,
+    Steps,
+    built_launcher,
+    idmapped_tree,
+    make_layer,
+    stage_root,
+)
 
 
 def _staged(launcher: tuple[str, ...], workspace: Path, identity: Identity, layered: bool) -> float:
@@ -43,8 +49,9 @@ def _staged(launcher: tuple[str, ...], workspace: Path, identity: Identity, laye
     layer = None
     if layered:
         st = workspace.stat()
-        stage.layer = LayerSpec(64 * 1024**2, 0o755, (st.st_atime_ns, st.st_mtime_ns), (identity.uid, identity.gid),
-                                user_xattrs=False)
+        stage.layer = LayerSpec(
+            64 * 1024**2, 0o755, (st.st_atime_ns, st.st_mtime_ns), (identity.uid, identity.gid), user_xattrs=False
+        )
         layer = stage.layer_fd = make_layer(stage.layer)
 
     steps = Steps()
@@ -81,8 +88,10 @@ def main() -> None:
             samples["private"].append(_staged(launcher, workspace, identity, layered=False))
             samples["layered"].append(_staged(launcher, workspace, identity, layered=True))
     build = "C" if why_not is None else f"Python ({why_not})"
-    print(f"{args.calls} spawns of /bin/true each, interleaved, through the {build} launcher "
-          f"(load {os.getloadavg()[0]:.1f})\n")
+    print(
+        f"{args.calls} spawns of /bin/true each, interleaved, through the {build} launcher "
+        f"(load {os.getloadavg()[0]:.1f})\n"
+    )
     print(f"{'variant':<10} {'median ms':>10} {'p90 ms':>8}")
     for name, values in samples.items():
         p90 = statistics.quantiles(values, n=10)[8]

@@ -24,8 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from agents.messages import ToolUseBlock
-from agents.permissions.rules import parse_rule
-from agents.permissions.shell_line import read_line
+from agents.permissions import parse_rule, read_line
 from benchmarks.traces import find_trace_files, load_trace_file
 
 
@@ -86,9 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     for why, count in reasons.most_common(args.show):
         print(f"  {count:5d}  {why}")
     print(f"  of which bash -n accepts {bash_parses} (the rest are not bash at all)")
-    print(f"deny Bash(rm:*): {denied} denied, {runs_rm} of them run rm literally, {denied - runs_rm} only by failing closed")
+    print(
+        f"deny Bash(rm:*): {denied} denied, {runs_rm} of them run rm literally, {denied - runs_rm} only by failing closed"
+    )
     samples.sort()
-    print(f"read time: median {statistics.median(samples):.0f} us, p99 {samples[int(0.99 * (n - 1))]:.0f} us, max {samples[-1]:.0f} us")
+    print(
+        f"read time: median {statistics.median(samples):.0f} us, p99 {samples[int(0.99 * (n - 1))]:.0f} us, max {samples[-1]:.0f} us"
+    )
     return 0
 
 

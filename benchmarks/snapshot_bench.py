@@ -44,14 +44,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.assembly import build_session
-from agents.config import load_settings
-from agents.loop import Session
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from agents.session_state import SessionState
-from agents.snapshot_file import StoreReader
-from agents.snapshot_header import header_damage
-from agents.snapshot_store import DiskSnapshotStore
+from agents.opening import build_session
+from agents.session import Session, SessionState
+from agents.settings import load_settings
+from agents.snapshots import DiskSnapshotStore, StoreReader, header_damage
 
 SID = "bench"
 BODY_LINES = 40  # ~2 KB per tool result
@@ -84,7 +81,9 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def timed_saves(store: DiskSnapshotStore, messages: list[Message], first_id: int, saves: int) -> tuple[list[float], list[float]]:
+def timed_saves(
+    store: DiskSnapshotStore, messages: list[Message], first_id: int, saves: int
+) -> tuple[list[float], list[float]]:
     """(CPU ms, wall ms) of each save."""
     cpu, wall = [], []
     for n in range(first_id, first_id + saves):
@@ -165,7 +164,11 @@ async def session_save_p50(root: Path, size: int, saves: int) -> tuple[float, fl
     script.write_text(json.dumps({"turns": []}))
     settings = load_settings(
         workspace,
-        {"model": f"scripted:{script}", "home": str(root / f"home-session-{size}"), "snapshots": {"max_history": saves}},
+        {
+            "model": f"scripted:{script}",
+            "home": str(root / f"home-session-{size}"),
+            "snapshots": {"max_history": saves},
+        },
     )
     session = build_session(settings, workspace)
     session.conversation = conversation(size)
@@ -266,8 +269,13 @@ def open_costs(root: Path, size: int, repeats: int) -> dict[str, float]:
         header_damage(directory / "cache.db")
     header_us = (time.process_time() - started) * 1000
 
-    return {"file_kib": (directory / "cache.db").stat().st_size / 1024, "header_us": header_us, "open": opened(None),
-            "quick_check": opened("quick_check"), "integrity_check": opened("integrity_check")}
+    return {
+        "file_kib": (directory / "cache.db").stat().st_size / 1024,
+        "header_us": header_us,
+        "open": opened(None),
+        "quick_check": opened("quick_check"),
+        "integrity_check": opened("integrity_check"),
+    }
 
 
 def main() -> None:
@@ -287,9 +295,13 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        print(f"snapshot save, CPU ms per save (p50 / p95), {args.saves} saves, one tool interaction (~2 KB) appended before each")
+        print(
+            f"snapshot save, CPU ms per save (p50 / p95), {args.saves} saves, one tool interaction (~2 KB) appended before each"
+        )
         print(f"{'':>8}  {'DiskSnapshotStore.save':^38}  {'Session.save_snapshot p50':^26}  {'asave on':>9}")
-        print(f"{'messages':>8}  {'history filling':>17}  {'history full':>17}  {'wall':>6}  {'filling':>12}  {'full':>12}  {'the loop':>9}")
+        print(
+            f"{'messages':>8}  {'history filling':>17}  {'history full':>17}  {'wall':>6}  {'filling':>12}  {'full':>12}  {'the loop':>9}"
+        )
         for size in args.sizes:
             t = write_times(root, size, args.saves)
             session_fill, session_full = asyncio.run(session_save_p50(root, size, args.saves))
@@ -303,8 +315,12 @@ def main() -> None:
         print(f"first save of a new session (creates its store file): {first_save_cpu(root):.1f} ms CPU (p50 of 20)")
 
         print()
-        print(f"disk size of one session: {args.versions} versions of a growing conversation vs. only the final version")
-        print(f"{'start':>6}  {'final':>6}  {'kept':>5}  {'history KiB':>12}  {'final only KiB':>15}  {'ratio':>6}  {'after VACUUM':>22}")
+        print(
+            f"disk size of one session: {args.versions} versions of a growing conversation vs. only the final version"
+        )
+        print(
+            f"{'start':>6}  {'final':>6}  {'kept':>5}  {'history KiB':>12}  {'final only KiB':>15}  {'ratio':>6}  {'after VACUUM':>22}"
+        )
         for start in (1, 1_000):
             d = disk_sizes(root, start, args.versions)
             (h, f), (hv, fv) = d.raw, d.vacuumed
@@ -315,24 +331,32 @@ def main() -> None:
 
         print()
         r = asyncio.run(resume_ms(root, args.resume_size, args.resume_repeats))
-        print(f"resume at {args.resume_size} messages, CPU ms, p50 of {args.resume_repeats}: "
-              f"build_session {r['build']:.1f} ms + load & restore {r['load_restore']:.1f} ms "
-              f"= {r['build'] + r['load_restore']:.1f} ms")
+        print(
+            f"resume at {args.resume_size} messages, CPU ms, p50 of {args.resume_repeats}: "
+            f"build_session {r['build']:.1f} ms + load & restore {r['load_restore']:.1f} ms "
+            f"= {r['build'] + r['load_restore']:.1f} ms"
+        )
 
         print()
         print_open_costs(root, args.sizes, args.open_repeats)
 
 
 def print_open_costs(root: Path, sizes: list[int], repeats: int) -> None:
-    print(f"opening a session's store file and reading its record, CPU ms (p50 of {repeats}),"
-          " and with SQLite's check of the whole file")
-    print(f"{'messages':>8}  {'file MiB':>8}  {'open':>7}  {'its header check µs':>19}  {'+ quick_check':>13}  "
-          f"{'+ integrity_check':>17}")
+    print(
+        f"opening a session's store file and reading its record, CPU ms (p50 of {repeats}),"
+        " and with SQLite's check of the whole file"
+    )
+    print(
+        f"{'messages':>8}  {'file MiB':>8}  {'open':>7}  {'its header check µs':>19}  {'+ quick_check':>13}  "
+        f"{'+ integrity_check':>17}"
+    )
     for size in sizes:
         c = open_costs(root, size, repeats)
-        print(f"{size:>8}  {c['file_kib'] / 1024:>8.1f}  {c['open']:>7.3f}  {c['header_us']:>19.1f}  "
-              f"{c['quick_check']:>13.2f}  "
-              f"{c['integrity_check']:>17.2f}")
+        print(
+            f"{size:>8}  {c['file_kib'] / 1024:>8.1f}  {c['open']:>7.3f}  {c['header_us']:>19.1f}  "
+            f"{c['quick_check']:>13.2f}  "
+            f"{c['integrity_check']:>17.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ session when there is one (so every trial after the first is a resumed process),
 appends a tool interaction whose result is a distinct `body-kb` KB and saves, again and
 again, printing "saving" before each save and the version id (or journal entry name,
 `<version>.<n>`) once `save` returned. Like a session, four saves in five are made inside
-a turn (reason `tool_batch`: journal entries on the last version, `agents.snapshot_journal`)
+a turn (reason `tool_batch`: journal entries on the last version, `agents.snapshots._journal`)
 and every fifth ends one (a version). Every 10 interactions the conversation drops all but
 its first message and the last 10 (as a compaction would), so saves also rewrite and
 garbage collection runs. The
@@ -39,9 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from agents.session_state import SessionState
-from agents.snapshot_journal import JOURNALED_REASON, split_name
-from agents.snapshot_store import DiskSnapshotStore, SnapshotError, SnapshotNotFound
+from agents.session import SessionState
+from agents.snapshots import JOURNALED_REASON, DiskSnapshotStore, SnapshotError, SnapshotNotFound, split_name
 
 SID = "killed"
 _WINDOW = 10  # interactions the writer's conversation keeps
@@ -51,8 +50,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def _interaction(n: int, body_kb: int) -> list[Message]:
     body = f"{n}:{os.urandom(8).hex()}:" + "y" * (body_kb * 1024)
     use = ToolUseBlock(id=f"toolu_{n}_{os.getpid()}", name="Read", input={"path": f"big_{n}.log"})
-    return [Message.assistant(TextBlock(text=f"reading log {n}"), use),
-            Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)])]
+    return [
+        Message.assistant(TextBlock(text=f"reading log {n}"), use),
+        Message.tool_results([ToolResultBlock(tool_use_id=use.id, content=body)]),
+    ]
 
 
 def writer(root: Path, body_kb: int, max_history: int) -> None:
@@ -61,8 +62,9 @@ def writer(root: Path, body_kb: int, max_history: int) -> None:
     try:
         state = store.load(SID).state
     except SnapshotNotFound:
-        state = SessionState(session_id=SID, cwd="/bench/ws", model="scripted:bench",
-                             conversation=[Message.user("keep saving")])
+        state = SessionState(
+            session_id=SID, cwd="/bench/ws", model="scripted:bench", conversation=[Message.user("keep saving")]
+        )
     conversation = list(state.conversation)
     print("ready", flush=True)
     n = len(conversation)
@@ -93,9 +95,22 @@ class Trial:
 def _spawn(root: Path, body_kb: int, max_history: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.snapshot_faults", "--writer", str(root), "--body-kb", str(body_kb),
-         "--max-history", str(max_history)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.snapshot_faults",
+            "--writer",
+            str(root),
+            "--body-kb",
+            str(body_kb),
+            "--max-history",
+            str(max_history),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
     )
 
 
@@ -143,13 +158,16 @@ def run_trial(root: Path, rng: random.Random, *, body_kb: int, max_history: int,
     out = "".join(seen) + rest
     lines = out.splitlines()
     complete = lines if out.endswith("\n") else lines[:-1]
-    trial = Trial(reported=[x for x in complete if _is_name(x)], inside_save=bool(complete) and complete[-1] == "saving")
+    trial = Trial(
+        reported=[x for x in complete if _is_name(x)], inside_save=bool(complete) and complete[-1] == "saving"
+    )
     _check(root, trial, max_history)
     return trial
 
 
-def run_trials(root: Path, trials: int, *, body_kb: int = 200, max_history: int = 50, window: float = 0.6,
-               seed: int = 1) -> list[Trial]:
+def run_trials(
+    root: Path, trials: int, *, body_kb: int = 200, max_history: int = 50, window: float = 0.6, seed: int = 1
+) -> list[Trial]:
     """Kill a writer `trials` times on one session (each writer resumes the last)."""
     rng = random.Random(seed)
     return [run_trial(root, rng, body_kb=body_kb, max_history=max_history, window=window) for _ in range(trials)]
@@ -169,8 +187,14 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        results = run_trials(Path(tmp), args.trials, body_kb=args.body_kb, max_history=args.max_history,
-                             window=args.window, seed=args.seed)
+        results = run_trials(
+            Path(tmp),
+            args.trials,
+            body_kb=args.body_kb,
+            max_history=args.max_history,
+            window=args.window,
+            seed=args.seed,
+        )
         elapsed = time.perf_counter() - started
         store = DiskSnapshotStore(Path(tmp))
         final = store.history(SID)
@@ -178,8 +202,10 @@ def main() -> None:
     saves = sum(len(t.reported) for t in results)
     lost = sum(len(t.lost) for t in results)
     sessions_lost = [t.session_lost for t in results if t.session_lost]
-    print(f"kill -9 during snapshot saves: {len(results)} trials, {args.body_kb} KB per new message, "
-          f"max_history {args.max_history}, {elapsed:.0f} s")
+    print(
+        f"kill -9 during snapshot saves: {len(results)} trials, {args.body_kb} KB per new message, "
+        f"max_history {args.max_history}, {elapsed:.0f} s"
+    )
     print(f"  saves reported: {saves}; kills inside a save: {sum(t.inside_save for t in results)}")
     print(f"  versions lost: {lost}; trials where the current version was lost: {len(sessions_lost)}")
     print(f"  at the end: {len(final)} versions kept, current has {final[0].messages} messages")

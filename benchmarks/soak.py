@@ -53,8 +53,8 @@ from typing import Any
 import psutil
 import yaml
 
-from agents.config import WorkingsetSettings, load_settings
-from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+from agents.opening import OpenSpec, SessionRuntime, open_or_resume
+from agents.settings import WorkingsetSettings, load_settings
 from benchmarks.cpu_tree import sample_tree
 from benchmarks.soak_report import WINDOW, Recorder, Soaked, Tally, report
 
@@ -104,26 +104,35 @@ def script_turns(calls: int, per_turn: int, bash_every: int) -> list[dict]:
             call = {"name": "Grep", "input": {"pattern": f"def handle_{m}_\\d+|VERSION", "path": "src"}}
         elif kind == "Edit":
             old, versions[m] = versions[m], versions[m] + 1
-            call = {"name": "Edit", "input": {"path": path, "old_string": f"VERSION = {old}\n",
-                                              "new_string": f"VERSION = {versions[m]}\n"}}
+            call = {
+                "name": "Edit",
+                "input": {"path": path, "old_string": f"VERSION = {old}\n", "new_string": f"VERSION = {versions[m]}\n"},
+            }
         else:
             call = {"name": "Bash", "input": {"command": f"wc -l {path}"}}
-        turns.append({"text": f"Step {c}: {kind} on {path} to follow the request through part {m}.",
-                      "tool_calls": [call]})
+        turns.append(
+            {"text": f"Step {c}: {kind} on {path} to follow the request through part {m}.", "tool_calls": [call]}
+        )
     return turns
 
 
 def soak_settings(root: Path, tag: str, turns: list[dict], context_window: int) -> WorkingsetSettings:
     script = root / f"script-{tag}.yaml"
     script.write_text(yaml.safe_dump({"turns": turns}, sort_keys=False))
-    return load_settings(root, {
-        "model": f"scripted:{script}",
-        "home": str(root / f"home-{tag}"),
-        "agent": {"max_turns": 1_000, "max_output_tokens": 4_096},
-        "compact": {"context_window": context_window},
-        "permissions": {"mode": "default", "headless": "deny-asks",
-                        "allow": ["Read", "Grep", "Edit(src/**)", "Bash(wc:*)"]},
-    })
+    return load_settings(
+        root,
+        {
+            "model": f"scripted:{script}",
+            "home": str(root / f"home-{tag}"),
+            "agent": {"max_turns": 1_000, "max_output_tokens": 4_096},
+            "compact": {"context_window": context_window},
+            "permissions": {
+                "mode": "default",
+                "headless": "deny-asks",
+                "allow": ["Read", "Grep", "Edit(src/**)", "Bash(wc:*)"],
+            },
+        },
+    )
 
 
 # -- the two places a session runs ---------------------------------------------------------
@@ -166,16 +175,33 @@ async def soak_in_process(root: Path, args: argparse.Namespace) -> Soaked:
     return await resumed_soak("local", reopen, recorder, tally, budget, saved, wall)
 
 
-async def resumed_soak(where: str, reopen: Callable[[], Awaitable[tuple[Any, int]]], recorder: Recorder, tally: Tally,
-                       budget: int, saved: int, wall: float) -> Soaked:
+async def resumed_soak(
+    where: str,
+    reopen: Callable[[], Awaitable[tuple[Any, int]]],
+    recorder: Recorder,
+    tally: Tally,
+    budget: int,
+    saved: int,
+    wall: float,
+) -> Soaked:
     cpu_before, wall_before = sample_tree(), time.perf_counter()
     resumed, messages = await reopen()
     resume_wall = time.perf_counter() - wall_before
     resume_cpu = (sample_tree() - cpu_before).total
     outcome = await resumed.run_turn("Resumed: go on.")
     await resumed.aclose()
-    return Soaked(where, recorder.points, tally, budget, resume_wall * 1000, resume_cpu * 1000, messages, saved,
-                  outcome.reason, wall)
+    return Soaked(
+        where,
+        recorder.points,
+        tally,
+        budget,
+        resume_wall * 1000,
+        resume_cpu * 1000,
+        messages,
+        saved,
+        outcome.reason,
+        wall,
+    )
 
 
 async def soak_on_ray(root: Path, args: argparse.Namespace) -> Soaked:
@@ -209,8 +235,14 @@ async def soak_on_ray(root: Path, args: argparse.Namespace) -> Soaked:
 
         async def reopen() -> tuple[Any, int]:
             opening = OpenSpec(settings, workspace, session_id=sid, resume=True)
-            resumed = RemoteSession(pool.links[0], SessionSpec.of(opening, interactive=False), emit=lambda e: None,
-                                    approver=None, model_name=settings.model, services=pool.services)
+            resumed = RemoteSession(
+                pool.links[0],
+                SessionSpec.of(opening, interactive=False),
+                emit=lambda e: None,
+                approver=None,
+                model_name=settings.model,
+                services=pool.services,
+            )
             await resumed.open()
             return resumed, resumed.message_count
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 
-from agents.compaction.ledger import CompactionEvent
+from agents.compaction import CompactionEvent
 from agents.events import ModelCall, SnapshotSaved
 from benchmarks.cpu_tree import CpuSample, load_average, sample_tree
 
@@ -93,8 +93,16 @@ class Recorder:
         with host.oneshot():
             times, rss = host.cpu_times(), host.memory_info().rss
         host_cpu = times.user + times.system - (self.sampling_s if host.pid == os.getpid() else 0.0)
-        point = Point(calls, wall, cpu, host_cpu, rss, tree_bytes(self.home / "snapshots"),
-                      tree_bytes(self.home / "sessions" / session_id), messages)
+        point = Point(
+            calls,
+            wall,
+            cpu,
+            host_cpu,
+            rss,
+            tree_bytes(self.home / "snapshots"),
+            tree_bytes(self.home / "sessions" / session_id),
+            messages,
+        )
         self.points.append(point)
         self.sampling_s += time.thread_time() - started
 
@@ -111,7 +119,6 @@ class Soaked:
     saved_messages: int
     resumed_turn: str
     wall_s: float
-
 
 
 # -- the report ----------------------------------------------------------------------------
@@ -150,8 +157,11 @@ class Window:
     def median_turn_ms(self) -> float:
         """The median turn's CPU per call: what a call costs in steady state, with neither
         a compaction's turn nor a turn slowed by a burst of load on the machine in it."""
-        turns = [(q.cpu - p.cpu).total * 1000 / (q.calls - p.calls)
-                 for p, q in zip(self.points, self.points[1:], strict=False) if q.calls > p.calls]
+        turns = [
+            (q.cpu - p.cpu).total * 1000 / (q.calls - p.calls)
+            for p, q in zip(self.points, self.points[1:], strict=False)
+            if q.calls > p.calls
+        ]
         return statistics.median(turns)
 
 
@@ -171,20 +181,28 @@ def report_cpu(points: list[Point]) -> None:
     print(f"{'calls':>11} {'CPU ms/call':>11} {'median':>6} {'host':>6} {'wall':>6}  tree's CPU by kind (ms/call)")
     for start in range(0, total, WINDOW):
         w = window(points, start, min(start + WINDOW, total))
-        print(f"{w.a.calls:>5}-{w.b.calls:<5} {w.cpu_ms():>11.2f} {w.median_turn_ms():>6.2f} {w.host_ms():>6.2f} "
-              f"{w.wall_ms():>6.1f}  {split_text(w.spent, w.calls)}")
+        print(
+            f"{w.a.calls:>5}-{w.b.calls:<5} {w.cpu_ms():>11.2f} {w.median_turn_ms():>6.2f} {w.host_ms():>6.2f} "
+            f"{w.wall_ms():>6.1f}  {split_text(w.spent, w.calls)}"
+        )
     first, last = window(points, 0, WINDOW), window(points, total - WINDOW, total)
     ratio = last.cpu_ms() / first.cpu_ms()
-    print(f"CPU per call: first {WINDOW} {first.cpu_ms():.2f} ms, last {WINDOW} {last.cpu_ms():.2f} ms: {ratio:.2f}x "
-          f"(aim <= {AIM}x: {'met' if ratio <= AIM else 'MISSED'}); median turn {first.median_turn_ms():.2f} -> "
-          f"{last.median_turn_ms():.2f} ms: {last.median_turn_ms() / first.median_turn_ms():.2f}x; host process "
-          f"{first.host_ms():.2f} -> {last.host_ms():.2f} ms: {last.host_ms() / first.host_ms():.2f}x")
+    print(
+        f"CPU per call: first {WINDOW} {first.cpu_ms():.2f} ms, last {WINDOW} {last.cpu_ms():.2f} ms: {ratio:.2f}x "
+        f"(aim <= {AIM}x: {'met' if ratio <= AIM else 'MISSED'}); median turn {first.median_turn_ms():.2f} -> "
+        f"{last.median_turn_ms():.2f} ms: {last.median_turn_ms() / first.median_turn_ms():.2f}x; host process "
+        f"{first.host_ms():.2f} -> {last.host_ms():.2f} ms: {last.host_ms() / first.host_ms():.2f}x"
+    )
 
 
 def report_growth(points: list[Point]) -> None:
     mb, last = 1e6, points[-1]
-    marks = sorted({at_calls(points, c).calls for c in (0, WINDOW, last.calls // 4, last.calls // 2,
-                                                         3 * last.calls // 4, last.calls)})
+    marks = sorted(
+        {
+            at_calls(points, c).calls
+            for c in (0, WINDOW, last.calls // 4, last.calls // 2, 3 * last.calls // 4, last.calls)
+        }
+    )
     print(f"{'calls':>11} {'host RSS MB':>11} {'snapshots MB':>12} {'session dir MB':>14}")
     for c in marks:
         p = at_calls(points, c)
@@ -194,24 +212,34 @@ def report_growth(points: list[Point]) -> None:
     late = [p for p in points if p.calls >= half.calls]
     peak = max(p.host_rss for p in points)
     grew = max(p.host_rss for p in late) / max(p.host_rss for p in early) - 1
-    print(f"host RSS: peak {peak / mb:.1f} MB; second half's peak {grew * 100:+.1f} % over the first half's "
-          f"({'plateaus' if grew < 0.05 else 'still growing'})")
+    print(
+        f"host RSS: peak {peak / mb:.1f} MB; second half's peak {grew * 100:+.1f} % over the first half's "
+        f"({'plateaus' if grew < 0.05 else 'still growing'})"
+    )
     snap_half, snap_peak = max(p.snapshot_bytes for p in early), max(p.snapshot_bytes for p in points)
-    print(f"snapshot dir: peak {snap_peak / mb:.2f} MB, {snap_half / mb:.2f} MB by the half "
-          f"({'bounded' if snap_peak <= 1.25 * snap_half else 'still growing'})")
+    print(
+        f"snapshot dir: peak {snap_peak / mb:.2f} MB, {snap_half / mb:.2f} MB by the half "
+        f"({'bounded' if snap_peak <= 1.25 * snap_half else 'still growing'})"
+    )
 
 
 def report(run: Soaked) -> None:
     points, tally = run.points, run.tally
     gaps = [b - a for a, b in zip(tally.compacted_at, tally.compacted_at[1:], strict=False)]
-    print(f"\n== {run.where}: {points[-1].calls} model calls in {len(points) - 1} turns, {run.wall_s:.0f} s wall; "
-          f"{load_average()}")
+    print(
+        f"\n== {run.where}: {points[-1].calls} model calls in {len(points) - 1} turns, {run.wall_s:.0f} s wall; "
+        f"{load_average()}"
+    )
     every = f", one every {sum(gaps) / len(gaps):.0f} calls" if gaps else ""
-    print(f"compactions: {len(tally.compacted_at)} (budget {run.budget_tokens} tokens{every}); "
-          f"conversation {min(p.messages for p in points[1:])}..{max(p.messages for p in points)} messages; "
-          f"{tally.snapshots} snapshots saved ({tally.failed_saves} failed)")
+    print(
+        f"compactions: {len(tally.compacted_at)} (budget {run.budget_tokens} tokens{every}); "
+        f"conversation {min(p.messages for p in points[1:])}..{max(p.messages for p in points)} messages; "
+        f"{tally.snapshots} snapshots saved ({tally.failed_saves} failed)"
+    )
     report_cpu(points)
     report_growth(points)
-    print(f"resume: {run.resume_wall_ms:.0f} ms wall, {run.resume_cpu_ms:.0f} ms CPU; "
-          f"{run.resumed_messages} messages restored of {run.saved_messages} saved; "
-          f"a turn on it ended {run.resumed_turn}")
+    print(
+        f"resume: {run.resume_wall_ms:.0f} ms wall, {run.resume_cpu_ms:.0f} ms CPU; "
+        f"{run.resumed_messages} messages restored of {run.saved_messages} saved; "
+        f"a turn on it ended {run.resumed_turn}"
+    )

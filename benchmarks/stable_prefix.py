@@ -25,24 +25,42 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agents.assembly import RuntimePorts, build_session
-from agents.config import AgentSettings, PermissionSettings, WorkingsetSettings
-from agents.loop import Session
 from agents.modes import Mode
+from agents.opening import RuntimePorts, build_session
 from agents.ports import ModelRequest, ModelResponse
-from agents.providers.anthropic_convert import to_anthropic_params
-from agents.providers.scripted import Script, ScriptedModelClient
+from agents.providers import Script, ScriptedModelClient, to_anthropic_params
+from agents.session import Session
+from agents.settings import AgentSettings, PermissionSettings, WorkingsetSettings
 
 _README = "\n".join(f"line {n}: how to build and test the project, step {n}" for n in range(200))
 
 # (what the user does before the turn, the user's input, the model's replies in that turn)
 _SCRIPT: list[tuple[str, str, list[dict[str, Any]]]] = [
-    ("start", "Read the README.", [{"tool_calls": [{"name": "Read", "input": {"path": "README.md"}}]}, {"text": "Read it."}]),
-    ("memory write", "Remember how to build.", [
-        {"tool_calls": [{"name": "MemoryWrite", "input": {
-            "name": "build", "type": "project", "description": "how to build", "body": "make build"}}]},
-        {"text": "Noted."},
-    ]),
+    (
+        "start",
+        "Read the README.",
+        [{"tool_calls": [{"name": "Read", "input": {"path": "README.md"}}]}, {"text": "Read it."}],
+    ),
+    (
+        "memory write",
+        "Remember how to build.",
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "MemoryWrite",
+                        "input": {
+                            "name": "build",
+                            "type": "project",
+                            "description": "how to build",
+                            "body": "make build",
+                        },
+                    }
+                ]
+            },
+            {"text": "Noted."},
+        ],
+    ),
     ("plan mode on", "Plan the change.", [{"text": "Plan: edit the README."}]),
     ("plan mode off", "Do it.", [{"text": "Done."}]),
     ("goal set", "Now make the tests pass.", [{"text": "They pass."}]),
@@ -122,7 +140,9 @@ async def kept_bytes(root: Path, stable: bool) -> list[tuple[str, int, int, int]
     script_file = root / "script.json"
     script_file.write_text(script.model_dump_json())
     settings = WorkingsetSettings(
-        model=f"scripted:{script_file}", home=home, agent=AgentSettings(stable_prefix=stable, max_goal_auto_turns=0),
+        model=f"scripted:{script_file}",
+        home=home,
+        agent=AgentSettings(stable_prefix=stable, max_goal_auto_turns=0),
         permissions=PermissionSettings(mode="bypass"),
     )
     runtime = RuntimePorts(judge=ScriptedModelClient(script, role="judge"))
@@ -146,11 +166,15 @@ async def kept_bytes(root: Path, stable: bool) -> list[tuple[str, int, int, int]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.parse_args()
-    print(f"{'change':<14} {'stable_prefix':>13} {'request bytes':>13} {'same bytes':>10} {'cacheable':>10} {'cacheable %':>11}")
+    print(
+        f"{'change':<14} {'stable_prefix':>13} {'request bytes':>13} {'same bytes':>10} {'cacheable':>10} {'cacheable %':>11}"
+    )
     for stable in (False, True):
         with tempfile.TemporaryDirectory() as tmp:
             for change, previous, kept, whole in asyncio.run(kept_bytes(Path(tmp), stable)):
-                print(f"{change:<14} {str(stable):>13} {previous:>13} {kept:>10} {whole:>10} {100 * whole / previous:>10.1f}%")
+                print(
+                    f"{change:<14} {str(stable):>13} {previous:>13} {kept:>10} {whole:>10} {100 * whole / previous:>10.1f}%"
+                )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ means little without it; and the CPU seconds of the processes that were waited f
 (pytest, and what it reaped: a lower bound, since a process re-parented before it ends,
 as some of Ray's are, is not counted).
 
-    python -m benchmarks.suite_files tests/test_chaos_batch.py tests/test_cli.py [--root DIR]
+    python -m benchmarks.suite_files tests/benchmarks/test_chaos_batch.py tests/cluster/cli/test_cli.py [--root DIR]
 
 `--root` is the checkout to run (its tests, its code first on PYTHONPATH): the current one
 by default; give another worktree to measure it before a change, on the same machine.
@@ -42,14 +42,26 @@ def run_file(root: Path, test_file: str, timeout_s: float) -> dict:
     cpu_before = _children_cpu_s()
     started = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
-                              cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         code, last = proc.returncode, (proc.stdout.strip().splitlines() or [""])[-1]
     except subprocess.TimeoutExpired:
         code, last = -1, f"timed out after {timeout_s:.0f} s"
-    return {"file": test_file, "seconds": round(time.monotonic() - started, 1),
-            "cpu_s": round(_children_cpu_s() - cpu_before, 1), "exit": code, "pytest": last,
-            "load_before": before, "load_after": _load()}
+    return {
+        "file": test_file,
+        "seconds": round(time.monotonic() - started, 1),
+        "cpu_s": round(_children_cpu_s() - cpu_before, 1),
+        "exit": code,
+        "pytest": last,
+        "load_before": before,
+        "load_after": _load(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,8 +76,18 @@ def main(argv: list[str] | None = None) -> int:
         row = run_file(root, test_file, args.timeout)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print(json.dumps({"root": str(root), "files": len(rows), "seconds": round(sum(r["seconds"] for r in rows), 1),
-                      "cpu_s": round(sum(r["cpu_s"] for r in rows), 1), "failed": [r["file"] for r in rows if r["exit"] != 0]}), flush=True)
+    print(
+        json.dumps(
+            {
+                "root": str(root),
+                "files": len(rows),
+                "seconds": round(sum(r["seconds"] for r in rows), 1),
+                "cpu_s": round(sum(r["cpu_s"] for r in rows), 1),
+                "failed": [r["file"] for r in rows if r["exit"] != 0],
+            }
+        ),
+        flush=True,
+    )
     return 1 if any(r["exit"] != 0 for r in rows) else 0
 
 

@@ -25,7 +25,9 @@ async def compare(traces_dir: Path, windows: list[int]) -> None:
     traces = [t for path in find_trace_files(traces_dir) for t in load_trace_file(path)]
     for window in windows:
         print(f"\ncontext window {window:,} tokens")
-        print(f"{'trace':<44} {'calls':>5} {'raw total':>11} {'default total':>13} {'saved':>6} {'raw peak':>9} {'def. peak':>9}")
+        print(
+            f"{'trace':<44} {'calls':>5} {'raw total':>11} {'default total':>13} {'saved':>6} {'raw peak':>9} {'def. peak':>9}"
+        )
         sums = [0, 0]
         for trace in traces:
             raw = await replay_trace(trace, strategy="raw", context_window=NO_BUDGET, result_max_tokens=NO_BUDGET)

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents.loop import Session, SessionKit, SessionPorts
 from agents.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from agents.providers.scripted import Script, ScriptedModelClient
+from agents.providers import Script, ScriptedModelClient
+from agents.session import Session, SessionKit, SessionPorts
 from tools import LocalToolExecutor, ToolContext, default_registry
 
 RESULT_BODY = "\n".join(f"{n:6d}\tdef function_{n}(x):  # a line of source" for n in range(50))

@@ -22,11 +22,10 @@ import time
 import ray
 from ray.exceptions import RayError
 
-from agents.codec import decode_messages, encode_messages
-from agents.compaction import load_summarizer
-from agents.compaction.summary import SummaryFailed
-from agents.config import SummarizerSettings
+from agents.compaction import SummaryFailed, load_summarizer
 from agents.messages import Message
+from agents.settings import SummarizerSettings
+from agents.snapshots import decode_messages, encode_messages
 from cluster.credentials import model_runtime_env
 from cluster.faults import is_lost_infrastructure
 from cluster.named_actor import NamedActor, start_named
@@ -113,6 +112,8 @@ class PooledSummarizer:
 
 def start_compactor_pool(settings: SummarizerSettings, *, size: int, max_queue: int) -> PooledSummarizer:
     options = {"runtime_env": model_runtime_env()}  # a model summarizer needs the credentials
-    members = [start_named(SummarizerActor, "summarizer", settings.model_dump(mode="json"), max_queue, **options)
-               for _ in range(size)]
+    members = [
+        start_named(SummarizerActor, "summarizer", settings.model_dump(mode="json"), max_queue, **options)
+        for _ in range(size)
+    ]
     return PooledSummarizer(members, timeout_s=settings.timeout_s)

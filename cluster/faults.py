@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ray.exceptions import RayError, RayTaskError, TaskCancelledError
 
-from cluster.runtime import ClusterError
+from cluster.connection import ClusterError
 
 __all__ = ["is_lost_infrastructure", "what_was_lost"]
 

@@ -124,8 +124,9 @@ class Heartbeat:
             node, pid, started = self.where
             strategy = NodeAffinitySchedulingStrategy(node_id=node, soft=False)
             with contextlib.suppress(RayError, TimeoutError):  # its node went: Ray declares the actor dead anyway
-                await asyncio.wait_for(_kill_stopped.options(scheduling_strategy=strategy).remote(pid, started),
-                                       _KILL_WAIT_S)
+                await asyncio.wait_for(
+                    _kill_stopped.options(scheduling_strategy=strategy).remote(pid, started), _KILL_WAIT_S
+                )
         with contextlib.suppress(RayError, ValueError):
             ray.kill(self.actor, no_restart=False)
         self.where = None

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import ray
 
-from agents.config import WorkingsetSettings
 from agents.events import EventSink
-from agents.lifecycle import OpenSpec
-from agents.session_kit import Approver
+from agents.opening import OpenSpec
+from agents.session import Approver
+from agents.settings import WorkingsetSettings
 from cluster.actor_link import ActorLink
 from cluster.compactor_pool import start_compactor_pool
+from cluster.connection import RuntimeInfo, connect, current_node_id
 from cluster.credentials import model_runtime_env
 from cluster.heartbeat import Heartbeat
 from cluster.remote_session import RemoteSession
-from cluster.runtime import RuntimeInfo, connect, current_node_id
 from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
 from cluster.snapshot_actor import start_snapshot_actor
 
@@ -35,20 +35,24 @@ def start_services(settings: WorkingsetSettings, info: RuntimeInfo) -> ClusterSe
             node_id=current_node_id(),
         )
     return ClusterServices(
-        summarizer=summarizer, snapshots=snapshots, tool_cpus=c.tool_task_cpus, subagent_pool_idle=c.subagent_pool_idle,
+        summarizer=summarizer,
+        snapshots=snapshots,
+        tool_cpus=c.tool_task_cpus,
+        subagent_pool_idle=c.subagent_pool_idle,
         subagents_per_actor=c.subagents_per_actor,
     )
 
 
 async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: Approver | None) -> RemoteSession:
     """Open `opening` on a SessionActor of this node; the actor runs the same lifecycle
-    (agents.lifecycle.open_or_resume) that a local session is opened by."""
+    (agents.opening._lifecycle.open_or_resume) that a local session is opened by."""
     settings = opening.settings
-    info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard,
-                   start_timeout_s=settings.cluster.start_timeout_s)
+    info = connect(
+        settings.cluster.address, dashboard=settings.cluster.dashboard, start_timeout_s=settings.cluster.start_timeout_s
+    )
     services = start_services(settings, info)
     # The workspace lives on this node: the session (and its tool tasks) run here.
-    actor = SessionActor.options(  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
+    actor = SessionActor.options(
         scheduling_strategy=ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
             node_id=current_node_id(), soft=False
         ),
@@ -56,9 +60,18 @@ async def open_remote_session(opening: OpenSpec, *, emit: EventSink, approver: A
     ).remote(services)
     spec = SessionSpec.of(opening, interactive=approver is not None)
     c = settings.cluster
-    link = ActorLink(actor, heartbeat=Heartbeat(actor, what="session's actor", period_s=c.heartbeat_s,
-                                                timeout_s=c.heartbeat_timeout_s))
-    remote = RemoteSession(link, spec, emit=emit, approver=approver, model_name=settings.model,
-                           services=services, restart_timeout_s=settings.cluster.actor_restart_timeout_s)
+    link = ActorLink(
+        actor,
+        heartbeat=Heartbeat(actor, what="session's actor", period_s=c.heartbeat_s, timeout_s=c.heartbeat_timeout_s),
+    )
+    remote = RemoteSession(
+        link,
+        spec,
+        emit=emit,
+        approver=approver,
+        model_name=settings.model,
+        services=services,
+        restart_timeout_s=settings.cluster.actor_restart_timeout_s,
+    )
     await remote.open()
     return remote

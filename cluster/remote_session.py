@@ -23,16 +23,15 @@ from typing import Any
 
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 
-from agents.compaction.ledger import CompactionEvent
+from agents.compaction import CompactionEvent
 from agents.errors import WorkingsetError
 from agents.events import EndReason, EventSink, Notice, SessionEnded, SessionStarted
 from agents.goal import GoalState
-from agents.loop import TurnOutcome
 from agents.modes import Mode
 from agents.ports import Usage
-from agents.session_kit import Approver, PermissionAnswer
+from agents.session import Approver, PermissionAnswer, TurnOutcome
 from cluster.actor_link import ActorLink
-from cluster.runtime import ClusterError
+from cluster.connection import ClusterError
 from cluster.session_actor import ChildQuestion, ClusterServices, SessionSpec, TurnEnd
 
 __all__ = ["RemoteSession"]
@@ -42,8 +41,10 @@ _RESTART_POLL_S = 0.5
 LOSSES_WITHOUT_PROGRESS = 3  # actor losses in a row, with nothing new saved between them, that end a turn
 
 
-TURN_RESTARTS = ("the interrupted turn runs again from its start: it had saved nothing, so none of its calls "
-                 "that change anything had run")
+TURN_RESTARTS = (
+    "the interrupted turn runs again from its start: it had saved nothing, so none of its calls "
+    "that change anything had run"
+)
 
 
 class _ActorLost(Exception):
@@ -62,8 +63,17 @@ SessionActorHandle = Any
 
 
 class RemoteSession:
-    def __init__(self, link: ActorLink, spec: SessionSpec, *, emit: EventSink, approver: Approver | None,
-                 model_name: str = "", restart_timeout_s: float = 120.0, services: ClusterServices | None = None):
+    def __init__(
+        self,
+        link: ActorLink,
+        spec: SessionSpec,
+        *,
+        emit: EventSink,
+        approver: Approver | None,
+        model_name: str = "",
+        restart_timeout_s: float = 120.0,
+        services: ClusterServices | None = None,
+    ):
         # The link to the session's actor, shared with its other sessions in this process:
         # its event pump and its coalesced calls (cluster.actor_link).
         self.link = link
@@ -87,7 +97,7 @@ class RemoteSession:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def open(self) -> list[str]:
-        """Open the session on the actor (agents.lifecycle runs there); returns the notices
+        """Open the session on the actor (agents.opening._lifecycle runs there); returns the notices
         opening it gave. An error of ours raised there is raised here as itself."""
         try:
             opened = await self._open_on_actor(self.spec)
@@ -100,7 +110,8 @@ class RemoteSession:
         self._apply(opened)
         if self._unlisten is None:  # the actor replaced for not answering: said in this session's events
             self._unlisten = self.link.heartbeat.listen(
-                lambda reason: self.emit(Notice(session_id=self.session_id, text=reason)))
+                lambda reason: self.emit(Notice(session_id=self.session_id, text=reason))
+            )
         return self._emit_all(opened["events"])
 
     def _emit_all(self, events: list) -> list[str]:
@@ -126,8 +137,16 @@ class RemoteSession:
 
     def announce_end(self, reason: EndReason, final_text: str, error: str | None = None) -> None:
         usage = Usage.model_validate(self._control.get("usage") or {})
-        self.emit(SessionEnded(session_id=self.session_id, reason=reason, final_text=final_text,
-                               turns=self._control.get("total_model_calls", 0), usage=usage, error=error))
+        self.emit(
+            SessionEnded(
+                session_id=self.session_id,
+                reason=reason,
+                final_text=final_text,
+                turns=self._control.get("total_model_calls", 0),
+                usage=usage,
+                error=error,
+            )
+        )
 
     # -- turns --------------------------------------------------------------------------
 
@@ -157,8 +176,10 @@ class RemoteSession:
                     return TurnOutcome("end_turn", "", 0, detail="the turn had completed before the actor failed")
                 else:  # saved mid-turn: the reopened session goes on from its last saved tool batch
                     continuing = True
-        raise ClusterError(f"session {self.session_id} lost its actor {LOSSES_WITHOUT_PROGRESS} times in a row "
-                           "without saving anything new; giving up on the turn")
+        raise ClusterError(
+            f"session {self.session_id} lost its actor {LOSSES_WITHOUT_PROGRESS} times in a row "
+            "without saving anything new; giving up on the turn"
+        )
 
     async def answer_permission(self, allow: bool, *, always: bool = False) -> TurnOutcome:
         try:
@@ -175,7 +196,8 @@ class RemoteSession:
         """The event batches of one turn (`method`: turn, answer, settle_resumed), through
         the actor's pump."""
         return self.link.events.stream(
-            self.session_id, lambda token: self.link.begin(token, method, self.session_id, *args))
+            self.session_id, lambda token: self.link.begin(token, method, self.session_id, *args)
+        )
 
     async def _consume(self, batches: AsyncIterator[list]) -> TurnOutcome:
         try:
@@ -189,8 +211,13 @@ class RemoteSession:
                         continue
                     self.emit(item)
         except _LOST as exc:
-            self.emit(Notice(session_id=self.session_id, text=f"the session's actor failed ({type(exc).__name__}); "
-                                                               "restarting it and resuming from the last snapshot"))
+            self.emit(
+                Notice(
+                    session_id=self.session_id,
+                    text=f"the session's actor failed ({type(exc).__name__}); "
+                    "restarting it and resuming from the last snapshot",
+                )
+            )
             raise _ActorLost from exc
         except asyncio.CancelledError:
             # Cancelled here (Ctrl-C in the REPL): the turn stops on the actor too, and is kept.
@@ -224,9 +251,11 @@ class RemoteSession:
     def _not_back(self, exc: Exception) -> str:
         actor = self.actor._actor_id.hex()[:16]
         which = f"session {self.session_id}" if self.session_id else "a new session"
-        return (f"session actor {actor} (for {which}) did not come back within {self.restart_timeout_s:g} s "
-                f"({type(exc).__name__}); see `ray status` for a node short of memory or CPU, or raise "
-                "cluster.actor_restart_timeout_s")
+        return (
+            f"session actor {actor} (for {which}) did not come back within {self.restart_timeout_s:g} s "
+            f"({type(exc).__name__}); see `ray status` for a node short of memory or CPU, or raise "
+            "cluster.actor_restart_timeout_s"
+        )
 
     async def _reopen(self) -> None:
         spec = self.spec.model_copy(update={"resume": True, "seek_model": True})

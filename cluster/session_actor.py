@@ -1,5 +1,9 @@
 """SessionActor: hosts root sessions on Ray and streams their events to the caller.
 
+Its logic is a plain class, `SessionHost`, made remote once below (`SessionActor`,
+as Ray makes its own queue actor): a test drives a SessionHost in its own process,
+no Ray started, with a Placement and a tool executor of its own.
+
 The agent loop from agents/ runs unchanged here; only the ports differ (tool calls
 as node-affine Ray tasks, summaries through the CompactorPool, subagents as
 SubagentActors, snapshots through the shared store). One actor can host many
@@ -24,29 +28,24 @@ from typing import Any
 import ray
 from pydantic import BaseModel
 
-from agents.assembly import RuntimePorts, resolve_workspace
-from agents.budgets import BudgetRefusal, ScopeLimits, TreeLedger
-from agents.config import WorkingsetSettings
 from agents.errors import WorkingsetError
 from agents.events import PermissionRequested
-from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
-from agents.loop import Session, TurnOutcome, TurnReason, new_session_id
 from agents.modes import Mode
-from agents.ports import SnapshotStore, Summarizer
+from agents.opening import OpenSpec, RuntimePorts, SessionRuntime, open_or_resume, resolve_workspace
+from agents.ports import SnapshotStore, Summarizer, ToolExecutor
 from agents.providers import load_model_client
-from agents.tool_batch import PermissionAnswer
+from agents.session import PermissionAnswer, Session, TurnOutcome, TurnReason, new_session_id
+from agents.settings import WorkingsetSettings
+from agents.subagents import BudgetRefusal, ScopeLimits, TreeLedger
 from cluster.actor_link import call_each
 from cluster.event_pump import Outbox
 from cluster.heartbeat import Whereabouts, whereabouts
-from cluster.root_tools import answer_root_tool
-from cluster.subagent_actor import ray_spawner_factory
-from cluster.subagent_pool import SubagentPool
+from cluster.subagents import LedgerHost, SubagentPool, answer_root_tool, ray_spawner_factory
 from cluster.tool_tasks import RayToolExecutor
-from cluster.tree_budget import LedgerHost
 from tools.base import ToolOutput
 from tools.registry import default_workspace_tools, input_schema
 
-__all__ = ["ChildQuestion", "ClusterServices", "SessionActor", "SessionSpec", "TurnEnd"]
+__all__ = ["ChildQuestion", "ClusterServices", "Placement", "SessionActor", "SessionHost", "SessionSpec", "TurnEnd"]
 
 _DONE = object()
 _BATCH_WINDOW_S = 0.05
@@ -63,6 +62,7 @@ class ClusterServices:
 
     summarizer: Summarizer | None = None  # PooledSummarizer
     snapshots: SnapshotStore | None = None  # RaySnapshotStore when sessions span nodes
+    executor: ToolExecutor | None = None  # None: tool calls as node-affine Ray tasks (RayToolExecutor)
     tool_cpus: float = 0.5
     subagent_pool_idle: int = 8
     subagents_per_actor: int = 8
@@ -76,7 +76,7 @@ class SessionSpec(BaseModel):
     goal: str | None = None
     resume: bool = False
     interactive: bool = False
-    # Reopened after an actor failure (agents.lifecycle.OpenSpec.restart): a replaying
+    # Reopened after an actor failure (agents.opening._lifecycle.OpenSpec.restart): a replaying
     # (scripted) model continues where the snapshot left off, so the interrupted turn
     # gets the same replies it would have had.
     seek_model: bool = False
@@ -84,9 +84,16 @@ class SessionSpec(BaseModel):
     @classmethod
     def of(cls, opening: OpenSpec, *, interactive: bool) -> SessionSpec:
         """The wire form of `opening` (settings as JSON: the actor validates them again)."""
-        return cls(settings=opening.settings.model_dump(mode="json"), workspace=str(opening.workspace),
-                   session_id=opening.session_id, mode=opening.mode.value, goal=opening.goal, resume=opening.resume,
-                   interactive=interactive, seek_model=opening.restart)
+        return cls(
+            settings=opening.settings.model_dump(mode="json"),
+            workspace=str(opening.workspace),
+            session_id=opening.session_id,
+            mode=opening.mode.value,
+            goal=opening.goal,
+            resume=opening.resume,
+            interactive=interactive,
+            seek_model=opening.restart,
+        )
 
 
 class ChildQuestion(BaseModel):
@@ -124,15 +131,35 @@ class _Hosted:
     turn: asyncio.Future | None = None  # the turn (or answer) running now
 
 
-@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
-class SessionActor:
-    def __init__(self, services: ClusterServices):
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where a SessionHost runs: its node, and the handle its sessions' subagents report
+    back through (None: no actor, so no subagent actors either)."""
+
+    node_id: str
+    actor: Any = None
+
+    @classmethod
+    def of_this_actor(cls) -> Placement:
+        context = ray.get_runtime_context()
+        return cls(context.get_node_id(), context.current_actor)
+
+
+class SessionHost:
+    """Hosts root sessions and streams their events; `SessionActor` is this class on Ray.
+
+    Made by Ray (`SessionActor.remote(services)`), it finds its Placement from the
+    actor's runtime context; anywhere else it is given one."""
+
+    def __init__(self, services: ClusterServices, placement: Placement | None = None):
+        placement = placement or Placement.of_this_actor()
         self.services = services
-        self.node_id = ray.get_runtime_context().get_node_id()
-        self.pool = SubagentPool(keep_idle=services.subagent_pool_idle, per_actor=services.subagents_per_actor,
-                                 node_id=self.node_id)
+        self.node_id = placement.node_id
+        self.pool = SubagentPool(
+            keep_idle=services.subagent_pool_idle, per_actor=services.subagents_per_actor, node_id=self.node_id
+        )
         self.hosted: dict[str, _Hosted] = {}
-        self.me = ray.get_runtime_context().current_actor
+        self.me = placement.actor
         self.ledgers = LedgerHost(self._ledger_of)
         self._settings: tuple[dict, WorkingsetSettings] | None = None
         self.outbox = Outbox(_BATCH_WINDOW_S)
@@ -158,22 +185,31 @@ class SessionActor:
         hosted_ref: list[_Hosted] = []
         approver = (lambda request: self._ask_local(hosted_ref[0], request)) if spec.interactive else None
         ports = RuntimePorts(
-            executor=RayToolExecutor(self.node_id, num_cpus=self.services.tool_cpus),
+            executor=self.services.executor or RayToolExecutor(self.node_id, num_cpus=self.services.tool_cpus),
             summarizer=self.services.summarizer,
             snapshots=self.services.snapshots,
             # Subagents become actors that report back to this actor and this session.
             spawner_factory=ray_spawner_factory(self.pool, self.me, session_id),
         )
-        opening = OpenSpec(settings, workspace, session_id=session_id, resume=spec.resume, mode=Mode(spec.mode),
-                           goal=spec.goal, restart=spec.seek_model)
-        session = await open_or_resume(opening, SessionRuntime(emit=queue.put_nowait, child_approver=approver, ports=ports))
+        opening = OpenSpec(
+            settings,
+            workspace,
+            session_id=session_id,
+            resume=spec.resume,
+            mode=Mode(spec.mode),
+            goal=spec.goal,
+            restart=spec.seek_model,
+        )
+        session = await open_or_resume(
+            opening, SessionRuntime(emit=queue.put_nowait, child_approver=approver, ports=ports)
+        )
         hosted = _Hosted(session, queue, {})
         hosted_ref.append(hosted)
         self.hosted[session.session_id] = hosted
         if spec.interactive and session.ports.spawner is not None:
             # Someone waits on an interactive session's first fan-out: its first SubagentActor
             # boots now, in the background. A batch's sessions start theirs when they fan
-            # out (an idle Ray worker costs CPU every second: `cluster.subagent_pool`).
+            # out (an idle Ray worker costs CPU every second: `cluster.subagents._pool`).
             self.pool.warm_soon()
         return {"session_id": session.session_id, "events": self.drain(session.session_id), **self._control(session)}
 
@@ -201,7 +237,7 @@ class SessionActor:
 
     async def cancel_turn(self, session_id: str) -> None:
         """Stop the turn running now (Ctrl-C in the caller's REPL); the session stays open,
-        its conversation kept (agents.loop closes and saves the cancelled turn)."""
+        its conversation kept (agents.session._loop closes and saves the cancelled turn)."""
         hosted = self.hosted.get(session_id)
         if hosted is not None:
             await self._cancel(hosted)
@@ -301,8 +337,10 @@ class SessionActor:
             for event in events:
                 hosted.events.put_nowait(event)
 
-    def budget_open(self, session_id: str, scope_id: str, parent_id: str | None, limits: ScopeLimits) -> BudgetRefusal | None:
-        """A subagent's scope in the tree's ledger (cluster.tree_budget)."""
+    def budget_open(
+        self, session_id: str, scope_id: str, parent_id: str | None, limits: ScopeLimits
+    ) -> BudgetRefusal | None:
+        """A subagent's scope in the tree's ledger (cluster.subagents._tree_budget)."""
         return self.ledgers.open(session_id, scope_id, parent_id, limits)
 
     def budget_reserve(self, session_id: str, scope_id: str) -> BudgetRefusal | None:
@@ -313,11 +351,12 @@ class SessionActor:
 
     async def call_root_tool(self, session_id: str, name: str, arguments: dict) -> ToolOutput:
         """A subagent's call of one of the root's MCP tools, over the root's connection
-        (cluster.root_tools); the child already checked its mode and permissions."""
+        (cluster.subagents._root_tools); the child already checked its mode and permissions."""
         hosted = self.hosted.get(session_id)
         if hosted is None:
-            return ToolOutput(content=f"{name} cannot be called: the root session {session_id} is no longer open",
-                              is_error=True)
+            return ToolOutput(
+                content=f"{name} cannot be called: the root session {session_id} is no longer open", is_error=True
+            )
         kit = hosted.session.kit
         return await answer_root_tool(kit.registry, kit.tool_context, name, arguments)
 
@@ -373,8 +412,12 @@ class SessionActor:
     def _turn_end(self, session: Session, outcome: TurnOutcome | None) -> TurnEnd:
         outcome = outcome or TurnOutcome("end_turn", "", 0)
         return TurnEnd(
-            reason=outcome.reason, final_text=outcome.final_text, model_calls=outcome.model_calls,
-            detail=outcome.detail, request=outcome.request, **self._control(session),
+            reason=outcome.reason,
+            final_text=outcome.final_text,
+            model_calls=outcome.model_calls,
+            detail=outcome.detail,
+            request=outcome.request,
+            **self._control(session),
         )
 
     def ping(self) -> str:
@@ -395,3 +438,13 @@ class SessionActor:
 
     def workspace_path(self, session_id: str) -> str:
         return str(Path(self._get(session_id).session.kit.tool_context.workspace))
+
+
+# Made remote once: the actor's methods are SessionHost's. It holds no CPU while its
+# sessions wait on models, and restarts empty when killed (see the module docstring).
+# Ray names an actor and its process after the class it is given: the subclass keeps the
+# name the cluster has always shown (`ray::SessionActor`, `ray list actors`).
+_named: type[SessionHost] = type(
+    "SessionActor", (SessionHost,), {"__module__": __name__, "__doc__": SessionHost.__doc__}
+)
+SessionActor = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(_named)

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import ray
 
-from agents.config import WorkingsetSettings
 from agents.events import EventSink, discard_events
-from agents.tool_batch import Approver
+from agents.session import Approver
+from agents.settings import WorkingsetSettings
 from cluster.actor_link import ActorLink
+from cluster.connection import connect, current_node_id, node_cpus
 from cluster.credentials import model_runtime_env
 from cluster.heartbeat import Heartbeat
 from cluster.ray_run import start_services
 from cluster.remote_session import RemoteSession
-from cluster.runtime import connect, current_node_id, node_cpus
 from cluster.session_actor import ClusterServices, SessionActor, SessionSpec
 from cluster.tool_tasks import warm_tool_workers
 
@@ -31,8 +32,14 @@ __all__ = ["SessionPool"]
 
 
 class SessionPool:
-    def __init__(self, settings: WorkingsetSettings, *, actors: int, services: ClusterServices | None = None,
-                 node_id: str | None = None):
+    def __init__(
+        self,
+        settings: WorkingsetSettings,
+        *,
+        actors: int,
+        services: ClusterServices | None = None,
+        node_id: str | None = None,
+    ):
         """`node_id`: the node whose workspaces the sessions work in (default: this one)."""
         info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard)
         self.settings = settings
@@ -41,13 +48,20 @@ class SessionPool:
         strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
         # The sessions call the models: the provider credentials go with them (credentials.py).
         options = {"scheduling_strategy": strategy, "runtime_env": model_runtime_env()}
-        self.actors = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]  # type: ignore[attr-defined]  # added by @ray.remote, which mypy does not see
+        # Any: Ray's handle types do not give its methods' `.remote`.
+        self.actors: list[Any] = [SessionActor.options(**options).remote(self.services) for _ in range(actors)]
         self.load = [0] * actors
         # One link per actor for all its sessions: one event stream, coalesced calls (cluster.actor_link).
         c = settings.cluster
-        self.links = [ActorLink(actor, heartbeat=Heartbeat(actor, what="session's actor", period_s=c.heartbeat_s,
-                                                           timeout_s=c.heartbeat_timeout_s))
-                      for actor in self.actors]
+        self.links = [
+            ActorLink(
+                actor,
+                heartbeat=Heartbeat(
+                    actor, what="session's actor", period_s=c.heartbeat_s, timeout_s=c.heartbeat_timeout_s
+                ),
+            )
+            for actor in self.actors
+        ]
         self._wire: tuple[WorkingsetSettings, dict] | None = None
 
     def _wire_form(self, settings: WorkingsetSettings) -> dict:
@@ -86,8 +100,14 @@ class SessionPool:
             goal=goal,
             interactive=approver is not None,
         )
-        remote = RemoteSession(self.links[index], spec, emit=emit, approver=approver, model_name=settings.model,
-                               restart_timeout_s=settings.cluster.actor_restart_timeout_s)
+        remote = RemoteSession(
+            self.links[index],
+            spec,
+            emit=emit,
+            approver=approver,
+            model_name=settings.model,
+            restart_timeout_s=settings.cluster.actor_restart_timeout_s,
+        )
         remote.pool_index = index
         await remote.open()
         return remote

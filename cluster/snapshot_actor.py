@@ -24,8 +24,8 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from agents.session_state import SessionState
-from agents.snapshot_store import (
+from agents.session import SessionState
+from agents.snapshots import (
     DiskSnapshotStore,
     LoadedSnapshot,
     SessionInfo,
@@ -134,5 +134,6 @@ class RaySnapshotStore:
 
 def start_snapshot_actor(root: Path, *, max_history: int, max_age_days: float, node_id: str) -> RaySnapshotStore:
     strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-    return RaySnapshotStore(start_named(SnapshotStoreActor, "snapshots", str(root), max_history, max_age_days,
-                                        scheduling_strategy=strategy))
+    return RaySnapshotStore(
+        start_named(SnapshotStoreActor, "snapshots", str(root), max_history, max_age_days, scheduling_strategy=strategy)
+    )

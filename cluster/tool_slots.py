@@ -48,7 +48,8 @@ def _own_directory(path: Path) -> Path:
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
             raise SlotDirectoryUnsafe(
                 f"{directory} (the node's tool-call slots) is not a directory only this user can write; "
-                "remove it, or set TMPDIR to a directory of your own")
+                "remove it, or set TMPDIR to a directory of your own"
+            )
     return path
 
 

@@ -11,22 +11,22 @@ Bash (SANDBOX) on the session's node runs here, as `workingset run --local` runs
 the command is a child process in its sandbox (bubblewrap, its cgroup and limits), so
 the session's process runs none of the agent's code and a runaway command cannot take
 it down; a Ray task around it added no isolation, only its cost (a task's lease, its
-worker, its result: 3.1x a call in process against 1.5x without,
+worker, its result: 3.4x a call in process against 1.4x without,
 `python -m benchmarks.per_call --loops workingset ray`). Ray's CPU accounting no longer
 holds such calls back, so they share the node's tool slots (cluster.tool_slots): as
 many at once as Ray would have run as tasks of `cluster.tool_task_cpus`. A call cut
 short by the session's process dying is the session's loss, and its resumed turn tells
-the model so (agents.tool_calls.interrupted_text); it never runs the call again.
+the model so (agents.session._tool_calls.interrupted_text); it never runs the call again.
 
 A task is never retried by Ray (max_retries=0): a Bash command must not run twice
 behind the model's back. When its worker dies under it (killed, OOM-killed by Ray's
 memory monitor or the kernel, its node lost: cluster.faults), a read-only tool's call
 simply runs again, once; any other call comes back as the result a call cut short by
-a lost session gets (agents.tool_calls.interrupted_text): it may or may not have
+a lost session gets (agents.session._tool_calls.interrupted_text): it may or may not have
 taken effect, check before repeating it. The model decides; the task goes on.
 
 The file tools (tools.FILE_TOOLS: Read, Write, Edit, Glob, Grep) run no code of the
-agent's and open every path beneath the workspace through tools.beneath, in whatever
+agent's and open every path beneath the workspace through tools.files._beneath, in whatever
 process runs them; a Ray task adds no isolation to that, only its cost (measured at
 about five times the Read itself: `python -m benchmarks.call_parts`). So when the
 workspace is on this process's own node they run here, on a few threads of their own
@@ -43,9 +43,9 @@ from pydantic import BaseModel
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from agents.tool_calls import interrupted_text
+from agents.session import interrupted_text
+from cluster.connection import current_node_id, node_cpus
 from cluster.faults import is_lost_infrastructure, what_was_lost
-from cluster.runtime import current_node_id, node_cpus
 from cluster.tool_slots import NodeSlots, node_slots
 from tools.base import ExecutionDomain, Tool, ToolContext, ToolError, ToolOutput
 from tools.executor import LocalToolExecutor, ThreadedToolExecutor
@@ -97,7 +97,9 @@ async def warm_tool_workers(node_id: str, *, num_cpus: float, count: int) -> Non
     """Start the worker processes tool tasks will use, so the first calls of a batch
     do not each wait for a Python process to boot."""
     strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-    await asyncio.gather(*(_warm.options(scheduling_strategy=strategy, num_cpus=num_cpus).remote() for _ in range(count)))
+    await asyncio.gather(
+        *(_warm.options(scheduling_strategy=strategy, num_cpus=num_cpus).remote() for _ in range(count))
+    )
 
 
 _file_threads: ThreadedToolExecutor | None = None
@@ -157,11 +159,14 @@ class RayToolExecutor:
                 return ToolOutput(content=str(exc), is_error=True)
             except RayError as exc:
                 if not is_lost_infrastructure(exc):
-                    return ToolOutput(content=f"The {tool.name} call failed in its worker ({what_was_lost(exc)}).",
-                                      is_error=True)
+                    return ToolOutput(
+                        content=f"The {tool.name} call failed in its worker ({what_was_lost(exc)}).", is_error=True
+                    )
                 if tried == tries:
-                    return ToolOutput(content=interrupted_text(by=f"its worker died ({what_was_lost(exc)})",
-                                                               started=True), is_error=True)
+                    return ToolOutput(
+                        content=interrupted_text(by=f"its worker died ({what_was_lost(exc)})", started=True),
+                        is_error=True,
+                    )
         raise AssertionError("unreachable")
 
     async def _in_task(self, tool: Tool, args: BaseModel, ctx: ToolContext) -> ToolOutput:

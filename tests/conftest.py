@@ -13,11 +13,9 @@ from typing import Any
 
 import pytest
 
-from agents.config import WorkingsetSettings
-from cluster.ray_start import start_once_more
-from tests.fake_messages_server import FakeMessagesServer
-from tests.fake_openai_server import FakeOpenAIServer
-from tools import beneath
+from agents.providers.testing import FakeMessagesServer, FakeOpenAIServer
+from agents.settings._config import WorkingsetSettings
+from cluster.connection._start import start_once_more
 
 # A suite started in the background (`... &` in a script) inherits SIGINT ignored, and
 # every process it starts would too: the Ctrl-C tests' children could not be interrupted.
@@ -58,14 +56,6 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     # The CLI runs sessions on Ray by default; tests of the Ray path ask for it explicitly.
     monkeypatch.setenv("WORKINGSET_RUNTIME", "local")
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def beneath_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test twice: paths opened with openat2, then with the per-component
-    O_NOFOLLOW walk that tools.beneath falls back to where openat2 is missing."""
-    monkeypatch.setattr(beneath, "_openat2_missing", request.param == "walk")
-    return request.param
 
 
 @pytest.fixture(scope="session")
@@ -139,7 +129,7 @@ def _warn(text: str) -> None:
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[RayCluster]:
     """One 2-node cluster shared by every Ray test (starting one costs seconds).
-    cluster.runtime.connect() reuses the connection because ray.is_initialized()."""
+    cluster.connection._runtime.connect() reuses the connection because ray.is_initialized()."""
     import ray
     from ray.cluster_utils import Cluster
 
@@ -151,28 +141,38 @@ def ray_cluster() -> Iterator[RayCluster]:
     def start() -> tuple[Any, Any]:
         cluster = Cluster(
             initialize_head=True,
-            head_node_args={"num_cpus": 2, "include_dashboard": False, "object_store_memory": object_store,
-                            "resources": {"workingset_sandbox": 1}},
+            head_node_args={
+                "num_cpus": 2,
+                "include_dashboard": False,
+                "object_store_memory": object_store,
+                "resources": {"workingset_sandbox": 1},
+            },
         )
-        other = cluster.add_node(num_cpus=1, resources={"other_node": 1, "workingset_sandbox": 1},
-                                 object_store_memory=object_store)
+        other = cluster.add_node(
+            num_cpus=1, resources={"other_node": 1, "workingset_sandbox": 1}, object_store_memory=object_store
+        )
         return cluster, other
 
     # As the embedded cluster starts: under cluster.start_timeout_s, once more after a
     # failure (a loaded machine misses Ray's start-up waits now and then).
-    cluster, other = start_once_more(start, timeout_s=WorkingsetSettings().cluster.start_timeout_s,
-                                     what="the tests' shared Ray cluster", notify=_warn)
+    cluster, other = start_once_more(
+        start,
+        timeout_s=WorkingsetSettings().cluster.start_timeout_s,
+        what="the tests' shared Ray cluster",
+        notify=_warn,
+    )
     try:
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
         cluster.wait_for_nodes()
-        yield RayCluster(cluster=cluster, head_node_id=cluster.head_node.node_id, other_node_id=other.node_id,
-                         home=home)
+        yield RayCluster(
+            cluster=cluster, head_node_id=cluster.head_node.node_id, other_node_id=other.node_id, home=home
+        )
     finally:
         ray.shutdown()
         cluster.shutdown()
 
 
-# --- the Bash sandbox ------------------------------------------------------------------
+# --- a workspace -----------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -181,27 +181,3 @@ def ws(tmp_path):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     return workspace
-
-
-@pytest.fixture
-def outside_tmp() -> Iterator[Any]:
-    """A host directory outside /tmp, reachable by every uid (the sandbox's included)."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    path = Path(tempfile.mkdtemp(prefix="workingset-sandbox-test-", dir="/var/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path.resolve()
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def host_home(outside_tmp, monkeypatch: pytest.MonkeyPatch):
-    """$HOME outside /tmp, so that its absence in the sandbox is the view's doing."""
-    home = outside_tmp / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    return home

@@ -1,9 +1,8 @@
 """CI runs exactly the test command the README gives, and that command type-checks."""
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
 
 
 def _readme_command() -> str:
@@ -18,5 +17,10 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert lines[-1] == _readme_command()
 
 
-def test_the_test_command_runs_ruff_mypy_and_pytest():
-    assert _readme_command() == "ruff check . && mypy && python3 -m pytest -q"
+def test_the_test_command_runs_ruff_its_formatter_check_mypy_and_pytest():
+    assert _readme_command() == "ruff check . && ruff format --check . && mypy && python3 -m pytest -q"
+
+
+def test_the_quickstart_shows_the_readme_test_command():
+    page = (ROOT / "docs" / "quickstart.md").read_text()
+    assert f"```bash\n{_readme_command()}\n```" in page

@@ -14,11 +14,8 @@ from tools.base import (
     ToolOutput,
 )
 from tools.bash import BashTool
-from tools.edit import EditTool
 from tools.executor import LocalToolExecutor, ThreadedToolExecutor
-from tools.glob import GlobTool
-from tools.grep import GrepTool
-from tools.read import ReadTool
+from tools.files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
 from tools.registry import (
     FILE_TOOLS,
     ToolRegistry,
@@ -28,7 +25,6 @@ from tools.registry import (
     validate_input,
 )
 from tools.workspace import relative_display
-from tools.write import WriteTool
 
 __all__ = [
     "FILE_TOOLS",

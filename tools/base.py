@@ -3,6 +3,13 @@
 A tool is recoverable-error friendly: anything the model can fix (a bad path, an
 ambiguous edit) is raised as `ToolError` and reaches the model as an `is_error`
 result. Any other exception is a bug and propagates.
+
+`Tool[InputT]` is generic in its input model: a tool's `run` receives an instance of
+its own `input_model`, validated by the registry, so it needs no check of its own.
+Two optional capabilities sit beside it, each a Protocol a tool fits by shape (a
+method of that name): `PermissionSubjectTool` (what permission rules match a call
+against) and `DiskEffectTool` (whether an interrupted call's change is on disk). The
+agent's other seams are listed in `agents.ports`.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -24,7 +31,9 @@ __all__ = [
     "CommandLaunch",
     "CommandRunner",
     "CommandWatch",
+    "DiskEffectTool",
     "LimitReached",
+    "PermissionSubjectTool",
     "PlainCommandRunner",
     "ExecutionDomain",
     "Tool",
@@ -64,7 +73,7 @@ class ToolOutput(BaseModel):
 
 class ToolLimits(BaseModel):
     """Caps that keep one tool call bounded. This is the one definition of them: the
-    settings' `[tools]` section is this model (agents.config), and the session passes
+    settings' `[tools]` section is this model (agents.settings._config), and the session passes
     the loaded values to every tool call in its ToolContext."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -76,8 +85,10 @@ class ToolLimits(BaseModel):
     grep_max_matches: int = Field(200, ge=1, description="Matches Grep returns before cutting.")
     glob_max_paths: int = Field(500, ge=1, description="Paths Glob returns before cutting.")
     search_timeout_s: float = Field(
-        30.0, gt=0, description="Wall-clock limit of one Grep or Glob call, seconds; what was found by then is "
-        "returned, marked as cut."
+        30.0,
+        gt=0,
+        description="Wall-clock limit of one Grep or Glob call, seconds; what was found by then is "
+        "returned, marked as cut.",
     )
     result_max_tokens: int = Field(
         8_000, ge=16, description="Per-result budget: a longer tool result keeps head + marker + tail."
@@ -175,7 +186,7 @@ class ToolContext:
     # Directory names (at any depth, see tools.protected) that Write and Edit change only
     # when the call names them itself: a path reaching one through a link is refused.
     protected_dirs: frozenset[str] = PROTECTED_DIRS
-    # Workspace-relative globs (tools.path_glob) from the session's per-file deny rules:
+    # Workspace-relative globs (tools.files._path_glob) from the session's per-file deny rules:
     # Read, Grep and Glob treat a file matching one as not there.
     denied_path_globs: tuple[str, ...] = ()
 
@@ -186,20 +197,26 @@ class ArtifactLookup(Protocol):
     def get(self, artifact_id: str) -> str | None: ...
 
 
+InputT = TypeVar("InputT", bound=BaseModel)
+InputT_contra = TypeVar("InputT_contra", bound=BaseModel, contravariant=True)
+
+
 @runtime_checkable
-class Tool(Protocol):
+class Tool(Protocol[InputT]):
     """What a tool declares. `input_model`'s JSON schema is what the model sees.
 
     The declarations are read-only: a tool may state them as plain class attributes
     (`input_model = ReadInput`, a subclass of BaseModel) or set them per instance. `run`
-    receives an instance of the tool's own `input_model`, validated by the registry."""
+    receives an instance of the tool's own `input_model`, validated by the registry: a
+    tool fits `Tool[ReadInput]` with `async def run(self, args: ReadInput, ctx)`. A bare
+    `Tool` is `Tool[Any]`, what a registry of many tools holds."""
 
     @property
     def name(self) -> str: ...
     @property
     def description(self) -> str: ...
     @property
-    def input_model(self) -> type[BaseModel]: ...
+    def input_model(self) -> type[InputT]: ...
     @property
     def is_read_only(self) -> bool: ...
     @property
@@ -207,4 +224,22 @@ class Tool(Protocol):
     @property
     def root_only(self) -> bool: ...
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput: ...
+    async def run(self, args: InputT, ctx: ToolContext) -> ToolOutput: ...
+
+
+@runtime_checkable
+class PermissionSubjectTool(Protocol[InputT_contra]):
+    """A tool whose calls permission rules match against a subject: Bash the command
+    (`Bash(git status:*)`), the file tools the path (`Edit(src/**)`). A tool without
+    it is matched by name alone."""
+
+    def permission_subject(self, args: InputT_contra, workspace: Path) -> str | None: ...
+
+
+@runtime_checkable
+class DiskEffectTool(Protocol[InputT_contra]):
+    """A tool that can tell whether a call cut short by a lost session made its change
+    (Edit: the file is replaced atomically). True: made; False: not made; None: the
+    file cannot tell. A tool without it: the outcome is unknown."""
+
+    def effect_on_disk(self, args: InputT_contra, ctx: ToolContext) -> bool | None: ...

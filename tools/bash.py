@@ -70,8 +70,10 @@ class BashInput(BaseModel):
         if "\0" in command:
             raise ValueError("the command contains a NUL byte, which no command line can hold; remove it")
         if len(command.encode()) > MAX_COMMAND_BYTES:
-            raise ValueError(f"the command is {len(command.encode()):,} bytes; a command line holds at most "
-                             f"{MAX_COMMAND_BYTES:,}: write the script to a file with Write and run that file")
+            raise ValueError(
+                f"the command is {len(command.encode()):,} bytes; a command line holds at most "
+                f"{MAX_COMMAND_BYTES:,}: write the script to a file with Write and run that file"
+            )
         return command
 
 
@@ -88,13 +90,11 @@ class BashTool:
     execution_domain = ExecutionDomain.SANDBOX
     root_only = False
 
-    def permission_subject(self, args: BaseModel, workspace: Path) -> str:
+    def permission_subject(self, args: BashInput, workspace: Path) -> str:
         """Permission rules match the command, e.g. Bash(git status:*)."""
-        assert isinstance(args, BashInput)
         return args.command
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        assert isinstance(args, BashInput)
+    async def run(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         workspace = ctx.workspace.resolve()
         limit = ctx.limits.bash_timeout_s
         timeout = min(args.timeout_s, limit) if args.timeout_s else limit
@@ -152,8 +152,7 @@ class BashTool:
             shown = output or "(no output before the timeout)"
             unwritten = f"{settled.message}.\n" if settled is not None and settled.limit == "workspace_write" else ""
             return ToolOutput(
-                content=f"Command timed out after {timeout:g} s and was killed.\n{unwritten}"
-                f"Partial output:\n{shown}",
+                content=f"Command timed out after {timeout:g} s and was killed.\n{unwritten}Partial output:\n{shown}",
                 is_error=True,
             )
         lines = [output or "(no output)"]

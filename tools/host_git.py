@@ -40,9 +40,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.host_read import real_dir
+from tools.files import real_dir
 
-__all__ = ["GitHead", "GitResult", "find_repository", "git_command", "git_environment", "read_head", "repository_head", "run_git"]
+__all__ = [
+    "GitHead",
+    "GitResult",
+    "find_repository",
+    "git_command",
+    "git_environment",
+    "read_head",
+    "repository_head",
+    "run_git",
+]
 
 _NEUTRAL_CONFIG = (
     "core.fsmonitor=false",
@@ -123,8 +132,15 @@ def run_git(cwd: Path, *args: str, timeout_s: float = 10.0, env: Mapping[str, st
     is killed), both with the reason in `stderr`."""
     try:
         proc = subprocess.Popen(
-            git_command(*args), cwd=cwd, env=git_environment(env), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
+            git_command(*args),
+            cwd=cwd,
+            env=git_environment(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
         )
     except OSError as exc:
         return GitResult(127, "", f"git could not start: {exc}")

@@ -3,7 +3,7 @@
 `.git/` holds config, hooks and filters that host-side git runs; `.workingset/` holds
 settings, skills and plugins the harness loads; `.claude/` (settings.json, its
 permission rules) and `.mcp.json` (MCP servers, commands the host starts) are read as
-the settings of a trusted workspace (agents.claude_settings). A file tool may read them
+the settings of a trusted workspace (agents.settings._claude). A file tool may read them
 like any file, but changing them needs its own explicit permission (agents.permissions),
 and the Bash sandbox mounts them read-only. This is the one list both use.
 """

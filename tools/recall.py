@@ -35,8 +35,7 @@ class RecallTool:
     execution_domain = ExecutionDomain.LOCAL
     root_only = False
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        assert isinstance(args, RecallInput)
+    async def run(self, args: RecallInput, ctx: ToolContext) -> ToolOutput:
         if ctx.artifacts is None:
             raise ToolError("Recall is unavailable: this session keeps no artifact store.")
         body = ctx.artifacts.get(args.id)

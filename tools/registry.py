@@ -16,11 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from tools.base import ExecutionDomain, Tool, ToolError
 from tools.bash import BashTool
-from tools.edit import EditTool
-from tools.glob import GlobTool
-from tools.grep import GrepTool
-from tools.read import ReadTool
-from tools.write import WriteTool
+from tools.files import EditTool, GlobTool, GrepTool, ReadTool, WriteTool
 
 __all__ = [
     "FILE_TOOLS",
@@ -96,10 +92,16 @@ class ToolRegistry:
         ]
 
 
-@functools.cache
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of an input model, built once: schema generation is slow and
     would otherwise run for every tool on every model call. Treat the result as read-only."""
+    return _schema_of(model)
+
+
+@functools.cache
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    # Behind a plain function: a bare Tool's `input_model` is `type[Any]`, which the
+    # cache's signature (hashable arguments) does not take.
     return model.model_json_schema()
 
 
@@ -116,10 +118,14 @@ def validate_input(tool: Tool, raw: Any) -> BaseModel:
 
 
 # The tools whose only effect is reading or writing files beneath the workspace, every
-# path opened through tools.beneath (the kernel refuses a way out); they run no code of
+# path opened through tools.files._beneath (the kernel refuses a way out); they run no code of
 # the agent's. A host may run them in its own process instead of a sandboxed task.
 FILE_TOOLS: tuple[type[ReadTool | WriteTool | EditTool | GlobTool | GrepTool], ...] = (
-    ReadTool, WriteTool, EditTool, GlobTool, GrepTool,
+    ReadTool,
+    WriteTool,
+    EditTool,
+    GlobTool,
+    GrepTool,
 )
 
 

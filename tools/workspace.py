@@ -23,8 +23,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, PrivateAttr
 
 from tools.base import ToolContext, ToolError
-from tools.beneath import Beneath, BeneathError, relative_path
-from tools.path_glob import path_glob_match
+from tools.files import Beneath, BeneathError, path_glob_match, relative_path
 from tools.protected import protected_part
 
 __all__ = [

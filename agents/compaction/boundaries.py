@@ -34,9 +34,7 @@ def clean_boundaries(messages: Sequence[Message]) -> list[bool]:
     return clean
 
 
-def split_keeping_recent(
-    messages: Sequence[Message], keep: int, clean: Sequence[bool] | None = None
-) -> int | None:
+def split_keeping_recent(messages: Sequence[Message], keep: int, clean: Sequence[bool] | None = None) -> int | None:
     """Index of the latest clean split that keeps at least `keep` recent messages;
     None when nothing would be left to call "older"."""
     clean = clean_boundaries(messages) if clean is None else clean

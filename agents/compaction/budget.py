@@ -3,7 +3,7 @@
     budget = (context_window − max_output_tokens) × ratio
 
 The context window is `compact.context_window` when set, else the model's entry in
-the model table (`agents.models`: known models plus the `models` setting). A model
+the model table (`agents.providers._catalog`: known models plus the `models` setting). A model
 with no known window is refused with one line asking for `compact.context_window` (or a
 `models` entry), and naming the table's model it was likely meant to be when one is close.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agents.config import CompactSettings
 from agents.errors import ConfigError, PromptTooLong
-from agents.models import ModelEntry, model_info, nearest_known
+from agents.providers import ModelEntry, model_info, nearest_known
+from agents.settings import CompactSettings
 
 __all__ = ["compact_budget", "context_window_for", "check_budget_fits", "refusal_budget", "summary_room"]
 
@@ -27,12 +27,16 @@ def context_window_for(model: Any, override: int | None = None, models: Mapping[
     window = model_info(model, models).context_window
     if window is None:
         name = model if isinstance(model, str) else getattr(model, "name", "?")
-        declare = ("set compact.context_window (e.g. WORKINGSET_COMPACT__CONTEXT_WINDOW=32768) or give the model a "
-                   "`models` entry with its context_window")
+        declare = (
+            "set compact.context_window (e.g. WORKINGSET_COMPACT__CONTEXT_WINDOW=32768) or give the model a "
+            "`models` entry with its context_window"
+        )
         meant = nearest_known(name)
         if meant is not None:
-            raise ConfigError(f"unknown model '{name}'; did you mean {meant}? If not, it is a model the table does not "
-                              f"know: {declare}")
+            raise ConfigError(
+                f"unknown model '{name}'; did you mean {meant}? If not, it is a model the table does not "
+                f"know: {declare}"
+            )
         raise ConfigError(f"the context window of {name} is not known; {declare}")
     return window
 

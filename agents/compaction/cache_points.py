@@ -26,7 +26,11 @@ def _marked(message: Message) -> bool:
     for block in message.content:
         if isinstance(block, TextBlock) and block.marker is not None and not isinstance(block.marker, Bridge):
             return True
-        if isinstance(block, ToolResultBlock) and block.marker is not None and not isinstance(block.marker, ClippedBody):
+        if (
+            isinstance(block, ToolResultBlock)
+            and block.marker is not None
+            and not isinstance(block.marker, ClippedBody)
+        ):
             return True
     return False
 

@@ -232,7 +232,9 @@ class _Later:
         if key in self.runs:
             return self.runs[key], "re-run"
         tables: tuple[tuple[dict[str, str], Reason], ...] = (
-            (self.writes, "rewritten"), (self.reads, "re-read"), (self.edits, "edited")
+            (self.writes, "rewritten"),
+            (self.reads, "re-read"),
+            (self.edits, "edited"),
         )
         for table, reason in tables:
             if reason == "edited" and not edits:

@@ -18,9 +18,13 @@ __all__ = ["ExtractiveSummarizer"]
 
 _EXIT = re.compile(r"(?:exit code:?\s*|<returncode>)(-?\d+)", re.IGNORECASE)
 _FAILED_TEST = re.compile(r"\b(?:FAILED|ERROR)\s+(\S+::\S+)|\b(\S+\.py::\S+)\s+(?:FAILED|ERROR)")
-_ERROR_LINE = re.compile(r"^\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Failure)\b.*|.*\bTraceback\b.*|E\s{2,}.+)$", re.MULTILINE)
+_ERROR_LINE = re.compile(
+    r"^\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Failure)\b.*|.*\bTraceback\b.*|E\s{2,}.+)$", re.MULTILINE
+)
 _PYTEST_SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|error)[^=\n]*?)\s*=*$", re.MULTILINE)
-_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|ts|tsx|go|rs|c|h|cpp|java|rb|toml|cfg|ini|yaml|yml|json|md|txt|sh))\b")
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|ts|tsx|go|rs|c|h|cpp|java|rb|toml|cfg|ini|yaml|yml|json|md|txt|sh))\b"
+)
 _PATH_KEYS = ("path", "file", "file_path", "filename")
 _ITEM_CHARS = 240
 

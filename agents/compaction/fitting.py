@@ -36,7 +36,9 @@ def clear_kept_results(
     for block in candidates if latest else candidates[:-1]:
         if freed >= excess:
             break
-        cleared = marked_result(block, ClearedBody(original_chars=len(block.content), residue=residue(block.content, residue_chars)))
+        cleared = marked_result(
+            block, ClearedBody(original_chars=len(block.content), residue=residue(block.content, residue_chars))
+        )
         gain = counter.count_text(block.content) - counter.count_text(cleared.content)
         if gain > 0:
             chosen[block.tool_use_id] = cleared

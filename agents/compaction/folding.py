@@ -50,7 +50,11 @@ def _describe(use: ToolUseBlock) -> str:
     command = use.input.get("command")
     if isinstance(command, str) and len(use.input) == 1:
         return "$ " + _clip(command.split("\n", 1)[0], _CALL_CHARS)
-    args = ", ".join(f"{k}={_clip(str(v), 40)}" for k, v in use.input.items() if k not in ("content", "new_str", "old_str", "file_text", "new_string", "old_string"))
+    args = ", ".join(
+        f"{k}={_clip(str(v), 40)}"
+        for k, v in use.input.items()
+        if k not in ("content", "new_str", "old_str", "file_text", "new_string", "old_string")
+    )
     return _clip(f"{use.name}({args})", _CALL_CHARS)
 
 
@@ -109,7 +113,12 @@ def digest_lines(span: Sequence[Message], superseded: Mapping[str, Supersession]
 def compacted_end(messages: Sequence[Message], head: int) -> int:
     """End of the compacted region: the head and the bridge + digest pairs right after it."""
     i = head
-    while i + 1 < len(messages) and is_synthetic(messages[i]) and messages[i].role == "assistant" and is_digest(messages[i + 1]):
+    while (
+        i + 1 < len(messages)
+        and is_synthetic(messages[i])
+        and messages[i].role == "assistant"
+        and is_digest(messages[i + 1])
+    ):
         i += 2
     return i
 

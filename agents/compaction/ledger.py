@@ -1,6 +1,6 @@
 """The compaction ledger: what each compaction freed and what it cost the cache.
 
-Cost model (documented in the README, "Cache-aware cost"): prompt caching bills a
+Cost model (documented in docs/working-set-compiler.md, "Cache-aware cost"): prompt caching bills a
 cache write at 1.25× the base input price and a cache read at 0.1×. Rewriting the
 conversation from its first changed message invalidates the cached prefix from that
 point, so the next call writes everything after it again.
@@ -10,9 +10,9 @@ point, so the next call writes everything after it again.
     per_call_save = 0.1 × (tokens_before − tokens_after)      (every later call)
 
 Money = tokens × the model's input price per million tokens, from the model table
-(`agents.models`); a model of unknown price is estimated at the reference price
-(`agents.models.REFERENCE_INPUT_PRICE`) — these are estimates of relative cache cost,
-not what a run cost (that is `agents.models.usage_cost_usd`, None when unknown).
+(`agents.providers._catalog`); a model of unknown price is estimated at the reference price
+(`agents.providers._catalog.REFERENCE_INPUT_PRICE`) — these are estimates of relative cache cost,
+not what a run cost (that is `agents.providers._catalog.usage_cost_usd`, None when unknown).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agents.messages import Message
-from agents.models import input_price_per_mtok, usage_cost_usd
+from agents.providers import input_price_per_mtok, usage_cost_usd
 from agents.tokens import TokenCounter
 
 __all__ = [
@@ -42,13 +42,16 @@ CACHE_WRITE_MULTIPLIER = 1.25
 CACHE_READ_MULTIPLIER = 0.1
 OUTPUT_PRICE_MULTIPLIER = 5.0  # output at 5x input, as Claude prices it (for estimates only)
 
+
 class CompactionEvent(BaseModel):
     """One compaction, as it appears in the `--json` stream and the trace."""
 
     type: Literal["compaction"] = "compaction"
     session_id: str = ""
     ts: float = Field(default_factory=time.time)
-    path: list[str] = Field(default_factory=list, description="The emitting session's place in its tree (see agents.events).")
+    path: list[str] = Field(
+        default_factory=list, description="The emitting session's place in its tree (see agents.events)."
+    )
     kind: Literal["clear", "summary", "prompt_too_long"]
     trigger: Literal["auto", "manual", "prompt_too_long"]
     strategy: str
@@ -60,7 +63,9 @@ class CompactionEvent(BaseModel):
     cached_prefix_invalidated_tokens: int = 0
     estimated_next_call_net_cost_usd: float = 0.0
     estimated_saving_per_later_call_usd: float = 0.0
-    failed: str | None = Field(None, description="Why the step failed; the conversation it left is stated in `applied`.")
+    failed: str | None = Field(
+        None, description="Why the step failed; the conversation it left is stated in `applied`."
+    )
     applied: bool = True
 
     @property

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from agents.compaction.ledger import CompactionEvent
-from agents.config import CompactSettings, SummarizerSettings
 from agents.messages import Message
 from agents.ports import Summarizer
+from agents.settings import CompactSettings, SummarizerSettings
 from agents.tokens import TokenCounter, estimate_messages_tokens
 from tools.artifacts import ArtifactStore
 

@@ -54,9 +54,9 @@ def known_strategy_names() -> list[str]:
     return sorted({*STRATEGIES, *(ep.name for ep in installed_strategy_entry_points())})
 
 
-def make_strategy(name: str) -> CompactionStrategy:
+def make_strategy(spec: str) -> CompactionStrategy:
     """Build the strategy a spec names (grammar in the module docstring)."""
-    spec = name.strip()
+    spec = spec.strip()
     factory, label, params = _resolve(spec)
     kwargs = _parse_params(label, factory, params)
     try:
@@ -147,7 +147,9 @@ def _parse_params(label: str, factory: Callable[..., Any], text: str) -> dict[st
     for item in text.split(","):
         key, eq, value = (part.strip() for part in item.partition("="))
         if not eq or not key:
-            raise ConfigError(f"compaction strategy '{label}': expected key=value, got '{item}'; {_describe_params(factory)}")
+            raise ConfigError(
+                f"compaction strategy '{label}': expected key=value, got '{item}'; {_describe_params(factory)}"
+            )
         if key not in params:
             raise ConfigError(f"compaction strategy '{label}' has no parameter '{key}'; {_describe_params(factory)}")
         if key in kwargs:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from agents.compaction.extractive import ExtractiveSummarizer
 from agents.compaction.model_summarizer import ModelSummarizer
-from agents.config import SummarizerSettings
 from agents.ports import Summarizer
 from agents.providers import load_model_client
+from agents.settings import SummarizerSettings
 
 __all__ = ["load_summarizer"]
 

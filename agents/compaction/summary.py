@@ -153,4 +153,8 @@ async def summarize_older(
             calls += 1
         if len(partials) >= len(pending):
             raise SummaryFailed("older history cannot be reduced to fit the summarizer window")
-        pending = [Message.user("Summaries of consecutive parts of the conversation, oldest first:\n\n" + "\n\n".join(partials))]
+        pending = [
+            Message.user(
+                "Summaries of consecutive parts of the conversation, oldest first:\n\n" + "\n\n".join(partials)
+            )
+        ]

@@ -21,9 +21,7 @@ def joined(head: Sequence[Message], note: TextBlock, tail: Sequence[Message]) ->
     after = tail[0].role if tail else None
     if before == "user":
         middle = (
-            [bridge(), Message(role="user", content=(note,))]
-            if after == "assistant"
-            else [Message.assistant(note)]
+            [bridge(), Message(role="user", content=(note,))] if after == "assistant" else [Message.assistant(note)]
         )
     else:
         middle = [Message(role="user", content=(note,)), *([bridge()] if after == "user" else [])]

@@ -54,8 +54,10 @@ class CommandPattern:
         n = len(self.words)
         if not self.prefix:
             return simple == self.words
-        return simple[:n] == self.words and line.unknowable is None and all(
-            _names_within(c, simple, n) for c in line.delegated
+        return (
+            simple[:n] == self.words
+            and line.unknowable is None
+            and all(_names_within(c, simple, n) for c in line.delegated)
         )
 
     def catches(self, line: ShellLine) -> bool:
@@ -111,7 +113,7 @@ def parse_command_pattern(text: str, pattern: str, effect: str) -> CommandPatter
             text,
             f"contains {''.join(bad)!r}; a rule names one command by its plain words, without quotes, "
             "shell operators, redirections or expansions (write Bash(git status:*), not "
-            "Bash(\"git status\") or Bash(git status && …))",
+            'Bash("git status") or Bash(git status && …))',
         )
     if "=" in words[0]:
         _refuse(text, "starts with a variable assignment; name the command itself, e.g. Bash(make:*)")

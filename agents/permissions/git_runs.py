@@ -50,6 +50,7 @@ _GLOBAL = options(
     abbreviate=False,  # git's own options are matched whole
 )
 
+
 # git's own commands (builtins and the programs the git package installs with it).
 # Add-ons packaged apart (send-email, svn, p4, cvs*, gui, lfs) are not here: where one is
 # missing, its name is free for an alias.
@@ -150,7 +151,9 @@ def _settings(parsed: Parsed) -> tuple[dict[str, str | None], list[Run]]:
     """The aliases the line defines, and an Unknown for each setting that may run something."""
     aliases: dict[str, str | None] = {}
     runs: list[Run] = []
-    given: list[tuple[str, str | None]] = [(s.partition("=")[0], s.partition("=")[2]) for s in parsed.values.get("-c", ())]
+    given: list[tuple[str, str | None]] = [
+        (s.partition("=")[0], s.partition("=")[2]) for s in parsed.values.get("-c", ())
+    ]
     given += [(s.partition("=")[0], None) for s in parsed.values.get("--config-env", ())]  # from the environment
     for key, value in given:
         low = key.lower()
@@ -203,14 +206,19 @@ def _known(sub: str, rest: tuple[Word, ...], aliases: dict[str, str | None], dep
         return _for_each_repo(rest, aliases, depth)
     runs: list[Run] = []
     if sub == "clone":
-        runs.extend(Unknown(f"git clone -c {v} may make git run a command")
-                    for v in _option_values(rest, _CommandOptions(("--config",), "c"))
-                    if v is None or not (_inert(v.partition("=")[0].lower()) or v.lower().startswith("alias.")))
+        runs.extend(
+            Unknown(f"git clone -c {v} may make git run a command")
+            for v in _option_values(rest, _CommandOptions(("--config",), "c"))
+            if v is None or not (_inert(v.partition("=")[0].lower()) or v.lower().startswith("alias."))
+        )
     spec = _COMMAND_OPTIONS.get(sub)
     if spec is not None:
-        runs.extend(Text(v) if v is not None else Unknown(f"git {sub} has a word that is not a literal, which may be "
-                                                          "an option that runs a command")
-                    for v in _option_values(rest, spec))
+        runs.extend(
+            Text(v)
+            if v is not None
+            else Unknown(f"git {sub} has a word that is not a literal, which may be an option that runs a command")
+            for v in _option_values(rest, spec)
+        )
     return runs
 
 

@@ -8,7 +8,7 @@
     Read(~/w/.env)          `~/`: a path in the user's home directory
 
 Each rule's pattern becomes workspace-relative patterns when the rules load (matched by
-tools.path_glob, which Read, Grep and Glob's deny list uses too). Workingset's file tools
+tools.files._path_glob, which Read, Grep and Glob's deny list uses too). Workingset's file tools
 reach only the workspace, so an absolute or home pattern keeps only what it says about
 the inside of the workspace (`//srv/**/.env` in the workspace /srv/w is `/**/.env`); a
 pattern that names nothing inside it names nothing at all here, and the session says so
@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
 from agents.errors import ConfigError
-from tools.path_glob import segment_match
+from tools.files import segment_match
 
 __all__ = ["rule_paths"]
 
@@ -38,13 +38,18 @@ def rule_paths(text: str, pattern: str, workspace: Path | None, home: Path | Non
     _check_form(text, pattern)
     if pattern.startswith("//") or pattern == "~" or pattern.startswith("~/"):
         if workspace is None:
-            raise ConfigError(f"permission rule {text!r} names an absolute path, which is read against the "
-                              "workspace; load the rules with it")
+            raise ConfigError(
+                f"permission rule {text!r} names an absolute path, which is read against the "
+                "workspace; load the rules with it"
+            )
         absolute = pattern[1:] if pattern.startswith("//") else str((home or Path.home()) / pattern[2:])
         return _inside(_parts(absolute), workspace)
     if pattern.startswith("~"):
-        _refuse(text, f"names another user's home ({pattern.split('/')[0]}); write an absolute path, e.g. "
-                      f"//home/{pattern[1:].split('/')[0]}/...")
+        _refuse(
+            text,
+            f"names another user's home ({pattern.split('/')[0]}); write an absolute path, e.g. "
+            f"//home/{pattern[1:].split('/')[0]}/...",
+        )
     if pattern in (".", "./"):
         return ("/**",)
     if pattern.startswith("./"):
@@ -83,23 +88,33 @@ def _after(state: _State, name: str) -> set[_State]:
 def _check_form(text: str, pattern: str) -> None:
     body = pattern.removeprefix("~/").lstrip("/")
     if body.startswith("!"):
-        _refuse(text, "starts with `!`: a permission rule cannot re-include paths; narrow the rule, or add a "
-                      "deny rule for what to keep out")
-    for chars, why in (("[]", "has a character class (`[...]`), which Workingset does not read; write one rule per name"),
-                       ("{}", "has braces, which are not expanded; write one rule per alternative, e.g. Read(*.pem) "
-                              "and Read(*.key)"),
-                       ("\\", "has a backslash escape, which Workingset does not read; name the path plainly")):
+        _refuse(
+            text,
+            "starts with `!`: a permission rule cannot re-include paths; narrow the rule, or add a "
+            "deny rule for what to keep out",
+        )
+    for chars, why in (
+        ("[]", "has a character class (`[...]`), which Workingset does not read; write one rule per name"),
+        ("{}", "has braces, which are not expanded; write one rule per alternative, e.g. Read(*.pem) and Read(*.key)"),
+        ("\\", "has a backslash escape, which Workingset does not read; name the path plainly"),
+    ):
         if any(c in body for c in chars):
             _refuse(text, why)
     segments = body.split("/")
     if ".." in segments:
-        _refuse(text, "has a `..` segment, which names no path inside the workspace; write the path from the "
-                      "workspace root, e.g. Edit(/lib/**)")
+        _refuse(
+            text,
+            "has a `..` segment, which names no path inside the workspace; write the path from the "
+            "workspace root, e.g. Edit(/lib/**)",
+        )
     for segment in segments:
         if "**" in segment and segment != "**":
             star = segment.replace("**", "*")
-            _refuse(text, f"has `**` inside the segment {segment!r}, where it means `*`; write **/{star} to match "
-                          f"at any depth, or {star} for one directory")
+            _refuse(
+                text,
+                f"has `**` inside the segment {segment!r}, where it means `*`; write **/{star} to match "
+                f"at any depth, or {star} for one directory",
+            )
 
 
 def _refuse(text: str, why: str) -> NoReturn:

@@ -3,7 +3,7 @@
 An Edit is shown as the diff of old_string to new_string; a Write as the diff of the
 file's current content to the new content (a new file: all additions). The current
 content is read only when that is safe: through a handle on the workspace that never
-leaves it (tools.beneath), regular files only (a FIFO or device is never opened for
+leaves it (tools.files._beneath), regular files only (a FIFO or device is never opened for
 reading), at most `MAX_READ_BYTES`, and text only. Otherwise the prompt says why no
 diff is shown. The diff is cut at `MAX_DIFF_LINES` lines, with a line saying so.
 """
@@ -15,9 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from tools.beneath import Beneath, BeneathError, relative_path
-from tools.edit import EditInput
-from tools.write import WriteInput
+from tools.files import Beneath, BeneathError, EditInput, WriteInput, relative_path
 
 __all__ = ["MAX_DIFF_LINES", "MAX_READ_BYTES", "change_preview"]
 

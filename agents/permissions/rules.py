@@ -37,8 +37,7 @@ from agents.permissions.command_rules import CommandPattern, parse_command_patte
 from agents.permissions.path_rules import rule_paths
 from agents.permissions.shell_line import read_line
 from tools.bash import BashTool
-from tools.glob_regex import GlobError
-from tools.path_glob import path_glob_match
+from tools.files import GlobError, path_glob_match
 from tools.registry import FILE_TOOLS
 
 __all__ = ["MCP_PREFIX", "PATH_TOOLS", "SHELL_TOOL", "Effect", "Rule", "parse_rule", "parse_rules", "tool_globs"]
@@ -55,12 +54,12 @@ _RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_.*?\[\]-]+)(?:\((?P<pattern>.*)\))?$")
 @functools.lru_cache(maxsize=256)
 def tool_globs(tool: str) -> tuple[str, ...]:
     """The tool names (globs) a rule naming `tool` covers: `Edit` covers Write too, and
-    `mcp__server` every tool of that server (named mcp__server__<tool>, tools.mcp)."""
+    `mcp__server` every tool of that server (named mcp__server__<tool>, tools.mcp._tool)."""
     if tool in _COVERS:
         return _COVERS[tool]
     if tool.startswith(MCP_PREFIX):
-        tool = tool.replace(".", "_")  # as tools.mcp names a server's tools
-        if "__" not in tool[len(MCP_PREFIX):] and not any(ch in tool for ch in "*?["):
+        tool = tool.replace(".", "_")  # as tools.mcp._tool names a server's tools
+        if "__" not in tool[len(MCP_PREFIX) :] and not any(ch in tool for ch in "*?["):
             return (f"{tool}__*",)
     return (tool,)
 

@@ -29,7 +29,19 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Argv", "Options", "Parsed", "Run", "Runner", "Text", "Unknown", "Word", "command", "options", "read_options"]
+__all__ = [
+    "Argv",
+    "Options",
+    "Parsed",
+    "Run",
+    "Runner",
+    "Text",
+    "Unknown",
+    "Word",
+    "command",
+    "options",
+    "read_options",
+]
 
 Word = str | None  # None: a word whose value is not known before it runs (an expansion)
 
@@ -156,8 +168,9 @@ def _short(spec: Options, word: str, words: Sequence[Word], i: int, values: dict
     return 1
 
 
-def _take(name: str, arity: int, first: list[str], words: Sequence[Word], i: int, values: dict[str, list[str]],
-          word: str) -> int | str:
+def _take(
+    name: str, arity: int, first: list[str], words: Sequence[Word], i: int, values: dict[str, list[str]], word: str
+) -> int | str:
     """Record option `name` with `arity` values: those attached to its word, then the next words."""
     wanted = arity - len(first)
     following = list(words[i + 1 : i + 1 + wanted])

@@ -160,8 +160,9 @@ def _bwrap(parsed: Parsed) -> list[Run]:
     if parsed.has("--args"):
         return [Unknown("bwrap --args reads more arguments from a file descriptor")]
     pairs = parsed.values.get("--setenv", [])
-    runs: list[Run] = [r for name, value in zip(pairs[::2], pairs[1::2], strict=False)
-                       if (r := variable_runs(name, value)) is not None]
+    runs: list[Run] = [
+        r for name, value in zip(pairs[::2], pairs[1::2], strict=False) if (r := variable_runs(name, value)) is not None
+    ]
     return [*runs, Argv(parsed.operands)] if parsed.operands else runs
 
 
@@ -223,14 +224,22 @@ def _unknowable(why: str):
     return lambda args: [Unknown(why)]
 
 
-_UTIL_LINUX_NS = "-m,--mount[=] -u,--uts[=] -i,--ipc[=] -n,--net[=] -p,--pid[=] -C,--cgroup[=] -U,--user[=] -T,--time[=]"
-_SU = ("-m,-p,--preserve-environment -w,--whitelist-environment= -g,--group= -G,--supp-group= -l,--login "
-       "-c,--command= --session-command= -f,--fast -s,--shell= -P,--pty -h,--help -V,--version")
+_UTIL_LINUX_NS = (
+    "-m,--mount[=] -u,--uts[=] -i,--ipc[=] -n,--net[=] -p,--pid[=] -C,--cgroup[=] -U,--user[=] -T,--time[=]"
+)
+_SU = (
+    "-m,-p,--preserve-environment -w,--whitelist-environment= -g,--group= -G,--supp-group= -l,--login "
+    "-c,--command= --session-command= -f,--fast -s,--shell= -P,--pty -h,--help -V,--version"
+)
 
 RUNNERS: dict[str, Runner] = {
-    "env": Runner(options(
-        "-i,--ignore-environment -0,--null -u,--unset= -C,--chdir= -S,--split-string= -v,--debug "
-        "--list-signal-handling --block-signal[=] --default-signal[=] --ignore-signal[=] --help --version"), _env),
+    "env": Runner(
+        options(
+            "-i,--ignore-environment -0,--null -u,--unset= -C,--chdir= -S,--split-string= -v,--debug "
+            "--list-signal-handling --block-signal[=] --default-signal[=] --ignore-signal[=] --help --version"
+        ),
+        _env,
+    ),
     "command": Runner(options("-p -v -V")),
     "builtin": Runner(),
     "exec": Runner(options("-a= -c -l")),
@@ -238,110 +247,182 @@ RUNNERS: dict[str, Runner] = {
     "busybox": Runner(),
     "nohup": Runner(options("--help --version")),
     "nice": Runner(options("-n,--adjustment= --help --version", numeric=True)),
-    "time": Runner(options("-a,--append -f,--format= -o,--output= -p,--portability -q,--quiet -v,--verbose "
-                           "-h,--help -V,--version")),
-    "timeout": Runner(options("-k,--kill-after= -s,--signal= -v,--verbose -f,--foreground -p,--preserve-status "
-                              "--help --version"), command(after=1)),
-    "xargs": Runner(options(
-        "-0,--null -a,--arg-file= -d,--delimiter= -E= -e,--eof[=] -I= -i,--replace[=] -L= -l,--max-lines[=] "
-        "-n,--max-args= -o,--open-tty -P,--max-procs= -p,--interactive --process-slot-var= -r,--no-run-if-empty "
-        "-s,--max-chars= --show-limits -t,--verbose -x,--exit --help --version"), _xargs),
-    "sudo": Runner(options(
-        "-u,--user= -g,--group= -C,--close-from= -D,--chdir= -h,--host= -p,--prompt= -r,--role= -t,--type= "
-        "-T,--command-timeout= -U,--other-user= -R,--chroot= -A,--askpass -b,--background -E,--preserve-env[=] "
-        "-H,--set-home -i,--login -K,--remove-timestamp -k,--reset-timestamp -n,--non-interactive "
-        "-P,--preserve-groups -S,--stdin -s,--shell -N,--no-update -B,--bell -l,--list -v,--validate -e,--edit "
-        "-V,--version --help"), _sudo, idle=("-l", "-v", "-K", "-e", "-V")),
+    "time": Runner(
+        options("-a,--append -f,--format= -o,--output= -p,--portability -q,--quiet -v,--verbose -h,--help -V,--version")
+    ),
+    "timeout": Runner(
+        options("-k,--kill-after= -s,--signal= -v,--verbose -f,--foreground -p,--preserve-status --help --version"),
+        command(after=1),
+    ),
+    "xargs": Runner(
+        options(
+            "-0,--null -a,--arg-file= -d,--delimiter= -E= -e,--eof[=] -I= -i,--replace[=] -L= -l,--max-lines[=] "
+            "-n,--max-args= -o,--open-tty -P,--max-procs= -p,--interactive --process-slot-var= -r,--no-run-if-empty "
+            "-s,--max-chars= --show-limits -t,--verbose -x,--exit --help --version"
+        ),
+        _xargs,
+    ),
+    "sudo": Runner(
+        options(
+            "-u,--user= -g,--group= -C,--close-from= -D,--chdir= -h,--host= -p,--prompt= -r,--role= -t,--type= "
+            "-T,--command-timeout= -U,--other-user= -R,--chroot= -A,--askpass -b,--background -E,--preserve-env[=] "
+            "-H,--set-home -i,--login -K,--remove-timestamp -k,--reset-timestamp -n,--non-interactive "
+            "-P,--preserve-groups -S,--stdin -s,--shell -N,--no-update -B,--bell -l,--list -v,--validate -e,--edit "
+            "-V,--version --help"
+        ),
+        _sudo,
+        idle=("-l", "-v", "-K", "-e", "-V"),
+    ),
     "doas": Runner(options("-u= -C= -n -s -L"), command(bare=f"doas -s {_SHELL_READS_STDIN}"), idle=("-C", "-L")),
     "stdbuf": Runner(options("-i,--input= -o,--output= -e,--error= --help --version")),
     "setsid": Runner(options("-c,--ctty -f,--fork -w,--wait -h,--help -V,--version")),
-    "ionice": Runner(options("-c,--class= -n,--classdata= -p,--pid= -P,--pgid= -t,--ignore -u,--uid= "
-                             "-h,--help -V,--version"), idle=("-p", "-P", "-u")),
-    "chroot": Runner(options("--groups= --userspec= --skip-chdir --help --version"),
-                     command(after=1, bare=f"chroot {_SHELL_READS_STDIN}")),
-    "watch": Runner(options(
-        "-b,--beep -c,--color -C,--no-color -d,--differences[=] -e,--errexit -g,--chgexit -q,--equexit= "
-        "-n,--interval= -p,--precise -r,--no-rerun -s,--shotsfile= -t,--no-title -w,--no-wrap -x,--exec "
-        "-h,--help -v,--version"), _watch),
-    "flock": Runner(options(
-        "-s,--shared -x,-e,--exclusive -u,--unlock -n,--nb,--nonblock -w,--wait,--timeout= "
-        "-E,--conflict-exit-code= -o,--close -F,--no-fork --verbose --fcntl --start= --length= -h,--help "
-        "-V,--version"), _flock),
-    "taskset": Runner(options("-a,--all-tasks -p,--pid -c,--cpu-list -h,--help -V,--version"),
-                      command(after=1), idle=("-p",)),
-    "chrt": Runner(options(
-        "-a,--all-tasks -b,--batch -d,--deadline -e,--ext -f,--fifo -i,--idle -o,--other -r,--rr "
-        "-R,--reset-on-fork -T,--sched-runtime= -P,--sched-period= -D,--sched-deadline= -m,--max -p,--pid "
-        "-v,--verbose -h,--help -V,--version"), _chrt, idle=("-p", "-m")),
-    "prlimit": Runner(options(
-        "-c,--core[=] -d,--data[=] -e,--nice[=] -f,--fsize[=] -i,--sigpending[=] -l,--memlock[=] -m,--rss[=] "
-        "-n,--nofile[=] -q,--msgqueue[=] -r,--rtprio[=] -s,--stack[=] -t,--cpu[=] -u,--nproc[=] -v,--as[=] "
-        "-x,--locks[=] -y,--rttime[=] -p,--pid= -o,--output= --noheadings --raw --verbose -h,--help "
-        "-V,--version"), idle=("-p",)),
-    "unshare": Runner(options(
-        f"{_UTIL_LINUX_NS} -f,--fork --map-user= --map-group= -r,--map-root-user -c,--map-current-user "
-        "--map-auto --map-users= --map-groups= --kill-child[=] --mount-proc[=] --mount-binfmt[=] --propagation= "
-        "--setgroups= --keep-caps -R,--root= -w,--wd= -S,--setuid= -G,--setgid= --monotonic= --boottime= "
-        "-l,--load-interp= -h,--help -V,--version"), command(bare=f"unshare {_SHELL_READS_STDIN}")),
-    "nsenter": Runner(options(
-        f"{_UTIL_LINUX_NS} -a,--all -t,--target= -S,--setuid= -G,--setgid= --preserve-credentials -r,--root[=] "
-        "-w,--wd[=] -W,--wdns= -e,--env -F,--no-fork -Z,--follow-context -c,--join-cgroup --keep-caps "
-        "-h,--help -V,--version"), command(bare=f"nsenter {_SHELL_READS_STDIN}")),
+    "ionice": Runner(
+        options("-c,--class= -n,--classdata= -p,--pid= -P,--pgid= -t,--ignore -u,--uid= -h,--help -V,--version"),
+        idle=("-p", "-P", "-u"),
+    ),
+    "chroot": Runner(
+        options("--groups= --userspec= --skip-chdir --help --version"),
+        command(after=1, bare=f"chroot {_SHELL_READS_STDIN}"),
+    ),
+    "watch": Runner(
+        options(
+            "-b,--beep -c,--color -C,--no-color -d,--differences[=] -e,--errexit -g,--chgexit -q,--equexit= "
+            "-n,--interval= -p,--precise -r,--no-rerun -s,--shotsfile= -t,--no-title -w,--no-wrap -x,--exec "
+            "-h,--help -v,--version"
+        ),
+        _watch,
+    ),
+    "flock": Runner(
+        options(
+            "-s,--shared -x,-e,--exclusive -u,--unlock -n,--nb,--nonblock -w,--wait,--timeout= "
+            "-E,--conflict-exit-code= -o,--close -F,--no-fork --verbose --fcntl --start= --length= -h,--help "
+            "-V,--version"
+        ),
+        _flock,
+    ),
+    "taskset": Runner(
+        options("-a,--all-tasks -p,--pid -c,--cpu-list -h,--help -V,--version"), command(after=1), idle=("-p",)
+    ),
+    "chrt": Runner(
+        options(
+            "-a,--all-tasks -b,--batch -d,--deadline -e,--ext -f,--fifo -i,--idle -o,--other -r,--rr "
+            "-R,--reset-on-fork -T,--sched-runtime= -P,--sched-period= -D,--sched-deadline= -m,--max -p,--pid "
+            "-v,--verbose -h,--help -V,--version"
+        ),
+        _chrt,
+        idle=("-p", "-m"),
+    ),
+    "prlimit": Runner(
+        options(
+            "-c,--core[=] -d,--data[=] -e,--nice[=] -f,--fsize[=] -i,--sigpending[=] -l,--memlock[=] -m,--rss[=] "
+            "-n,--nofile[=] -q,--msgqueue[=] -r,--rtprio[=] -s,--stack[=] -t,--cpu[=] -u,--nproc[=] -v,--as[=] "
+            "-x,--locks[=] -y,--rttime[=] -p,--pid= -o,--output= --noheadings --raw --verbose -h,--help "
+            "-V,--version"
+        ),
+        idle=("-p",),
+    ),
+    "unshare": Runner(
+        options(
+            f"{_UTIL_LINUX_NS} -f,--fork --map-user= --map-group= -r,--map-root-user -c,--map-current-user "
+            "--map-auto --map-users= --map-groups= --kill-child[=] --mount-proc[=] --mount-binfmt[=] --propagation= "
+            "--setgroups= --keep-caps -R,--root= -w,--wd= -S,--setuid= -G,--setgid= --monotonic= --boottime= "
+            "-l,--load-interp= -h,--help -V,--version"
+        ),
+        command(bare=f"unshare {_SHELL_READS_STDIN}"),
+    ),
+    "nsenter": Runner(
+        options(
+            f"{_UTIL_LINUX_NS} -a,--all -t,--target= -S,--setuid= -G,--setgid= --preserve-credentials -r,--root[=] "
+            "-w,--wd[=] -W,--wdns= -e,--env -F,--no-fork -Z,--follow-context -c,--join-cgroup --keep-caps "
+            "-h,--help -V,--version"
+        ),
+        command(bare=f"nsenter {_SHELL_READS_STDIN}"),
+    ),
     "su": Runner(options(_SU, permute=True), _su),
     "runuser": Runner(options(f"{_SU} -u,--user=", permute=True), _su),
-    "setpriv": Runner(options(
-        "-d,--dump --nnp,--no-new-privs --ambient-caps= --inh-caps= --bounding-set= --ruid= --euid= --rgid= "
-        "--egid= --reuid= --regid= --clear-groups --keep-groups --init-groups --groups= --securebits= "
-        "--pdeathsig= --selinux-label= --apparmor-profile= --landlock-access= --landlock-rule= "
-        "--seccomp-filter= --reset-env -h,--help -V,--version"), idle=("-d",)),
-    "script": Runner(options(
-        "-I,--log-in= -O,--log-out= -B,--log-io= -T,--log-timing= -t,--timing[=] -m,--logging-format= "
-        "-a,--append -c,--command= -e,--return -f,--flush --force -E,--echo= -o,--output-limit= -q,--quiet "
-        "-h,--help -V,--version", permute=True),
-        _script, lines=("-c",)),
+    "setpriv": Runner(
+        options(
+            "-d,--dump --nnp,--no-new-privs --ambient-caps= --inh-caps= --bounding-set= --ruid= --euid= --rgid= "
+            "--egid= --reuid= --regid= --clear-groups --keep-groups --init-groups --groups= --securebits= "
+            "--pdeathsig= --selinux-label= --apparmor-profile= --landlock-access= --landlock-rule= "
+            "--seccomp-filter= --reset-env -h,--help -V,--version"
+        ),
+        idle=("-d",),
+    ),
+    "script": Runner(
+        options(
+            "-I,--log-in= -O,--log-out= -B,--log-io= -T,--log-timing= -t,--timing[=] -m,--logging-format= "
+            "-a,--append -c,--command= -e,--return -f,--flush --force -E,--echo= -o,--output-limit= -q,--quiet "
+            "-h,--help -V,--version",
+            permute=True,
+        ),
+        _script,
+        lines=("-c",),
+    ),
     "sg": Runner(custom=_sg),
     "newgrp": Runner(custom=_unknowable(f"newgrp {_SHELL_READS_STDIN}")),
-    "strace": Runner(options(
-        "-A -b= -c -C -d -D -e= -E= -f -F -h -i -I= -k -n -o= -O= -p= -P= -q -r -s= -S= -t -T -u= -U= -v -V "
-        "-w -x -X= -y -Y -z -Z -a= --env= --attach= --user= --detach-on= --follow-forks --output-separately "
-        "--interruptible= --trace= --signal= --status= --trace-path= --successful-only --failed-only "
-        "--columns= --abbrev= --verbose= --raw= --read= --write= --kvm= --instruction-pointer --stack-traces "
-        "--syscall-number --output= --output-append-mode --relative-timestamps[=] --string-limit= "
-        "--syscall-times[=] --no-abbrev --const-print-style= --decode-pids= --summary-only --summary "
-        "--summary-syscall-overhead= --summary-sort-by= --summary-columns= --summary-wall-clock --inject= "
-        "--fault= --debug --help --seccomp-bpf --version"), _strace),
-    "ltrace": Runner(options(
-        "-a,--align= -A= -b,--no-signals -c -C,--demangle -D,--debug= -e= -f -F,--config= -h,--help -i "
-        "-l,--library= -L -n,--indent= -o,--output= -p= -r -s= -S -t -T -u= -V,--version -w,--where= -x=",
-        permute=None)),
+    "strace": Runner(
+        options(
+            "-A -b= -c -C -d -D -e= -E= -f -F -h -i -I= -k -n -o= -O= -p= -P= -q -r -s= -S= -t -T -u= -U= -v -V "
+            "-w -x -X= -y -Y -z -Z -a= --env= --attach= --user= --detach-on= --follow-forks --output-separately "
+            "--interruptible= --trace= --signal= --status= --trace-path= --successful-only --failed-only "
+            "--columns= --abbrev= --verbose= --raw= --read= --write= --kvm= --instruction-pointer --stack-traces "
+            "--syscall-number --output= --output-append-mode --relative-timestamps[=] --string-limit= "
+            "--syscall-times[=] --no-abbrev --const-print-style= --decode-pids= --summary-only --summary "
+            "--summary-syscall-overhead= --summary-sort-by= --summary-columns= --summary-wall-clock --inject= "
+            "--fault= --debug --help --seccomp-bpf --version"
+        ),
+        _strace,
+    ),
+    "ltrace": Runner(
+        options(
+            "-a,--align= -A= -b,--no-signals -c -C,--demangle -D,--debug= -e= -f -F,--config= -h,--help -i "
+            "-l,--library= -L -n,--indent= -o,--output= -p= -r -s= -S -t -T -u= -V,--version -w,--where= -x=",
+            permute=None,
+        )
+    ),
     "valgrind": Runner(options(single_words=True)),  # every valgrind option is one word
     "catchsegv": Runner(),
     "unbuffer": Runner(options("-p")),
     "sshpass": Runner(options("-f= -d= -p= -e[=] -P= -v -h -V")),
-    "chpst": Runner(options("-v -V -P -0 -1 -2 -u= -U= -b= -e= -/= -C= -n= -l= -L= -m= -d= -o= -p= -f= -c= "
-                            "-r= -t=")),
-    "cpulimit": Runner(options(
-        "-p,--pid= -e,--exe= -P,--path= -b,--background -f,--foreground -l,--limit= -q,--quiet -k,--kill "
-        "-m,--monitor-forks -r,--restore -v,--verbose -z,--lazy -i,--include-children -h,--help",
-        permute=None), idle=("-p", "-e", "-P")),
-    "numactl": Runner(options(
-        "-a,--all -b,--balancing -i,--interleave= -p,--preferred= -P,--preferred-many= -m,--membind= "
-        "-N,--cpunodebind= -C,--physcpubind= -l,--localalloc -s,--show -H,--hardware -S,--shm= -f,--file=",
-        permute=None), idle=("-s", "-H", "-S", "-f")),
-    "bwrap": Runner(options(
-        "--help --version --args= --argv0= --unshare-all --share-net --unshare-user --unshare-user-try "
-        "--unshare-ipc --unshare-pid --unshare-net --unshare-uts --unshare-cgroup --unshare-cgroup-try --userns= "
-        "--userns2= --disable-userns --assert-userns-disabled --pidns= --uid= --gid= --hostname= --chdir= "
-        "--clearenv --setenv=2 --unsetenv= --lock-file= --sync-fd= --bind=2 --bind-try=2 --dev-bind=2 "
-        "--dev-bind-try=2 --ro-bind=2 --ro-bind-try=2 --bind-fd=2 --ro-bind-fd=2 --remount-ro= --exec-label= "
-        "--file-label= --proc= --dev= --tmpfs= --mqueue= --dir= --file=2 --bind-data=2 --ro-bind-data=2 "
-        "--symlink=2 --seccomp= --add-seccomp-fd= --block-fd= --userns-block-fd= --info-fd= --json-status-fd= "
-        "--new-session --die-with-parent --as-pid-1 --cap-add= --cap-drop= --perms= --size= --chmod=2 "
-        "--overlay-src= --overlay=3 --tmp-overlay= --ro-overlay= --level-prefix", abbreviate=False), _bwrap),
+    "chpst": Runner(options("-v -V -P -0 -1 -2 -u= -U= -b= -e= -/= -C= -n= -l= -L= -m= -d= -o= -p= -f= -c= -r= -t=")),
+    "cpulimit": Runner(
+        options(
+            "-p,--pid= -e,--exe= -P,--path= -b,--background -f,--foreground -l,--limit= -q,--quiet -k,--kill "
+            "-m,--monitor-forks -r,--restore -v,--verbose -z,--lazy -i,--include-children -h,--help",
+            permute=None,
+        ),
+        idle=("-p", "-e", "-P"),
+    ),
+    "numactl": Runner(
+        options(
+            "-a,--all -b,--balancing -i,--interleave= -p,--preferred= -P,--preferred-many= -m,--membind= "
+            "-N,--cpunodebind= -C,--physcpubind= -l,--localalloc -s,--show -H,--hardware -S,--shm= -f,--file=",
+            permute=None,
+        ),
+        idle=("-s", "-H", "-S", "-f"),
+    ),
+    "bwrap": Runner(
+        options(
+            "--help --version --args= --argv0= --unshare-all --share-net --unshare-user --unshare-user-try "
+            "--unshare-ipc --unshare-pid --unshare-net --unshare-uts --unshare-cgroup --unshare-cgroup-try --userns= "
+            "--userns2= --disable-userns --assert-userns-disabled --pidns= --uid= --gid= --hostname= --chdir= "
+            "--clearenv --setenv=2 --unsetenv= --lock-file= --sync-fd= --bind=2 --bind-try=2 --dev-bind=2 "
+            "--dev-bind-try=2 --ro-bind=2 --ro-bind-try=2 --bind-fd=2 --ro-bind-fd=2 --remount-ro= --exec-label= "
+            "--file-label= --proc= --dev= --tmpfs= --mqueue= --dir= --file=2 --bind-data=2 --ro-bind-data=2 "
+            "--symlink=2 --seccomp= --add-seccomp-fd= --block-fd= --userns-block-fd= --info-fd= --json-status-fd= "
+            "--new-session --die-with-parent --as-pid-1 --cap-add= --cap-drop= --perms= --size= --chmod=2 "
+            "--overlay-src= --overlay=3 --tmp-overlay= --ro-overlay= --level-prefix",
+            abbreviate=False,
+        ),
+        _bwrap,
+    ),
     "systemd-run": Runner(),  # options not listed: any option makes the line unknowable
     "firejail": Runner(),  # likewise
     "parallel": Runner(custom=_parallel),
     "ssh": Runner(custom=_ssh),
-    "gdb": Runner(custom=_unknowable("gdb runs commands from -ex, -x and ~/.gdbinit, and its commands can run a shell")),
+    "gdb": Runner(
+        custom=_unknowable("gdb runs commands from -ex, -x and ~/.gdbinit, and its commands can run a shell")
+    ),
     "expect": Runner(custom=_unknowable("expect runs Tcl code, which can run any command")),
 }

@@ -33,7 +33,7 @@ from agents.permissions.refusals import RefusedCalls
 from agents.permissions.rules import SHELL_TOOL, Effect, Rule, parse_rules
 from agents.permissions.shell_line import read_line
 from agents.permissions.shell_words import SAFE_CHARS
-from tools.base import ExecutionDomain, Tool
+from tools.base import ExecutionDomain, PermissionSubjectTool, Tool
 from tools.protected import protected_part
 
 __all__ = ["AuditLog", "Decision", "HeadlessPolicy", "PermissionMode", "PermissionRuntime", "permission_subject"]
@@ -60,8 +60,7 @@ class Decision:
 
 
 def permission_subject(tool: Tool, args: BaseModel, workspace: Path) -> str | None:
-    subject = getattr(tool, "permission_subject", None)
-    return subject(args, workspace) if callable(subject) else None
+    return tool.permission_subject(args, workspace) if isinstance(tool, PermissionSubjectTool) else None
 
 
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
@@ -97,7 +96,7 @@ class AuditLog:
         try:
             view = memoryview(line)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
 
@@ -143,8 +142,14 @@ class PermissionRuntime:
         """For a subagent: the same rules, no grants, nothing pending, and the calls its
         parent's user refused (`refused`: the parent's `refused_calls()`, which comes with
         the spawn request) denied without asking."""
-        return PermissionRuntime(rules=list(self.rules), mode=self.mode, headless=self.headless, audit=self.audit,
-                                 scope=scope, inherited=refused)
+        return PermissionRuntime(
+            rules=list(self.rules),
+            mode=self.mode,
+            headless=self.headless,
+            audit=self.audit,
+            scope=scope,
+            inherited=refused,
+        )
 
     def refused_calls(self) -> RefusedCalls:
         """What a child of this session inherits: the calls refused here and above."""
@@ -167,7 +172,9 @@ class PermissionRuntime:
             text = f"{tool.name}({subject})" if subject is not None else tool.name
             self.grants.append(Rule("allow", tool.name, subject, text, exact=True))
         # The latest answer counts for the children spawned from now on.
-        self.refusals = self.refusals.removing(tool.name, subject) if allow else self.refusals.adding(tool.name, subject)
+        self.refusals = (
+            self.refusals.removing(tool.name, subject) if allow else self.refusals.adding(tool.name, subject)
+        )
         decision = Decision("allow" if allow else "deny", "user", reason)
         self._audit(tool.name, subject, decision)
         return decision
@@ -187,7 +194,9 @@ class PermissionRuntime:
                     continue
                 if effect == "allow" and guarded is not None and not _names_literally(rule, subject, guarded):
                     continue  # a broad allow rule does not reach into .git/ or .workingset/
-                return self._headless_ask(tool, subject, Decision(effect, "rule", _rule_reason(rule, tool, subject), rule.text))
+                return self._headless_ask(
+                    tool, subject, Decision(effect, "rule", _rule_reason(rule, tool, subject), rule.text)
+                )
         if self.headless is HeadlessPolicy.ALLOW_LIST:
             return Decision("deny", "headless", f"{tool.name} is not on the allow-list of this headless run")
         decision = self._mode_default(tool)
@@ -199,7 +208,9 @@ class PermissionRuntime:
         """The user's own answers, which outrank ask and allow rules: a call refused in a
         parent session, then an "always" grant for this exact call."""
         if self.inherited.has(tool.name, subject):
-            return Decision("deny", "user", "the user denied this same call in a parent session; a subagent does not ask again")
+            return Decision(
+                "deny", "user", "the user denied this same call in a parent session; a subagent does not ask again"
+            )
         for grant in self.grants:
             if grant.matches(tool.name, subject):
                 return Decision("allow", "grant", f"granted this session: {grant.text}", grant.text)
@@ -216,7 +227,12 @@ class PermissionRuntime:
             else "a command with shell operators, expansions, redirections or quoting cannot be "
             "allowed by a rule; run simple commands one at a time, or allow Bash"
         )
-        return Decision("deny", "headless", f"{tool.name} needs approval and nobody can answer in a headless run; {how}", decision.rule)
+        return Decision(
+            "deny",
+            "headless",
+            f"{tool.name} needs approval and nobody can answer in a headless run; {how}",
+            decision.rule,
+        )
 
     def _mode_default(self, tool: Tool) -> Decision:
         if tool.is_read_only:

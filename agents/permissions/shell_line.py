@@ -64,22 +64,76 @@ _ARITHMETIC_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 # arithmetic, which can run a command substitution hidden in a variable's value.
 _NAMING_BUILTINS = frozenset({"declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "wait"})
 _ARITHMETIC_NODES = frozenset(
-    {"number", "binary_expression", "unary_expression", "postfix_expression", "ternary_expression", "parenthesized_expression"}
+    {
+        "number",
+        "binary_expression",
+        "unary_expression",
+        "postfix_expression",
+        "ternary_expression",
+        "parenthesized_expression",
+    }
 )
 _KNOWN_NODES = frozenset(
     {
-        "program", "list", "pipeline", "subshell", "compound_statement", "redirected_statement",
-        "negated_command", "if_statement", "elif_clause", "else_clause", "while_statement",
-        "for_statement", "c_style_for_statement", "case_statement", "case_item", "do_group",
-        "function_definition", "command", "command_name", "declaration_command", "unset_command",
-        "test_command", "test_operator", "variable_assignment", "variable_assignments", "file_redirect",
-        "heredoc_redirect", "herestring_redirect", "heredoc_body", "heredoc_content", "heredoc_start",
-        "heredoc_end", "file_descriptor", "string", "raw_string", "string_content", "ansi_c_string",
-        "translated_string", "word", "number", "concatenation", "command_substitution",
-        "process_substitution", "simple_expansion", "expansion", "special_variable_name",
-        "variable_name", "comment", "array", "brace_expression", "subscript", "arithmetic_expansion",
-        "binary_expression", "unary_expression", "postfix_expression", "ternary_expression",
-        "parenthesized_expression", "regex", "extglob_pattern"
+        "program",
+        "list",
+        "pipeline",
+        "subshell",
+        "compound_statement",
+        "redirected_statement",
+        "negated_command",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+        "for_statement",
+        "c_style_for_statement",
+        "case_statement",
+        "case_item",
+        "do_group",
+        "function_definition",
+        "command",
+        "command_name",
+        "declaration_command",
+        "unset_command",
+        "test_command",
+        "test_operator",
+        "variable_assignment",
+        "variable_assignments",
+        "file_redirect",
+        "heredoc_redirect",
+        "herestring_redirect",
+        "heredoc_body",
+        "heredoc_content",
+        "heredoc_start",
+        "heredoc_end",
+        "file_descriptor",
+        "string",
+        "raw_string",
+        "string_content",
+        "ansi_c_string",
+        "translated_string",
+        "word",
+        "number",
+        "concatenation",
+        "command_substitution",
+        "process_substitution",
+        "simple_expansion",
+        "expansion",
+        "special_variable_name",
+        "variable_name",
+        "comment",
+        "array",
+        "brace_expression",
+        "subscript",
+        "arithmetic_expansion",
+        "binary_expression",
+        "unary_expression",
+        "postfix_expression",
+        "ternary_expression",
+        "parenthesized_expression",
+        "regex",
+        "extglob_pattern",
     }
 )
 
@@ -100,8 +154,9 @@ def read_line(command: str) -> ShellLine:
     simple = simple_words(command)
     if simple is not None and reader.sole_simple != simple:
         simple = None  # the two readings disagree: not simple enough to allow
-    return ShellLine(simple=simple, commands=tuple(reader.commands), unknowable=reader.why,
-                     delegated=tuple(reader.delegated))
+    return ShellLine(
+        simple=simple, commands=tuple(reader.commands), unknowable=reader.why, delegated=tuple(reader.delegated)
+    )
 
 
 @dataclass(frozen=True)
@@ -118,8 +173,9 @@ class SimpleCommand:
     words: tuple[CommandWord, ...]
 
 
-_SIMPLE_PARTS = frozenset({"command_name", "word", "raw_string", "string", "concatenation", "number",
-                           "simple_expansion", "expansion"})
+_SIMPLE_PARTS = frozenset(
+    {"command_name", "word", "raw_string", "string", "concatenation", "number", "simple_expansion", "expansion"}
+)
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
 
 
@@ -219,7 +275,9 @@ class _Reader:
         while stack and self.why is None:  # once unknowable, nothing more can change the answer
             node = stack.pop()
             if node.child_count == 0:
-                if last_leaf_end is not None and _JOINED_BY_CONTINUATION.fullmatch(src[last_leaf_end : node.start_byte]):
+                if last_leaf_end is not None and _JOINED_BY_CONTINUATION.fullmatch(
+                    src[last_leaf_end : node.start_byte]
+                ):
                     self.unknowable("a backslash-newline joins two words")
                 last_leaf_end = node.end_byte
             if node.is_named:
@@ -351,7 +409,10 @@ def _sole_simple(root: tree_sitter.Node, src: bytes) -> tuple[str, ...] | None:
     if root.has_error or len(root.named_children) != 1 or root.named_children[0].type != "command":
         return None
     command = root.named_children[0]
-    if any(c.type not in ("command_name", "word", "raw_string", "string", "concatenation", "number") for c in command.named_children):
+    if any(
+        c.type not in ("command_name", "word", "raw_string", "string", "concatenation", "number")
+        for c in command.named_children
+    ):
         return None
     words = _command_words(command, src)
     literal = [w for w in words if w is not None]

@@ -30,9 +30,23 @@ _BASH_CODE = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "BA
 _GIT_CONFIG = frozenset({"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_EXEC_PATH"})
 _COMMAND_LINES = frozenset(
     {
-        "PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR",
-        "GIT_SEQUENCE_EDITOR", "SUDO_EDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS",
-        "SSH_ASKPASS", "SUDO_ASKPASS", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "LESSOPEN",
+        "PAGER",
+        "GIT_PAGER",
+        "MANPAGER",
+        "SYSTEMD_PAGER",
+        "EDITOR",
+        "VISUAL",
+        "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR",
+        "SUDO_EDITOR",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "SUDO_ASKPASS",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_PROXY_COMMAND",
+        "LESSOPEN",
         "LESSCLOSE",
     }
 )

@@ -160,5 +160,3 @@ def _find(words: tuple[Word, ...]) -> list[Run]:
             i = end
         i += 1
     return runs
-
-

@@ -12,8 +12,8 @@ of the session's tools is one of:
   nothing in this session, which says so.
 
 The user's own settings refuse a rule in the first two cases and name it in the third
-(agents.assembly); a Claude Code settings file's rules are Claude Code's first, so there
-every such rule is skipped and named (agents.claude_settings).
+(agents.opening._assembly); a Claude Code settings file's rules are Claude Code's first, so there
+every such rule is skipped and named (agents.settings._claude).
 """
 
 from __future__ import annotations

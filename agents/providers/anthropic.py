@@ -28,7 +28,6 @@ from typing import Any
 
 import anthropic
 
-from agents.config import AnthropicSettings, ProviderSettings
 from agents.errors import (
     AuthError,
     ConfigError,
@@ -51,6 +50,7 @@ from agents.providers.streaming import (
     StreamedClient,
     not_found_hint,
 )
+from agents.settings import AnthropicSettings, ProviderSettings
 
 __all__ = [
     "AnthropicModelClient",
@@ -123,8 +123,11 @@ class AnthropicModelClient(StreamedClient):
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         return to_anthropic_params(request, self.model, self.thinking)
 
-    async def count_tokens(self, request: ModelRequest) -> int:
-        """The provider's count of the request's input tokens (no reply is made)."""
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        """The provider's count of the request's input tokens (no reply is made); None
+        when the settings switch counting off."""
+        if not self.counts_tokens:
+            return None
         params = to_anthropic_params(request, self.model, self.thinking)
         for key in ("max_tokens", "output_config"):
             params.pop(key, None)
@@ -161,7 +164,11 @@ class AnthropicModelClient(StreamedClient):
         text = _provider_message(exc)
         if status == 413 or (status == 400 and _PROMPT_TOO_LONG.search(text)):
             actual, limit = parse_prompt_too_long(text)
-            return PromptTooLong(f"{self.name}: request too long ({_describe(exc)})", actual_tokens=actual, limit_tokens=limit)
+            return PromptTooLong(
+                f"{self.name}: request too long ({_describe(exc)})", actual_tokens=actual, limit_tokens=limit
+            )
         if status in (408, 409, 429) or status >= 500:
-            return Overloaded(f"{self.name}: still failing after {self._sent} attempts ({_describe(exc)})", status_code=status)
+            return Overloaded(
+                f"{self.name}: still failing after {self._sent} attempts ({_describe(exc)})", status_code=status
+            )
         return ModelResponseError(f"{self.name}: {_describe(exc)}{not_found_hint(status, self.name)}")

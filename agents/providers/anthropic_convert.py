@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from agents.compaction.cache_points import compacted_breakpoint
+from agents.compaction import compacted_breakpoint
 from agents.messages import (
     ImageBlock,
     Message,
@@ -75,7 +75,12 @@ def _block_param(block: Any, *, thinking: bool) -> dict[str, Any] | None:
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     if isinstance(block, ToolResultBlock):
-        return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content, "is_error": block.is_error}
+        return {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": block.content,
+            "is_error": block.is_error,
+        }
     if isinstance(block, ThinkingBlock):
         if not thinking or not block.signature:
             return None

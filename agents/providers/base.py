@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from agents.config import ProviderSettings
 from agents.ports import ModelClient
+from agents.settings import ProviderSettings
 
 __all__ = ["ProviderContext", "ProviderFactory"]
 

@@ -30,7 +30,6 @@ from typing import Any
 
 import openai
 
-from agents.config import OpenAISettings, ProviderSettings
 from agents.errors import (
     AuthError,
     ConfigError,
@@ -47,6 +46,7 @@ from agents.providers.streaming import (
     StreamedClient,
     not_found_hint,
 )
+from agents.settings import OpenAISettings, ProviderSettings
 
 __all__ = ["OpenAIModelClient", "make_client", "parse_context_length"]
 
@@ -54,9 +54,13 @@ _PLACEHOLDER_KEY = "not-needed"  # local servers run without keys; the SDK insis
 _CONTEXT_WORDS = re.compile(r"context length|context size|context window|maximum context|prompt is too long", re.I)
 _COUNT_PATTERNS = (
     # OpenAI / vLLM: "maximum context length is 8192 tokens. However, you requested 9000 tokens"
-    re.compile(r"maximum context length is (?P<limit>\d+) tokens.*?(?:resulted in|requested|has) (?P<actual>\d+)", re.I | re.S),
+    re.compile(
+        r"maximum context length is (?P<limit>\d+) tokens.*?(?:resulted in|requested|has) (?P<actual>\d+)", re.I | re.S
+    ),
     # SGLang: "The input (9000 tokens) is longer than the model's context length (8192 tokens)"
-    re.compile(r"input \((?P<actual>\d+) tokens\) is longer than the model's context length \((?P<limit>\d+) tokens\)", re.I),
+    re.compile(
+        r"input \((?P<actual>\d+) tokens\) is longer than the model's context length \((?P<limit>\d+) tokens\)", re.I
+    ),
     re.compile(r"(?P<actual>\d+) tokens?\s*>\s*(?P<limit>\d+)", re.I),
 )
 
@@ -166,13 +170,19 @@ class OpenAIModelClient(StreamedClient):
             return AuthError(f"{self.name}: credentials refused ({described})")
         if _is_context_length(exc):
             actual, limit = parse_context_length(text, _error_body(exc))
-            return PromptTooLong(f"{self.name}: request too long ({described})", actual_tokens=actual, limit_tokens=limit)
+            return PromptTooLong(
+                f"{self.name}: request too long ({described})", actual_tokens=actual, limit_tokens=limit
+            )
         if _error_body(exc).get("code") == "insufficient_quota":
             return ModelResponseError(f"{self.name}: the account's quota is used up ({described})")
         if status in (408, 409, 429) or status >= 500:
-            return Overloaded(f"{self.name}: still failing after {self._sent} attempts ({described})", status_code=status)
+            return Overloaded(
+                f"{self.name}: still failing after {self._sent} attempts ({described})", status_code=status
+            )
         if _refuses_stream_options(status, text, self.options):
-            return ModelResponseError(f"{self.name}: {described}; this server does not take stream_options: set "
-                                      "providers.openai.stream_usage = false (WORKINGSET_PROVIDERS__OPENAI__STREAM_USAGE"
-                                      "=false) and usage is estimated instead")
+            return ModelResponseError(
+                f"{self.name}: {described}; this server does not take stream_options: set "
+                "providers.openai.stream_usage = false (WORKINGSET_PROVIDERS__OPENAI__STREAM_USAGE"
+                "=false) and usage is estimated instead"
+            )
         return ModelResponseError(f"{self.name}: {described}{not_found_hint(status, self.name)}")

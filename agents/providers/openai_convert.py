@@ -121,7 +121,10 @@ def to_openai_params(request: ModelRequest, model: str, options: OpenAIOptions |
     params: dict[str, Any] = {"model": model, "messages": messages, options.max_tokens_param: request.max_tokens}
     if request.tools:
         params["tools"] = [
-            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+            }
             for t in request.tools
         ]
     if options.reasoning_effort is not None:
@@ -219,7 +222,12 @@ class OpenAIReply:
         usage, reported = self._usage_of(request, content)
         details = "".join(self._refusal) or None
         return ModelResponse(
-            content=content, stop_reason=stop, usage=usage, model=self.model, stop_details=details, usage_reported=reported
+            content=content,
+            stop_reason=stop,
+            usage=usage,
+            model=self.model,
+            stop_details=details,
+            usage_reported=reported,
         )
 
     def _content(self, request: ModelRequest) -> tuple[ReplyBlock, ...]:

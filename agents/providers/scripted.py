@@ -37,7 +37,9 @@ class ScriptedToolCall(BaseModel):
     name: str = Field(description="Tool name, e.g. Read.")
     input: dict[str, Any] = Field(default_factory=dict, description="Tool input.")
     id: str | None = Field(None, description="tool_use id; generated when absent.")
-    raw_input: str | None = Field(None, description="Arguments sent as this text instead of `input` (e.g. broken JSON).")
+    raw_input: str | None = Field(
+        None, description="Arguments sent as this text instead of `input` (e.g. broken JSON)."
+    )
 
 
 class ScriptedTurn(BaseModel):
@@ -95,7 +97,9 @@ def _load_script(path: Path, size: int, mtime_ns: int) -> Script:
     try:
         raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"scripted model file {path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from exc
+        raise ConfigError(
+            f"scripted model file {path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}"
+        ) from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"scripted model file {path} must hold a mapping with a 'turns' list")
     try:
@@ -103,7 +107,9 @@ def _load_script(path: Path, size: int, mtime_ns: int) -> Script:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"scripted model file {path}: '{loc}': {first['msg']} (see README, 'Scripted models')") from exc
+        raise ConfigError(
+            f"scripted model file {path}: '{loc}': {first['msg']} (see docs/running-agents.md, 'Scripted models')"
+        ) from exc
 
 
 def make_client(name: str, context: ProviderContext) -> ScriptedModelClient:
@@ -127,7 +133,9 @@ class ScriptedModelClient:
             self._agent: ScriptedAgent = script
         elif role.startswith("subagent:"):
             description = role.removeprefix("subagent:")
-            self._agent = script.subagents.get(description, ScriptedAgent(final_text=f"No script for subagent '{description}'."))
+            self._agent = script.subagents.get(
+                description, ScriptedAgent(final_text=f"No script for subagent '{description}'.")
+            )
         else:
             raise ConfigError(f"unknown scripted role '{role}': use root, judge, summarizer or subagent:<description>")
 
@@ -138,10 +146,6 @@ class ScriptedModelClient:
     def seek(self, calls_made: int) -> None:
         """Continue a resumed session where it was: `calls_made` replies already given."""
         self._cursor = calls_made
-
-    def fork(self, role: str) -> ScriptedModelClient:
-        """A fresh client over the same script for another role (subagent, judge)."""
-        return ScriptedModelClient(self.script, role=role, source=self.name.removeprefix("scripted:"))
 
     async def create(self, request: ModelRequest) -> ModelResponse:
         stop: StopReason | None = None

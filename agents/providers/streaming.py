@@ -37,11 +37,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from agents.config import ProviderSettings
 from agents.errors import ModelResponseError, ModelTimeout, Overloaded
-from agents.models import nearest_known
 from agents.ports import ModelRequest, ModelResponse
+from agents.providers._catalog import nearest_known
 from agents.redaction import remember
+from agents.settings import ProviderSettings
 from tools.encodable import encodable_value
 
 __all__ = [
@@ -338,9 +338,12 @@ class StreamedClient:
         where = self.base_url or "the API"
         untrusted = _untrusted_certificate(exc)
         if untrusted is not None:
-            return Overloaded(f"{self.name}: cannot reach {where}: its TLS certificate is not trusted "
-                              f"({untrusted.verify_message or untrusted}); if a proxy or private CA signs it, put "
-                              "that CA's bundle in SSL_CERT_FILE", status_code=None)
+            return Overloaded(
+                f"{self.name}: cannot reach {where}: its TLS certificate is not trusted "
+                f"({untrusted.verify_message or untrusted}); if a proxy or private CA signs it, put "
+                "that CA's bundle in SSL_CERT_FILE",
+                status_code=None,
+            )
         message = getattr(exc, "message", None) or str(exc)
         return Overloaded(f"{self.name}: cannot reach {where} after {self._sent} attempts: {message}", status_code=None)
 
@@ -389,15 +392,19 @@ class StreamedClient:
                         reply.feed(event)
                     except (KeyError, IndexError, AttributeError, TypeError, ValueError) as exc:
                         kind = getattr(event, "type", None) or type(event).__name__
-                        raise self._malformed(f"a {kind} {self._event_word} that cannot be used ({type(exc).__name__}: {exc})") from exc
+                        raise self._malformed(
+                            f"a {kind} {self._event_word} that cannot be used ({type(exc).__name__}: {exc})"
+                        ) from exc
         except self._sdk.APIConnectionError as exc:
             raise StreamBroken(f"the stream broke: {exc.message}") from exc
         except transport_errors() as exc:
             raise StreamBroken(f"the stream broke: {type(exc).__name__}: {exc}") from exc
         except json.JSONDecodeError as exc:  # the SDK decodes each event's data and lets this through
             article = "an" if self._event_word[0] in "aeiou" else "a"
-            raise self._malformed(f"{article} {self._event_word} whose data is not JSON ({exc.msg} at character {exc.pos}: "
-                                  f"{exc.doc[:80]!r})") from exc
+            raise self._malformed(
+                f"{article} {self._event_word} whose data is not JSON ({exc.msg} at character {exc.pos}: "
+                f"{exc.doc[:80]!r})"
+            ) from exc
         finally:
             await stream.close()
         missing = reply.missing()

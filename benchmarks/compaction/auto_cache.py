@@ -80,5 +80,11 @@ class NoCache:
         return self.fresh_call(cumulative[-1] if cumulative else 0, output_tokens)
 
     def fresh_call(self, input_tokens: int, output_tokens: int) -> ApiCallCost:
-        return ApiCallCost(input_tokens, 0, 0, input_tokens, output_tokens,
-                           input_tokens * self.price + output_tokens * self.output_price)
+        return ApiCallCost(
+            input_tokens,
+            0,
+            0,
+            input_tokens,
+            output_tokens,
+            input_tokens * self.price + output_tokens * self.output_price,
+        )

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agents.compaction.ledger import (
+from agents.compaction import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
     OUTPUT_PRICE_MULTIPLIER,
+    SUMMARIZER_SYSTEM,
+    handoff_messages,
     input_price_per_mtok,
 )
-from agents.compaction.model_summarizer import SUMMARIZER_SYSTEM, handoff_messages
 from agents.messages import Message
 from agents.ports import ModelRequest, Summarizer
 from agents.tokens import TokenCounter, estimate_messages_tokens, estimate_prefix_tokens

@@ -41,8 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from agents.compaction.cache_points import compacted_breakpoint
-from agents.compaction.ledger import CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER
+from agents.compaction import CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER, compacted_breakpoint
 from agents.messages import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from agents.ports import ModelRequest
 from agents.tokens import TOOL_SCHEMA_OVERHEAD_TOKENS, TokenCounter
@@ -92,7 +91,7 @@ def write_multiplier_for(ttl_s: float) -> float:
 
 
 class CacheSettings(BaseModel):
-    """Every parameter of the explicit (Anthropic) cost model (README, "Cost"); the
+    """Every parameter of the explicit (Anthropic) cost model (docs/benchmarks.md, "Cost"); the
     automatic caches' rules are `pricing.AUTO_CACHE_RULES`, overridden by `auto`."""
 
     breakpoints: tuple[Breakpoint, ...] = ("tools", "system", "compacted", "last_message")
@@ -158,8 +157,15 @@ def _price_row(model: str | ModelPrice) -> ModelPrice:
         return model
     row = model_price(model)
     if row is None:  # an unknown name: the reference price, as the ledger estimates
-        return ModelPrice(name=model, provider="anthropic", kind="explicit", input=3.0, output=15.0,
-                          cached_input=0.3, source="reference price (model unknown)")
+        return ModelPrice(
+            name=model,
+            provider="anthropic",
+            kind="explicit",
+            input=3.0,
+            output=15.0,
+            cached_input=0.3,
+            source="reference price (model unknown)",
+        )
     return row
 
 
@@ -217,8 +223,11 @@ class PromptCache(RequestLayout):
         self.model = _price_row(pricing_model)
         self.price = self.model.input / 1_000_000
         self.output_price = self.model.output / 1_000_000
-        self.minimum = (self.settings.min_cacheable_tokens if self.settings.min_cacheable_tokens is not None
-                        else self.model.min_cacheable_tokens or min_cacheable_tokens(self.model.name))
+        self.minimum = (
+            self.settings.min_cacheable_tokens
+            if self.settings.min_cacheable_tokens is not None
+            else self.model.min_cacheable_tokens or min_cacheable_tokens(self.model.name)
+        )
         self._entries: dict[int, float] = {}  # prefix hash -> last written or read
 
     def _live(self, key: int, now: float) -> bool:

@@ -15,11 +15,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agents.compaction import STRATEGIES, make_strategy
-from agents.directories import output_directory
 from agents.errors import ConfigError
+from agents.settings import output_directory
 from agents.visible import reveal
 from benchmarks.traces import FORMATS
-from cluster.console import claim_stdout
+from cluster.terminal import claim_stdout
 
 from .cache_model import CacheSettings
 from .data import Inputs, load_inputs, synthetic_inputs
@@ -101,10 +101,20 @@ def _config(args: argparse.Namespace) -> BenchConfig:
     pricing_for(args.pricing, None, args.pricing_model)  # an unknown model name is a usage error now
     pricing_for(args.pricing_model, None, args.pricing_model)
     return BenchConfig(
-        strategies=_strategies(args, windows), baseline=args.baseline, context_window=windows[0],
-        windows=windows if len(windows) > 1 else [], summarizer=args.summarizer, pricing=args.pricing,
-        pricing_model=args.pricing_model, resamples=args.resamples, seed=args.seed, strict=args.strict,
-        tokenizer=args.tokenizer, harness_count=args.harness_count, cluster=args.cluster, cache=_cache(args),
+        strategies=_strategies(args, windows),
+        baseline=args.baseline,
+        context_window=windows[0],
+        windows=windows if len(windows) > 1 else [],
+        summarizer=args.summarizer,
+        pricing=args.pricing,
+        pricing_model=args.pricing_model,
+        resamples=args.resamples,
+        seed=args.seed,
+        strict=args.strict,
+        tokenizer=args.tokenizer,
+        harness_count=args.harness_count,
+        cluster=args.cluster,
+        cache=_cache(args),
     )
 
 
@@ -120,7 +130,9 @@ def _auto_overrides(items: list[str]) -> dict[str, dict[str, float]]:
             raise ConfigError(f"--auto-cache {item}: give key=value pairs of min_tokens, step, ttl_s") from exc
         unknown = set(values) - {"min_tokens", "step", "ttl_s"}
         if unknown:
-            raise ConfigError(f"--auto-cache {item}: unknown key {', '.join(sorted(unknown))}; known: min_tokens, step, ttl_s")
+            raise ConfigError(
+                f"--auto-cache {item}: unknown key {', '.join(sorted(unknown))}; known: min_tokens, step, ttl_s"
+            )
         try:
             AutoCacheRule.model_validate({**AUTO_CACHE_RULES[provider].model_dump(), **values})
         except ValueError as exc:
@@ -132,9 +144,15 @@ def _auto_overrides(items: list[str]) -> dict[str, dict[str, float]]:
 def _cache(args: argparse.Namespace) -> CacheSettings:
     points = tuple(p.strip() for p in args.cache_breakpoints.split(",") if p.strip())
     try:
-        return CacheSettings(breakpoints=points, lookback_blocks=args.cache_lookback, min_cacheable_tokens=args.cache_min_tokens,
-                             ttl_s=args.cache_ttl, default_gap_s=args.cache_gap, output_tokens=args.output_tokens,
-                             auto=_auto_overrides(args.auto_cache))
+        return CacheSettings(
+            breakpoints=points,
+            lookback_blocks=args.cache_lookback,
+            min_cacheable_tokens=args.cache_min_tokens,
+            ttl_s=args.cache_ttl,
+            default_gap_s=args.cache_gap,
+            output_tokens=args.output_tokens,
+            auto=_auto_overrides(args.auto_cache),
+        )
     except ValueError as exc:
         first = str(exc).splitlines()
         raise ConfigError(f"cost model settings: {' '.join(first[1:3]) if len(first) > 2 else exc}") from exc
@@ -166,8 +184,14 @@ def run_compaction(args: argparse.Namespace) -> int:
         print(reveal(f"skipping {path}: not a trace in a format the benchmark reads ({SUPPORTED})"), file=sys.stderr)
     total = len(inputs.traces) * len(config.strategies) * len(config.all_windows)
     # A trace's label is a file name: shown revealed, and never read as markup.
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task("replaying", total=total)
 
         def advance(result) -> None:
@@ -177,8 +201,17 @@ def run_compaction(args: argparse.Namespace) -> int:
             measured, runtime = run_local(inputs.traces, config, advance), "in-process (--local)"
         else:
             measured, runtime = run_on_ray(inputs.traces, config, advance, address=args.address), "Ray"
-    doc = write_outputs(args.out, inputs, config, measured, started=started, runtime=runtime, origin=origin,
-                        default=args.default, live=(lambda: _live(args, config, experiment, err)) if experiment else None)
+    doc = write_outputs(
+        args.out,
+        inputs,
+        config,
+        measured,
+        started=started,
+        runtime=runtime,
+        origin=origin,
+        default=args.default,
+        live=(lambda: _live(args, config, experiment, err)) if experiment else None,
+    )
     if args.json:
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
@@ -192,22 +225,44 @@ def run_compaction(args: argparse.Namespace) -> int:
 
 
 def _register(args: argparse.Namespace, config: BenchConfig) -> LiveExperiment:
-    return prepare_live(args.live, arms=config.strategies, default=args.default, out=args.out, model=args.model,
-                        repeats=args.repeats, seed=config.seed, alpha=args.alpha, margin=args.margin,
-                        resamples=config.resamples, strict=args.strict, argv=sys.argv)
+    return prepare_live(
+        args.live,
+        arms=config.strategies,
+        default=args.default,
+        out=args.out,
+        model=args.model,
+        repeats=args.repeats,
+        seed=config.seed,
+        alpha=args.alpha,
+        margin=args.margin,
+        resamples=config.resamples,
+        strict=args.strict,
+        argv=sys.argv,
+    )
 
 
 def _live(args: argparse.Namespace, config: BenchConfig, experiment: LiveExperiment, err: Console) -> dict:
     # A task id comes from the task file: shown revealed, and never read as markup.
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task("live tasks", total=None)
 
         def finished(arm: str, task_id: str, status: str) -> None:
             bar.update(task, advance=1, description=reveal(f"live · {arm} · {task_id}: {status}", one_line=True))
 
         return experiment.run(
-            summarizer=config.summarizer, local=args.local, address=args.address, concurrency=args.concurrency,
-            pricing=config.pricing, pricing_model=config.pricing_model, progress=finished,
+            summarizer=config.summarizer,
+            local=args.local,
+            address=args.address,
+            concurrency=args.concurrency,
+            pricing=config.pricing,
+            pricing_model=config.pricing_model,
+            progress=finished,
             on_start=lambda total: bar.update(task, total=total),
         )

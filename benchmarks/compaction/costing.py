@@ -53,25 +53,37 @@ def cache_for(model: ModelPrice, counter: TokenCounter, settings: CacheSettings)
 
 
 def price_replay(
-    replay: ReplayResult, measured: Sequence[tuple[int, int]], outputs: Sequence[int],
-    summarizer_calls: Sequence[SummarizerCall], pricing: Pricing, counter: TokenCounter, settings: CacheSettings,
+    replay: ReplayResult,
+    measured: Sequence[tuple[int, int]],
+    outputs: Sequence[int],
+    summarizer_calls: Sequence[SummarizerCall],
+    pricing: Pricing,
+    counter: TokenCounter,
+    settings: CacheSettings,
 ) -> PricedRun:
     """`measured`: (request index, message index) of each recorded call; `outputs`: its
     output tokens."""
     model = pricing.price
     cache = cache_for(model, counter, settings)
     times = call_times([replay.trace.call_record(k).timestamp for k, _ in measured], settings.default_gap_s)
-    calls: list[ApiCallCost] = [cache.call(replay.requests[k], now, out)
-                                for (k, _), now, out in zip(measured, times, outputs, strict=True)]
+    calls: list[ApiCallCost] = [
+        cache.call(replay.requests[k], now, out) for (k, _), now, out in zip(measured, times, outputs, strict=True)
+    ]
     summaries = [cache.fresh_call(c.input_tokens, c.output_tokens) for c in summarizer_calls]
     main = sum(c.cost_usd for c in calls)
     summ = sum(c.cost_usd for c in summaries)
     rule = model.kind if model.kind != "automatic" else f"automatic ({model.provider})"
     return PricedRun(
-        pricing=pricing.label, priced_as=pricing.priced_as, cache_rule=rule,
-        input_tokens=sum(c.tokens for c in calls), cache_read_tokens=sum(c.cache_read for c in calls),
-        cache_write_tokens=sum(c.cache_write for c in calls), plain_input_tokens=sum(c.plain for c in calls),
-        output_tokens=sum(c.output for c in calls), main_cost_usd=main,
+        pricing=pricing.label,
+        priced_as=pricing.priced_as,
+        cache_rule=rule,
+        input_tokens=sum(c.tokens for c in calls),
+        cache_read_tokens=sum(c.cache_read for c in calls),
+        cache_write_tokens=sum(c.cache_write for c in calls),
+        plain_input_tokens=sum(c.plain for c in calls),
+        output_tokens=sum(c.output for c in calls),
+        main_cost_usd=main,
         output_cost_usd=sum(c.output for c in calls) * model.output / 1_000_000,
-        summarizer_cost_usd=summ, cost_usd=main + summ,
+        summarizer_cost_usd=summ,
+        cost_usd=main + summ,
     )

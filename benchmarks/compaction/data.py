@@ -16,10 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.errors import ConfigError
-from benchmarks.traces import Trace, UnknownTraceFormat, detect_format, load_trace_file
-from benchmarks.traces.corpus import corpus_dir
-from benchmarks.traces.model import read_json_documents
-from benchmarks.traces.workingset import CALL_FILE, is_trace_dir
+from benchmarks.traces import (
+    CALL_FILE,
+    Trace,
+    UnknownTraceFormat,
+    corpus_dir,
+    detect_format,
+    is_trace_dir,
+    load_trace_file,
+    read_json_documents,
+)
 
 from .synthetic import synthetic_traces
 

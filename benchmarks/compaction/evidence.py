@@ -147,8 +147,14 @@ def trace_evidence(trace: Trace, counter: TokenCounter | None = None) -> TraceEv
         legacy, legacy_producers = _legacy_needs(corpus, items, i)
         tool, tool_producers = _tool_needs(corpus, trace.system, items, i)
         first_producers = {p[0]: results[p[0]] for p in tool_producers}
-        evidence.calls[i] = CallNeeds(i, tuple(legacy), tuple(legacy_producers), tuple(tool), tuple(tool_producers),
-                                      task_tokens + _oracle_tokens(trace, first_producers, counter))
+        evidence.calls[i] = CallNeeds(
+            i,
+            tuple(legacy),
+            tuple(legacy_producers),
+            tuple(tool),
+            tuple(tool_producers),
+            task_tokens + _oracle_tokens(trace, first_producers, counter),
+        )
     return evidence
 
 

@@ -35,8 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.errors import ConfigError
-from cluster.eval.results import ResultRow
-from cluster.eval.task_file import LoadedTasks
+from cluster.eval import LoadedTasks, ResultRow
 
 from .live_plan import LivePlan, PlannedTask, register_plan, seeds_for
 from .live_stats import compare_pairs, solve_rate
@@ -73,17 +72,27 @@ def _seeded(spec: str | None, seed: int) -> str | None:
 
 
 def _settings(spec: str, out: Path, model: str | None, summarizer: str, local: bool, address: str | None):
-    from cluster.eval.settings import eval_settings
+    from cluster.eval import eval_settings
 
     args = argparse.Namespace(
-        out=str(out), allow=[], deny=[], model=model, summarizer=summarizer, strategy=spec, max_turns=None,
-        max_tokens=None, max_cost=None, address=address, no_sandbox=False, local=local,
+        out=str(out),
+        allow=[],
+        deny=[],
+        model=model,
+        summarizer=summarizer,
+        strategy=spec,
+        max_turns=None,
+        max_tokens=None,
+        max_cost=None,
+        address=address,
+        no_sandbox=False,
+        local=local,
     )
     return eval_settings(args)
 
 
 def _dir_name(spec: str) -> str:
-    from cluster.eval.workspaces import safe_name
+    from cluster.eval import safe_name
 
     return safe_name(spec)
 
@@ -94,25 +103,34 @@ class LiveExperiment:
     loaded: LoadedTasks
     out: Path
 
-    async def _batch(self, arm: str, seed: int, *, summarizer, local, address, concurrency, progress) -> dict[str, ResultRow]:
-        from cluster.eval.hosts import LocalHost, SessionHost
-        from cluster.eval.ray_host import RayHost
-        from cluster.eval.runner import EvalOptions, EvalRunner
+    async def _batch(
+        self, arm: str, seed: int, *, summarizer, local, address, concurrency, progress
+    ) -> dict[str, ResultRow]:
+        from cluster.eval import EvalOptions, EvalRunner, LocalHost, RayHost, SessionHost
 
         where = self.out / "live" / _dir_name(arm) / f"seed-{seed}"
         settings = _settings(arm, where, _seeded(self.plan.model, seed), summarizer, local, address)
         host: SessionHost = LocalHost() if settings.runtime == "local" else RayHost(concurrency=concurrency)
         forced = [t.model_copy(update={"strategy": arm, "model": _seeded(t.model, seed)}) for t in self.loaded.tasks]
-        runner = EvalRunner(settings, forced, EvalOptions(out=where, concurrency=concurrency), host=host,
-                            reporter=_Reporter(progress))
+        runner = EvalRunner(
+            settings, forced, EvalOptions(out=where, concurrency=concurrency), host=host, reporter=_Reporter(progress)
+        )
         await runner.run()
         latest, _ = runner.results.latest()
         return {t.id: latest[t.id] for t in forced if t.id in latest}
 
-    def run(self, *, summarizer: str = "extractive", local: bool = False, address: str | None = None,
-            concurrency: int = 2, pricing: str = "per-trace", pricing_model: str = "claude-sonnet-4-5",
-            progress: Callable[[str, str, str], None] | None = None,
-            on_start: Callable[[int], None] | None = None) -> dict[str, Any]:
+    def run(
+        self,
+        *,
+        summarizer: str = "extractive",
+        local: bool = False,
+        address: str | None = None,
+        concurrency: int = 2,
+        pricing: str = "per-trace",
+        pricing_model: str = "claude-sonnet-4-5",
+        progress: Callable[[str, str, str], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> dict[str, Any]:
         """Run every task under every arm and repeat; returns the `live` section of the document."""
         plan = self.plan
         if on_start:
@@ -122,8 +140,17 @@ class LiveExperiment:
             for arm in plan.arms:
                 label = f"{arm} · seed {seed}"
                 report = (lambda task_id, status, label=label: progress(label, task_id, status)) if progress else None
-                done = asyncio.run(self._batch(arm, seed, summarizer=summarizer, local=local, address=address,
-                                               concurrency=concurrency, progress=report))
+                done = asyncio.run(
+                    self._batch(
+                        arm,
+                        seed,
+                        summarizer=summarizer,
+                        local=local,
+                        address=address,
+                        concurrency=concurrency,
+                        progress=report,
+                    )
+                )
                 rows[arm].update({(task_id, repeat): row for task_id, row in done.items()})
         return self._document(rows, pricing=pricing, pricing_model=pricing_model)
 
@@ -133,36 +160,84 @@ class LiveExperiment:
         arms = []
         for arm in plan.arms:
             mine = rows[arm]
-            rate = solve_rate(solved[arm], resamples=plan.resamples, seed=plan.seeds[0], confidence=1 - plan.alpha,
-                              label=f"live/{arm}")
+            rate = solve_rate(
+                solved[arm],
+                resamples=plan.resamples,
+                seed=plan.seeds[0],
+                confidence=1 - plan.alpha,
+                label=f"live/{arm}",
+            )
             statuses = sorted({r.status for r in mine.values()})
-            arms.append({
-                "arm": arm, "runs": len(mine), "solved": sum(solved[arm].values()),
-                "solve_rate": rate.model_dump() if rate else None,
-                "statuses": {s: sum(1 for r in mine.values() if r.status == s) for s in statuses},
-                "usage": arm_usage(list(mine.values()), pricing, pricing_model).model_dump(),
-                "out": str(self.out / "live" / _dir_name(arm)),
-            })
+            arms.append(
+                {
+                    "arm": arm,
+                    "runs": len(mine),
+                    "solved": sum(solved[arm].values()),
+                    "solve_rate": rate.model_dump() if rate else None,
+                    "statuses": {s: sum(1 for r in mine.values() if r.status == s) for s in statuses},
+                    "usage": arm_usage(list(mine.values()), pricing, pricing_model).model_dump(),
+                    "out": str(self.out / "live" / _dir_name(arm)),
+                }
+            )
         others = [a for a in plan.arms if a != plan.default_arm]
-        pairs = compare_pairs(solved, plan.default_arm, others, margin=plan.margin, alpha=plan.alpha,
-                              resamples=plan.resamples, seed=plan.seeds[0])
-        runs = [{"arm": arm, "task": task, "repeat": repeat, "seed": plan.seeds[repeat], "status": row.status,
-                 "turns": row.turns, "recall_calls": row.recall_calls, "compactions": row.compactions}
-                for arm in plan.arms for (task, repeat), row in sorted(rows[arm].items())]
-        return {"plan": str(self.out / "plan.json"), "tasks_file": plan.tasks_file, "tasks": len(plan.tasks),
-                "invalid": self.loaded.problem_lines(), "model": plan.model, "default": plan.default_arm,
-                "repeats": plan.repeats, "seeds": plan.seeds, "alpha": plan.alpha, "margin": plan.margin,
-                "pricing": pricing, "arms": arms, "pairs": [p.model_dump() for p in pairs], "runs": runs}
+        pairs = compare_pairs(
+            solved,
+            plan.default_arm,
+            others,
+            margin=plan.margin,
+            alpha=plan.alpha,
+            resamples=plan.resamples,
+            seed=plan.seeds[0],
+        )
+        runs = [
+            {
+                "arm": arm,
+                "task": task,
+                "repeat": repeat,
+                "seed": plan.seeds[repeat],
+                "status": row.status,
+                "turns": row.turns,
+                "recall_calls": row.recall_calls,
+                "compactions": row.compactions,
+            }
+            for arm in plan.arms
+            for (task, repeat), row in sorted(rows[arm].items())
+        ]
+        return {
+            "plan": str(self.out / "plan.json"),
+            "tasks_file": plan.tasks_file,
+            "tasks": len(plan.tasks),
+            "invalid": self.loaded.problem_lines(),
+            "model": plan.model,
+            "default": plan.default_arm,
+            "repeats": plan.repeats,
+            "seeds": plan.seeds,
+            "alpha": plan.alpha,
+            "margin": plan.margin,
+            "pricing": pricing,
+            "arms": arms,
+            "pairs": [p.model_dump() for p in pairs],
+            "runs": runs,
+        }
 
 
 def prepare_live(
-    tasks_path: Path, *, arms: Sequence[str], default: str, out: Path, model: str | None, repeats: int = 1,
-    seed: int = 0, alpha: float = 0.05, margin: float = 0.05, resamples: int = 2_000, strict: bool = False,
+    tasks_path: Path,
+    *,
+    arms: Sequence[str],
+    default: str,
+    out: Path,
+    model: str | None,
+    repeats: int = 1,
+    seed: int = 0,
+    alpha: float = 0.05,
+    margin: float = 0.05,
+    resamples: int = 2_000,
+    strict: bool = False,
     argv: Sequence[str] = (),
 ) -> LiveExperiment:
     """Load the tasks and register the plan in `out` (or continue the one stored there)."""
-    from cluster.eval.task_file import load_tasks
-    from cluster.eval.tasks import absolute_spec
+    from cluster.eval import absolute_spec, load_tasks
 
     if repeats < 1:
         raise ConfigError(f"--repeats {repeats}: give at least 1")
@@ -176,11 +251,20 @@ def prepare_live(
         raise ConfigError(f"--live {tasks_path}: no valid task" + (f" ({invalid[0]})" if invalid else ""))
     origin = project_commit()
     plan = LivePlan(
-        arms=list(arms), default_arm=default, tasks_file=str(tasks_path.resolve()),
+        arms=list(arms),
+        default_arm=default,
+        tasks_file=str(tasks_path.resolve()),
         tasks_file_sha256=trace_hashes([str(tasks_path)])[str(tasks_path)],
         tasks=[PlannedTask(id=t.id, digest=loaded.digests[t.id]) for t in loaded.tasks],
-        model=absolute_spec(model, Path.cwd()), repeats=repeats, seeds=seeds_for(seed, repeats), alpha=alpha,
-        margin=margin, resamples=resamples, commit=origin["commit"], dirty=origin["dirty"], command=list(argv),
+        model=absolute_spec(model, Path.cwd()),
+        repeats=repeats,
+        seeds=seeds_for(seed, repeats),
+        alpha=alpha,
+        margin=margin,
+        resamples=resamples,
+        commit=origin["commit"],
+        dirty=origin["dirty"],
+        command=list(argv),
         registered_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
     return LiveExperiment(plan=register_plan(out, plan), loaded=loaded, out=out)

@@ -23,10 +23,14 @@ from benchmarks.calc_batch import calc_repo, script, task, tasks_file
 __all__ = ["write_demo"]
 
 _READ = {"text": "Reading.", "tool_calls": [{"name": "Read", "input": {"path": "calc.py"}}]}
-_FIX = {"text": "Fixing.", "tool_calls": [{"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b",
-                                                                        "new_string": "a + b"}}]}
-_WRONG = {"text": "Fixing.", "tool_calls": [{"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b",
-                                                                          "new_string": "a * b"}}]}
+_FIX = {
+    "text": "Fixing.",
+    "tool_calls": [{"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}],
+}
+_WRONG = {
+    "text": "Fixing.",
+    "tool_calls": [{"name": "Edit", "input": {"path": "calc.py", "old_string": "a - b", "new_string": "a * b"}}],
+}
 
 
 def _print(chars: int, letter: str, tool_id: str | None = None) -> dict:
@@ -43,16 +47,30 @@ def write_demo(root: Path, seeds: int = 2) -> Path:
     plain = script(root, "plain", [_READ, _FIX, {"text": "Fixed."}])
     for seed in range(seeds):
         script(root, f"seeded-{seed}", [_READ, _WRONG if seed % 2 else _FIX, {"text": "Fixed."}])
-    refused = script(root, "refused", [_READ, _print(20_000, "x"), _print(20_000, "y"), {"error": "prompt_too_long"},
-                                       _FIX, {"text": "Fixed."}])
-    recall = script(root, "recall", [_print(40_000, "z", "toolu_long"),
-                                     {"text": "Reading the rest.", "tool_calls": [
-                                         {"name": "Recall", "input": {"id": "toolu_long", "offset": 30_000}}]},
-                                     _FIX, {"text": "Fixed."}])
-    rows = [task("plain", "calc", model=f"scripted:{plain}"),
-            task("seeded", "calc", model=f"scripted:{root / 'seeded-{seed}.json'}"),
-            task("refused", "calc", model=f"scripted:{refused}"),
-            task("recall", "calc", model=f"scripted:{recall}")]
+    refused = script(
+        root,
+        "refused",
+        [_READ, _print(20_000, "x"), _print(20_000, "y"), {"error": "prompt_too_long"}, _FIX, {"text": "Fixed."}],
+    )
+    recall = script(
+        root,
+        "recall",
+        [
+            _print(40_000, "z", "toolu_long"),
+            {
+                "text": "Reading the rest.",
+                "tool_calls": [{"name": "Recall", "input": {"id": "toolu_long", "offset": 30_000}}],
+            },
+            _FIX,
+            {"text": "Fixed."},
+        ],
+    )
+    rows = [
+        task("plain", "calc", model=f"scripted:{plain}"),
+        task("seeded", "calc", model=f"scripted:{root / 'seeded-{seed}.json'}"),
+        task("refused", "calc", model=f"scripted:{refused}"),
+        task("recall", "calc", model=f"scripted:{recall}"),
+    ]
     return tasks_file(root / "tasks.jsonl", rows)
 
 
@@ -61,8 +79,10 @@ def main(argv: list[str]) -> int:
         print("usage: python3 -m benchmarks.compaction.live_demo DIR", file=sys.stderr)
         return 2
     tasks = write_demo(Path(argv[0]).resolve())
-    print(f"workingset bench compaction --local --synthetic 1 --strategies raw --live {tasks} --repeats 2 "
-          f"--out {tasks.parent / 'out'}")
+    print(
+        f"workingset bench compaction --local --synthetic 1 --strategies raw --live {tasks} --repeats 2 "
+        f"--out {tasks.parent / 'out'}"
+    )
     return 0
 
 

@@ -36,8 +36,10 @@ class PlannedTask(BaseModel):
 
 class LivePlan(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    about: str = ("pre-registration of a live compaction experiment (benchmarks/compaction/live_plan.py): "
-                  "written before the first task ran; a rerun with other registered fields refuses")
+    about: str = (
+        "pre-registration of a live compaction experiment (benchmarks/compaction/live_plan.py): "
+        "written before the first task ran; a rerun with other registered fields refuses"
+    )
     arms: list[str]
     default_arm: str
     tasks_file: str
@@ -47,9 +49,11 @@ class LivePlan(BaseModel):
     repeats: int
     seeds: list[int] = Field(description="The seed of each repeat, the same under every arm and task.")
     outcome: str = "solved = the run's status is `passed`; any other status of a run that ended counts as not solved"
-    test: str = ("McNemar per pair (the default arm vs each other arm): exact binomial below 25 discordant pairs, "
-                 "else chi-square with continuity correction; Holm across the pairs; difference in solve rate "
-                 "with a bootstrap interval clustered by task; Durkalski's clustered McNemar reported beside it")
+    test: str = (
+        "McNemar per pair (the default arm vs each other arm): exact binomial below 25 discordant pairs, "
+        "else chi-square with continuity correction; Holm across the pairs; difference in solve rate "
+        "with a bootstrap interval clustered by task; Durkalski's clustered McNemar reported beside it"
+    )
     alpha: float
     margin: float = Field(description="Non-inferiority margin on the solve rate difference (default − other).")
     resamples: int
@@ -77,12 +81,16 @@ def register_plan(out: Path, plan: LivePlan) -> LivePlan:
         try:
             stored = LivePlan.model_validate_json(path.read_text(encoding="utf-8"))
         except (OSError, ValidationError, ValueError) as exc:
-            raise ConfigError(f"{path} is not a plan this benchmark wrote ({type(exc).__name__}); "
-                              "use another --out, or remove it to register a new plan") from exc
+            raise ConfigError(
+                f"{path} is not a plan this benchmark wrote ({type(exc).__name__}); "
+                "use another --out, or remove it to register a new plan"
+            ) from exc
         differ = _differences(stored.model_dump(mode="json"), new)
         if differ:
-            raise ConfigError(f"{path} registers another experiment ({', '.join(differ)} differ); use another --out "
-                              f"for this one, or remove {path} and the results beside it to start over")
+            raise ConfigError(
+                f"{path} registers another experiment ({', '.join(differ)} differ); use another --out "
+                f"for this one, or remove {path} and the results beside it to start over"
+            )
         return stored
     out.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{PLAN_FILE}.{os.getpid()}.tmp")

@@ -13,10 +13,35 @@ from .stats import Interval
 
 __all__ = ["ARM_COLUMNS", "PAIR_COLUMNS", "arm_rows", "live_caption", "pair_rows"]
 
-ARM_COLUMNS = ("arm", "runs", "solved", "solve rate", "errors", "billed $", "$ / run", "input", "cache read",
-               "cache write", "output", "turns / run", "Recall calls (runs)", "compactions")
-PAIR_COLUMNS = ("pair", "pairs", "A only", "B only", "both", "neither", "McNemar p", "p (Holm)", "p (by task)",
-                "Δ solve rate", "non-inferior")
+ARM_COLUMNS = (
+    "arm",
+    "runs",
+    "solved",
+    "solve rate",
+    "errors",
+    "billed $",
+    "$ / run",
+    "input",
+    "cache read",
+    "cache write",
+    "output",
+    "turns / run",
+    "Recall calls (runs)",
+    "compactions",
+)
+PAIR_COLUMNS = (
+    "pair",
+    "pairs",
+    "A only",
+    "B only",
+    "both",
+    "neither",
+    "McNemar p",
+    "p (Holm)",
+    "p (by task)",
+    "Δ solve rate",
+    "non-inferior",
+)
 
 
 def _interval(value: dict | None, *, signed: bool = False) -> str:
@@ -38,10 +63,24 @@ def arm_rows(live: dict[str, Any]) -> list[list[str]]:
         u = a["usage"]
         per_run = "—" if u["billed_usd_per_run"] is None else f"{u['billed_usd_per_run']:.4f}"
         turns = "—" if u["turns_per_run"] is None else f"{u['turns_per_run']:.1f}"
-        rows.append([a["arm"], str(a["runs"]), str(a["solved"]), _interval(a["solve_rate"]),
-                     str(a["statuses"].get("error", 0)), f"{u['billed_usd']:.4f}", per_run, f"{u['input_tokens']:,}",
-                     f"{u['cache_read_tokens']:,}", f"{u['cache_write_tokens']:,}", f"{u['output_tokens']:,}", turns,
-                     f"{u['recall_calls']} ({u['runs_using_recall']})", str(u["compactions"])])
+        rows.append(
+            [
+                a["arm"],
+                str(a["runs"]),
+                str(a["solved"]),
+                _interval(a["solve_rate"]),
+                str(a["statuses"].get("error", 0)),
+                f"{u['billed_usd']:.4f}",
+                per_run,
+                f"{u['input_tokens']:,}",
+                f"{u['cache_read_tokens']:,}",
+                f"{u['cache_write_tokens']:,}",
+                f"{u['output_tokens']:,}",
+                turns,
+                f"{u['recall_calls']} ({u['runs_using_recall']})",
+                str(u["compactions"]),
+            ]
+        )
     return rows
 
 
@@ -50,10 +89,21 @@ def pair_rows(live: dict[str, Any]) -> list[list[str]]:
     for p in live["pairs"]:
         t = p["test"]
         verdict = "—" if p["noninferior"] is None else ("yes" if p["noninferior"] else "no")
-        rows.append([f"A = {p['arm']} · B = {p['other']}", str(p["pairs"]), str(t["b"]), str(t["c"]), str(p["both_solved"]),
-                     str(p["neither"]), f"{_p(t['p_value'])} ({t['method']})", _p(p["p_holm"]),
-                     _p(p["p_clustered"]),
-                     _interval(p["difference"], signed=True), verdict])
+        rows.append(
+            [
+                f"A = {p['arm']} · B = {p['other']}",
+                str(p["pairs"]),
+                str(t["b"]),
+                str(t["c"]),
+                str(p["both_solved"]),
+                str(p["neither"]),
+                f"{_p(t['p_value'])} ({t['method']})",
+                _p(p["p_holm"]),
+                _p(p["p_clustered"]),
+                _interval(p["difference"], signed=True),
+                verdict,
+            ]
+        )
     return rows
 
 

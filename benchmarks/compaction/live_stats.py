@@ -94,36 +94,91 @@ class PairComparison(BaseModel):
     noninferior: bool | None  # the difference's lower end above -margin; None without pairs
 
 
-def solve_rate(solved: Mapping[Unit, bool], *, resamples: int, seed: int, confidence: float, label: str) -> Interval | None:
+def solve_rate(
+    solved: Mapping[Unit, bool], *, resamples: int, seed: int, confidence: float, label: str
+) -> Interval | None:
     units = sorted(solved)
-    return bootstrap_interval([1.0 if solved[u] else 0.0 for u in units], statistic="mean", resamples=resamples,
-                              confidence=confidence, seed=seed, label=label, clusters=[task for task, _ in units])
+    return bootstrap_interval(
+        [1.0 if solved[u] else 0.0 for u in units],
+        statistic="mean",
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+        label=label,
+        clusters=[task for task, _ in units],
+    )
 
 
-def _compare(arm: str, other: str, a: Mapping[Unit, bool], b: Mapping[Unit, bool], *, margin: float, resamples: int,
-             seed: int, confidence: float) -> PairComparison:
+def _compare(
+    arm: str,
+    other: str,
+    a: Mapping[Unit, bool],
+    b: Mapping[Unit, bool],
+    *,
+    margin: float,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> PairComparison:
     units = sorted(a.keys() & b.keys())
     per_task: dict[str, tuple[int, int]] = {}  # task -> its (b_k, c_k)
     for task, repeat in units:
         x, y = per_task.get(task, (0, 0))
-        per_task[task] = (x + int(a[task, repeat] and not b[task, repeat]), y + int(b[task, repeat] and not a[task, repeat]))
+        per_task[task] = (
+            x + int(a[task, repeat] and not b[task, repeat]),
+            y + int(b[task, repeat] and not a[task, repeat]),
+        )
     only_a, only_b = sum(x for x, _ in per_task.values()), sum(y for _, y in per_task.values())
     both = sum(1 for u in units if a[u] and b[u])
     differences = [float(a[u]) - float(b[u]) for u in units]
-    interval = bootstrap_interval(differences, statistic="mean", resamples=resamples, confidence=confidence, seed=seed,
-                                  label=f"live/{arm}-{other}", clusters=[task for task, _ in units])
-    return PairComparison(arm=arm, other=other, pairs=len(units), both_solved=both, neither=len(units) - both - only_a - only_b,
-                          test=mcnemar(only_a, only_b), p_clustered=clustered_mcnemar(list(per_task.values())),
-                          difference=interval, margin=margin,
-                          noninferior=None if interval is None else interval.lo > -margin)
+    interval = bootstrap_interval(
+        differences,
+        statistic="mean",
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+        label=f"live/{arm}-{other}",
+        clusters=[task for task, _ in units],
+    )
+    return PairComparison(
+        arm=arm,
+        other=other,
+        pairs=len(units),
+        both_solved=both,
+        neither=len(units) - both - only_a - only_b,
+        test=mcnemar(only_a, only_b),
+        p_clustered=clustered_mcnemar(list(per_task.values())),
+        difference=interval,
+        margin=margin,
+        noninferior=None if interval is None else interval.lo > -margin,
+    )
 
 
-def compare_pairs(solved: Mapping[str, Mapping[Unit, bool]], default: str, others: Sequence[str], *, margin: float,
-                  alpha: float, resamples: int, seed: int) -> list[PairComparison]:
+def compare_pairs(
+    solved: Mapping[str, Mapping[Unit, bool]],
+    default: str,
+    others: Sequence[str],
+    *,
+    margin: float,
+    alpha: float,
+    resamples: int,
+    seed: int,
+) -> list[PairComparison]:
     """The default arm against each other arm; McNemar p-values Holm-adjusted across them."""
     confidence = 1 - alpha
-    pairs = [_compare(default, other, solved[default], solved[other], margin=margin, resamples=resamples, seed=seed,
-                      confidence=confidence) for other in others]
+    pairs = [
+        _compare(
+            default,
+            other,
+            solved[default],
+            solved[other],
+            margin=margin,
+            resamples=resamples,
+            seed=seed,
+            confidence=confidence,
+        )
+        for other in others
+    ]
     for pair, adjusted in zip(pairs, holm([p.test.p_value for p in pairs]), strict=True):
         pair.p_holm = adjusted
     return pairs

@@ -127,7 +127,9 @@ class _Recall:
     visible: int = 0
     recoverable: int = 0
 
-    def add(self, items: Sequence[str], producers: Sequence[Sequence[str]], text: str, ids: frozenset[str]) -> list[str]:
+    def add(
+        self, items: Sequence[str], producers: Sequence[Sequence[str]], text: str, ids: frozenset[str]
+    ) -> list[str]:
         missed = []
         for item, holders in zip(items, producers, strict=True):
             self.needed += 1
@@ -153,7 +155,9 @@ def _count_compactions(replay: ReplayResult) -> tuple[dict[str, int], int]:
     return dict(sorted(kinds.items())), failures
 
 
-def _output_tokens(replay: ReplayResult, k: int, message_index: int, counter: TokenCounter, cache: CacheSettings) -> int:
+def _output_tokens(
+    replay: ReplayResult, k: int, message_index: int, counter: TokenCounter, cache: CacheSettings
+) -> int:
     recorded = replay.trace.call_record(k).output_tokens
     if cache.output_tokens == "recorded" and recorded is not None:
         return recorded
@@ -214,26 +218,50 @@ def measure_replay(
     kinds, failures = _count_compactions(replay)
     cumulative = sum(tokens)
     return RunMetrics(
-        trace=trace_label, strategy=replay.strategy, calls=len(measured), tokens_per_call=tokens,
-        cumulative_tokens=cumulative, peak_tokens=max(tokens, default=0), context_window=context_window or 0,
-        context_limit=limit, infeasible_calls=len(over), first_infeasible_call=over[0] if over else None,
+        trace=trace_label,
+        strategy=replay.strategy,
+        calls=len(measured),
+        tokens_per_call=tokens,
+        cumulative_tokens=cumulative,
+        peak_tokens=max(tokens, default=0),
+        context_window=context_window or 0,
+        context_limit=limit,
+        infeasible_calls=len(over),
+        first_infeasible_call=over[0] if over else None,
         refused=replay.refused,
-        pricing=main.pricing, priced_as=main.priced_as, cache_rule=main.cache_rule, cached_share=main.cached_share,
-        cache_read_tokens=main.cache_read_tokens, cache_write_tokens=main.cache_write_tokens,
-        plain_input_tokens=main.plain_input_tokens, output_tokens=main.output_tokens,
-        main_cost_usd=main.main_cost_usd, output_cost_usd=main.output_cost_usd,
+        pricing=main.pricing,
+        priced_as=main.priced_as,
+        cache_rule=main.cache_rule,
+        cached_share=main.cached_share,
+        cache_read_tokens=main.cache_read_tokens,
+        cache_write_tokens=main.cache_write_tokens,
+        plain_input_tokens=main.plain_input_tokens,
+        output_tokens=main.output_tokens,
+        main_cost_usd=main.main_cost_usd,
+        output_cost_usd=main.output_cost_usd,
         summarizer_calls=len(summarizer_calls),
         summarizer_input_tokens=sum(c.input_tokens for c in summarizer_calls),
         summarizer_output_tokens=sum(c.output_tokens for c in summarizer_calls),
-        summarizer_cost_usd=main.summarizer_cost_usd, cost_usd=main.cost_usd,
+        summarizer_cost_usd=main.summarizer_cost_usd,
+        cost_usd=main.cost_usd,
         summarizer_share=main.summarizer_cost_usd / main.cost_usd if main.cost_usd else 0.0,
         costs={p.pricing: p.cost_usd for p in priced},
         lcp_cached_tokens=sum(lcp[k].cached_tokens for k, _ in measured),
         cost_lcp_usd=lcp_main + sum(summarizer_cost_usd(c, pricing_model) for c in summarizer_calls),
-        compactions=kinds, compaction_failures=failures,
-        tool_evidence_items=tool.needed, tool_evidence_visible=tool.visible, tool_evidence_recoverable=tool.recoverable,
-        tool_evidence_recall=tool.recall(), tool_evidence_recoverable_recall=tool.reachable(), missed=missed,
-        needed_items=legacy.needed, visible_items=legacy.visible, recoverable_items=legacy.recoverable,
-        grounding_recall=legacy.recall(), recoverable_recall=legacy.reachable(),
-        oracle_tokens=oracle, oracle_ratio=cumulative / oracle if oracle else None, token_scale=token_scale,
+        compactions=kinds,
+        compaction_failures=failures,
+        tool_evidence_items=tool.needed,
+        tool_evidence_visible=tool.visible,
+        tool_evidence_recoverable=tool.recoverable,
+        tool_evidence_recall=tool.recall(),
+        tool_evidence_recoverable_recall=tool.reachable(),
+        missed=missed,
+        needed_items=legacy.needed,
+        visible_items=legacy.visible,
+        recoverable_items=legacy.recoverable,
+        grounding_recall=legacy.recall(),
+        recoverable_recall=legacy.reachable(),
+        oracle_tokens=oracle,
+        oracle_ratio=cumulative / oracle if oracle else None,
+        token_scale=token_scale,
     )

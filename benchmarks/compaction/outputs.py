@@ -33,24 +33,56 @@ def _clusters(inputs: Inputs, config: BenchConfig) -> dict[str, str] | None:
     return {label: (t.task_id if config.cluster == "instance" else t.source) for label, t in inputs.traces}
 
 
-def _window_doc(inputs: Inputs, config: BenchConfig, measured: Measured, window: int, *, wall: float, runtime: str,
-                origin: dict[str, Any]) -> dict[str, Any]:
+def _window_doc(
+    inputs: Inputs,
+    config: BenchConfig,
+    measured: Measured,
+    window: int,
+    *,
+    wall: float,
+    runtime: str,
+    origin: dict[str, Any],
+) -> dict[str, Any]:
     runs = [r for r in measured.runs if r.context_window == window]
     mine = config.model_copy(update={"context_window": window, "windows": []})
-    summaries = summarize_strategies(runs, config.strategies, baseline=config.baseline, resamples=config.resamples,
-                                     seed=config.seed, clusters=_clusters(inputs, config))
+    summaries = summarize_strategies(
+        runs,
+        config.strategies,
+        baseline=config.baseline,
+        resamples=config.resamples,
+        seed=config.seed,
+        clusters=_clusters(inputs, config),
+    )
     frameworks = {label: t.source for label, t in inputs.traces}
-    return build_document(inputs, mine, runs, summaries, wall_time_s=wall, runtime=runtime,
-                          frameworks=framework_breakdown(runs, config.strategies, frameworks),
-                          tokens=measured.tokens, families=family_tokens(measured.tokens), origin=origin)
+    return build_document(
+        inputs,
+        mine,
+        runs,
+        summaries,
+        wall_time_s=wall,
+        runtime=runtime,
+        frameworks=framework_breakdown(runs, config.strategies, frameworks),
+        tokens=measured.tokens,
+        families=family_tokens(measured.tokens),
+        origin=origin,
+    )
 
 
 def _verdict(inputs: Inputs, config: BenchConfig, measured: Measured, default: str) -> Verdict:
     clusters = _clusters(inputs, config) or {label: label for label, _ in inputs.traces}
-    pricings = list(dict.fromkeys(measured.runs[0].costs)) if measured.runs and measured.runs[0].costs else [config.pricing]
-    return compute_verdict([r.model_dump() for r in measured.runs], windows=config.all_windows, pricings=pricings,
-                           families=family_members(config.strategies), clusters=clusters, default=default,
-                           resamples=config.resamples, seed=config.seed)
+    pricings = (
+        list(dict.fromkeys(measured.runs[0].costs)) if measured.runs and measured.runs[0].costs else [config.pricing]
+    )
+    return compute_verdict(
+        [r.model_dump() for r in measured.runs],
+        windows=config.all_windows,
+        pricings=pricings,
+        families=family_members(config.strategies),
+        clusters=clusters,
+        default=default,
+        resamples=config.resamples,
+        seed=config.seed,
+    )
 
 
 def _verdict_fields(verdict: Verdict, config: BenchConfig) -> dict[str, Any]:
@@ -62,12 +94,24 @@ def _verdict_fields(verdict: Verdict, config: BenchConfig) -> dict[str, Any]:
 
 
 def _subtitle(config: BenchConfig, inputs: Inputs) -> str:
-    return (f"tokens: {config.tokenizer} · pricing: {config.pricing} · {len(inputs.traces)} traces · "
-            f"95% bootstrap of {config.cluster} clusters")
+    return (
+        f"tokens: {config.tokenizer} · pricing: {config.pricing} · {len(inputs.traces)} traces · "
+        f"95% bootstrap of {config.cluster} clusters"
+    )
 
 
-def write_outputs(out: Path, inputs: Inputs, config: BenchConfig, measured: Measured, *, started: float, runtime: str,
-                  origin: dict[str, Any], default: str, live: Callable[[], dict] | None = None) -> dict[str, Any]:
+def write_outputs(
+    out: Path,
+    inputs: Inputs,
+    config: BenchConfig,
+    measured: Measured,
+    *,
+    started: float,
+    runtime: str,
+    origin: dict[str, Any],
+    default: str,
+    live: Callable[[], dict] | None = None,
+) -> dict[str, Any]:
     """Write every file; returns the top document (the one window's, or the summary of several)."""
     verdict = _verdict(inputs, config, measured, default)
     windows = config.all_windows
@@ -88,9 +132,14 @@ def write_outputs(out: Path, inputs: Inputs, config: BenchConfig, measured: Meas
         doc["figures"] = write_plots(doc, where)
         _write(where, doc, markdown_report(doc))
     top = {
-        "benchmark": "compaction", "synthetic": inputs.synthetic, "data": next(iter(docs.values()))["data"],
-        "settings": config.model_dump(), "runtime": runtime, "provenance": origin,
-        "traces": next(iter(docs.values()))["traces"], "windows": windows,
+        "benchmark": "compaction",
+        "synthetic": inputs.synthetic,
+        "data": next(iter(docs.values()))["data"],
+        "settings": config.model_dump(),
+        "runtime": runtime,
+        "provenance": origin,
+        "traces": next(iter(docs.values()))["traces"],
+        "windows": windows,
         "per_window": {str(w): f"window-{w}/results.json" for w in windows},
         "token_check": next(iter(docs.values()))["token_check"],
         "cached_share": next(iter(docs.values())).get("cached_share", []),

@@ -24,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agents.compaction.protocol import CompactionEnv, CompactionRequest, CompactionResult, check
-from agents.compaction.run import CompactionRun
+from agents.compaction import CompactionEnv, CompactionRequest, CompactionResult, CompactionRun, check
 from agents.compaction.units import head_end, size, split_keeping_recent
 
 __all__ = ["OpenHandsV1Condenser"]

@@ -20,9 +20,12 @@ PACKAGES = ("workingset", "pydantic", "numpy", "scipy", "matplotlib", "ray", "mi
 
 def project_commit() -> dict[str, Any]:
     """HEAD of the checkout the benchmark ran from, and whether tracked files differ from it."""
+
     def git(*args: str) -> str | None:
         try:
-            done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10, check=True)
+            done = subprocess.run(
+                ["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10, check=True
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         return done.stdout.strip()

@@ -27,8 +27,13 @@ from .stats import FrameworkRow, Interval, StrategySummary
 from .token_check import FamilyTokens, TraceTokens, family_of
 
 __all__ = [
-    "SYNTHETIC_NOTE", "build_document", "fmt_interval", "markdown_report", "summary_cells",
-    "verdict_lines", "verdict_report",
+    "SYNTHETIC_NOTE",
+    "build_document",
+    "fmt_interval",
+    "markdown_report",
+    "summary_cells",
+    "verdict_lines",
+    "verdict_report",
 ]
 
 SYNTHETIC_NOTE = "SYNTHETIC data: generated trajectories, not recorded agent runs"
@@ -36,9 +41,17 @@ EXCEEDS = "⚠ "
 
 
 def build_document(
-    inputs: Inputs, config: BenchConfig, runs: Sequence[RunMetrics], summaries: Sequence[StrategySummary],
-    *, wall_time_s: float, runtime: str, figures: dict[str, str] | None = None,
-    frameworks: Sequence[FrameworkRow] = (), tokens: Sequence[TraceTokens] = (), families: Sequence[FamilyTokens] = (),
+    inputs: Inputs,
+    config: BenchConfig,
+    runs: Sequence[RunMetrics],
+    summaries: Sequence[StrategySummary],
+    *,
+    wall_time_s: float,
+    runtime: str,
+    figures: dict[str, str] | None = None,
+    frameworks: Sequence[FrameworkRow] = (),
+    tokens: Sequence[TraceTokens] = (),
+    families: Sequence[FamilyTokens] = (),
     origin: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`origin`: the provenance taken when the run started (commit, versions, hashes);
@@ -58,8 +71,14 @@ def build_document(
         "wall_time_s": round(wall_time_s, 2),
         "provenance": origin or provenance([] if inputs.synthetic else [t.path for _, t in inputs.traces]),
         "traces": [
-            {"label": label, "source": t.source, "task_id": t.task_id, "model": t.model, "path": t.path,
-             "calls": sum(m.role == "assistant" for m in t.messages)}
+            {
+                "label": label,
+                "source": t.source,
+                "task_id": t.task_id,
+                "model": t.model,
+                "path": t.path,
+                "calls": sum(m.role == "assistant" for m in t.messages),
+            }
             for label, t in inputs.traces
         ],
         "skipped": [{"path": p, "reason": r} for p, r in inputs.skipped],
@@ -86,8 +105,15 @@ def _cached_share(inputs: Inputs, runs: Sequence[RunMetrics], families: Sequence
             t[1] += r.cache_read_tokens + r.cache_write_tokens + r.plain_input_tokens
     rule = {family[r.trace]: r.cache_rule for r in runs if r.strategy == "raw" and r.error is None}
     recorded = {f.family: f.recorded_cached_share for f in families}
-    return [{"family": name, "cache_rule": rule.get(name, ""), "predicted": (t[0] / t[1]) if t[1] else None,
-             "recorded": recorded.get(name)} for name, t in sorted(totals.items())]
+    return [
+        {
+            "family": name,
+            "cache_rule": rule.get(name, ""),
+            "predicted": (t[0] / t[1]) if t[1] else None,
+            "recorded": recorded.get(name),
+        }
+        for name, t in sorted(totals.items())
+    ]
 
 
 def fmt_interval(value: dict | Interval | None, digits: int = 2, pct: bool = False) -> str:
@@ -131,23 +157,46 @@ def _infeasible(s: dict) -> str:
 
 
 SUMMARY_COLUMNS = (
-    "strategy", "traces", "infeasible calls", "cost ÷ raw", "pooled cost ÷ raw", "cost ÷ base", "p cost (Holm)",
-    "tokens ÷ raw", "peak tokens", "tool-evidence recall", "Δ vs base", "p recall (Holm)", "recoverable (tool ev.)",
-    "grounding recall (legacy)", "cost ÷ raw (lcp, legacy)", "summ. calls (cost share)", "compactions",
+    "strategy",
+    "traces",
+    "infeasible calls",
+    "cost ÷ raw",
+    "pooled cost ÷ raw",
+    "cost ÷ base",
+    "p cost (Holm)",
+    "tokens ÷ raw",
+    "peak tokens",
+    "tool-evidence recall",
+    "Δ vs base",
+    "p recall (Holm)",
+    "recoverable (tool ev.)",
+    "grounding recall (legacy)",
+    "cost ÷ raw (lcp, legacy)",
+    "summ. calls (cost share)",
+    "compactions",
 )
 
 
 def summary_cells(s: dict) -> list[str]:
     failed = f" ({s['failed']} failed)" if s["failed"] else ""
     return [
-        strategy_label(s), f"{s['traces']}{failed}", _infeasible(s),
-        fmt_interval(s["vs_raw"]["cost_usd"]), _num(s["pooled_vs_raw"]["cost_usd"]), fmt_interval(s["vs_baseline"]["cost_usd"]),
+        strategy_label(s),
+        f"{s['traces']}{failed}",
+        _infeasible(s),
+        fmt_interval(s["vs_raw"]["cost_usd"]),
+        _num(s["pooled_vs_raw"]["cost_usd"]),
+        fmt_interval(s["vs_baseline"]["cost_usd"]),
         _p(s["tests"].get("cost_usd")),
-        fmt_interval(s["vs_raw"]["cumulative_tokens"]), fmt_interval(s["peak_tokens"], 0),
-        fmt_interval(s["tool_evidence_recall"], pct=True), _pct_diff(s["tool_evidence_recall_minus_baseline"]),
-        _p(s["tests"].get("tool_evidence_recall")), fmt_interval(s["tool_evidence_recoverable_recall"], pct=True),
-        fmt_interval(s["grounding_recall"], pct=True), fmt_interval(s["vs_raw"]["cost_lcp_usd"]),
-        f"{s['summarizer_calls']} ({s['summarizer_share']:.1%})", _compactions(s["compactions"]),
+        fmt_interval(s["vs_raw"]["cumulative_tokens"]),
+        fmt_interval(s["peak_tokens"], 0),
+        fmt_interval(s["tool_evidence_recall"], pct=True),
+        _pct_diff(s["tool_evidence_recall_minus_baseline"]),
+        _p(s["tests"].get("tool_evidence_recall")),
+        fmt_interval(s["tool_evidence_recoverable_recall"], pct=True),
+        fmt_interval(s["grounding_recall"], pct=True),
+        fmt_interval(s["vs_raw"]["cost_lcp_usd"]),
+        f"{s['summarizer_calls']} ({s['summarizer_share']:.1%})",
+        _compactions(s["compactions"]),
     ]
 
 
@@ -159,7 +208,7 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
 
 def _definitions() -> str:
     doc = package.__doc__ or ""
-    return doc[doc.index("## Metrics"):].strip() if "## Metrics" in doc else ""
+    return doc[doc.index("## Metrics") :].strip() if "## Metrics" in doc else ""
 
 
 def _run_row(r: dict) -> list[str]:
@@ -167,16 +216,26 @@ def _run_row(r: dict) -> list[str]:
         return [r["trace"], r["strategy"], "failed: " + r["error"], *[""] * 8]
     pct = lambda v: "—" if v is None else f"{v:.0%}"  # noqa: E731
     return [
-        r["trace"], r["strategy"], str(r["calls"]), str(r["infeasible_calls"]), f"{r['cumulative_tokens']:,}",
-        f"{r['peak_tokens']:,}", f"${r['cost_usd']:.4f}", f"${r['cost_lcp_usd']:.4f}", pct(r["tool_evidence_recall"]),
-        pct(r["grounding_recall"]), _compactions(r["compactions"]),
+        r["trace"],
+        r["strategy"],
+        str(r["calls"]),
+        str(r["infeasible_calls"]),
+        f"{r['cumulative_tokens']:,}",
+        f"{r['peak_tokens']:,}",
+        f"${r['cost_usd']:.4f}",
+        f"${r['cost_lcp_usd']:.4f}",
+        pct(r["tool_evidence_recall"]),
+        pct(r["grounding_recall"]),
+        _compactions(r["compactions"]),
     ]
 
 
 def _write_multiplier(cache: dict[str, Any]) -> float:
     from .cache_model import write_multiplier_for
 
-    return cache["write_multiplier"] if cache.get("write_multiplier") is not None else write_multiplier_for(cache["ttl_s"])
+    return (
+        cache["write_multiplier"] if cache.get("write_multiplier") is not None else write_multiplier_for(cache["ttl_s"])
+    )
 
 
 def _settings_lines(doc: dict[str, Any]) -> list[str]:
@@ -208,11 +267,16 @@ def _rerun_lines(doc: dict[str, Any]) -> list[str]:
     prov = doc["provenance"]
     project = prov["project"]
     argv = prov["argv"]
-    command = "workingset bench compaction " + shlex.join(argv[argv.index("compaction") + 1:]) if "compaction" in argv else "workingset bench compaction"
+    command = (
+        "workingset bench compaction " + shlex.join(argv[argv.index("compaction") + 1 :])
+        if "compaction" in argv
+        else "workingset bench compaction"
+    )
     dirty = " (uncommitted changes were present)" if project.get("dirty") else ""
     versions = ", ".join(f"{k} {v}" for k, v in prov["packages"].items() if v)
     return [
-        "## How to rerun", "",
+        "## How to rerun",
+        "",
         f"1. Check out commit `{project.get('commit') or 'unknown'}`{dirty} and install it: `pip install -e '.[dev]'`.",
         f"2. Recorded with Python {prov['python']} on {prov['platform']}; {versions}.",
         f"3. Check the inputs: `results.json` → `provenance.trace_sha256` has the SHA-256 of each of the "
@@ -225,36 +289,80 @@ def _tests_lines(doc: dict[str, Any]) -> list[str]:
     rows = []
     for s in doc["summary"]:
         for metric, t in s["tests"].items():
-            effect = "—" if t["median_effect"] != t["median_effect"] else (
-                f"×{t['median_effect']:.3f}" if t["comparison"] == "log-ratio" else f"{t['median_effect']:+.3f}")
+            effect = (
+                "—"
+                if t["median_effect"] != t["median_effect"]
+                else (f"×{t['median_effect']:.3f}" if t["comparison"] == "log-ratio" else f"{t['median_effect']:+.3f}")
+            )
             p = "—" if t["p_value"] is None else f"{t['p_value']:.4f}"
             rows.append([s["strategy"], metric, t["comparison"], str(t["n"]), effect, p, _p(t)])
-    return ["## Paired tests against the baseline", "",
-            f"Wilcoxon signed-rank, two-sided, per trace pair with {doc['settings']['baseline']}; costs and tokens on "
-            "the log of the per-trace ratio (effect: median ratio), recalls on the difference (effect: median "
-            "difference); p adjusted with Holm across the strategies of each metric.", "",
-            *_md_table(["strategy", "metric", "compared as", "pairs", "median effect", "p", "p (Holm)"], rows)]
+    return [
+        "## Paired tests against the baseline",
+        "",
+        f"Wilcoxon signed-rank, two-sided, per trace pair with {doc['settings']['baseline']}; costs and tokens on "
+        "the log of the per-trace ratio (effect: median ratio), recalls on the difference (effect: median "
+        "difference); p adjusted with Holm across the strategies of each metric.",
+        "",
+        *_md_table(["strategy", "metric", "compared as", "pairs", "median effect", "p", "p (Holm)"], rows),
+    ]
 
 
 def _frameworks_lines(doc: dict[str, Any]) -> list[str]:
-    rows = [[f["framework"], f["strategy"], str(f["traces"]), _num(f["cost_vs_raw_median"]), _num(f["cost_vs_raw_pooled"]),
-             "—" if f["tool_evidence_recall_mean"] is None else f"{f['tool_evidence_recall_mean']:.0%}",
-             str(f["infeasible_calls"])] for f in doc["frameworks"]]
-    return ["## Per framework", "",
-            *_md_table(["framework", "strategy", "traces", "cost ÷ raw (median)", "cost ÷ raw (pooled)",
-                        "tool-evidence recall (mean)", "infeasible calls"], rows)]
+    rows = [
+        [
+            f["framework"],
+            f["strategy"],
+            str(f["traces"]),
+            _num(f["cost_vs_raw_median"]),
+            _num(f["cost_vs_raw_pooled"]),
+            "—" if f["tool_evidence_recall_mean"] is None else f"{f['tool_evidence_recall_mean']:.0%}",
+            str(f["infeasible_calls"]),
+        ]
+        for f in doc["frameworks"]
+    ]
+    return [
+        "## Per framework",
+        "",
+        *_md_table(
+            [
+                "framework",
+                "strategy",
+                "traces",
+                "cost ÷ raw (median)",
+                "cost ÷ raw (pooled)",
+                "tool-evidence recall (mean)",
+                "infeasible calls",
+            ],
+            rows,
+        ),
+    ]
 
 
 def _tokens_lines(doc: dict[str, Any]) -> list[str]:
-    rows = [[f["family"], str(f["traces"]), str(f["calls"]), _num(f["estimate_over_recorded"], 3),
-             _num(f["tekken_over_recorded"], 3), _num(f["estimate_over_tekken"], 3)] for f in doc["token_check"]["families"]]
-    return ["## Token counts: the estimator against real counts", "",
-            "Per trace family, pooled over the calls whose usage the trace records: the harness's estimate "
-            "(chars/4) and the Tekken BPE count of the context as loaded, over the input tokens the recorded "
-            "model's API billed for its own rendering of that context (1.000 = exact; below 1 the estimator "
-            "undercounts). The last column needs no recorded usage.", "",
-            *_md_table(["family", "traces", "calls with usage", "estimate ÷ recorded", "Tekken ÷ recorded",
-                        "estimate ÷ Tekken"], rows)]
+    rows = [
+        [
+            f["family"],
+            str(f["traces"]),
+            str(f["calls"]),
+            _num(f["estimate_over_recorded"], 3),
+            _num(f["tekken_over_recorded"], 3),
+            _num(f["estimate_over_tekken"], 3),
+        ]
+        for f in doc["token_check"]["families"]
+    ]
+    return [
+        "## Token counts: the estimator against real counts",
+        "",
+        "Per trace family, pooled over the calls whose usage the trace records: the harness's estimate "
+        "(chars/4) and the Tekken BPE count of the context as loaded, over the input tokens the recorded "
+        "model's API billed for its own rendering of that context (1.000 = exact; below 1 the estimator "
+        "undercounts). The last column needs no recorded usage.",
+        "",
+        *_md_table(
+            ["family", "traces", "calls with usage", "estimate ÷ recorded", "Tekken ÷ recorded", "estimate ÷ Tekken"],
+            rows,
+        ),
+    ]
 
 
 def _presets_lines(doc: dict[str, Any]) -> list[str]:
@@ -262,8 +370,11 @@ def _presets_lines(doc: dict[str, Any]) -> list[str]:
         return []
     lines = ["## Peer presets", ""]
     for name, p in doc["presets"].items():
-        lines.append(f"- `{name}` = `{p['spec']}` — {p['peer']}. Source: {p['source']}."
-                     + ("" if p["exact"] else " Approximate.") + (f" {p['gap']}" if p["gap"] else ""))
+        lines.append(
+            f"- `{name}` = `{p['spec']}` — {p['peer']}. Source: {p['source']}."
+            + ("" if p["exact"] else " Approximate.")
+            + (f" {p['gap']}" if p["gap"] else "")
+        )
     return [*lines, ""]
 
 
@@ -279,44 +390,98 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
     verdict = doc.get("verdict")
     if not verdict:
         return []
-    lines = ["## Verdict", "",
-             f"The default strategy `{verdict['default']}`, judged on three aims per window and per pricing "
-             "(definitions below the tables).", ""]
+    lines = [
+        "## Verdict",
+        "",
+        f"The default strategy `{verdict['default']}`, judged on three aims per window and per pricing "
+        "(definitions below the tables).",
+        "",
+    ]
     for pricing in verdict["pricings"]:
         lines += [f"### Pricing: {pricing}", ""]
-        rows = [[f"{a['window']:,}", f"{a['aim']}. {_AIMS[a['aim']]}", _met(a["met"]), a["text"]]
-                for a in verdict["aims"] if a["pricing"] == pricing]
+        rows = [
+            [f"{a['window']:,}", f"{a['aim']}. {_AIMS[a['aim']]}", _met(a["met"]), a["text"]]
+            for a in verdict["aims"]
+            if a["pricing"] == pricing
+        ]
         lines += [*_md_table(["window", "aim", "verdict", "figures"], rows), ""]
     fam = [f for f in verdict["families"]]
     if fam:
-        rows = [[f["pricing"], f"{f['window']:,}", f["family"],
-                 ", ".join(f"{p['name']} {p['cost']:.3f}/{'—' if p['recall'] is None else format(p['recall'], '.1%')}"
-                           + ("" if p["feasible"] else " ⚠") for p in f["points"]),
-                 "—" if f["ratio"] is None else f"{f['ratio']:.3f} [{f['ratio_lo']:.3f}–{f['ratio_hi']:.3f}]",
-                 f"{f['p_holm']:.3g}", ", ".join(f["dominated_by"]) or "none"] for f in fam]
-        lines += ["### Aim 3 per family", "",
-                  "Points: name cost÷raw/recall on the traces raw does not fit (the default first; ⚠: a call over the "
-                  "window, off the curve).", "",
-                  *_md_table(["pricing", "window", "family", "points", "default ÷ family at matched recall", "p (Holm)",
-                              "dominated by"], rows), ""]
+        rows = [
+            [
+                f["pricing"],
+                f"{f['window']:,}",
+                f["family"],
+                ", ".join(
+                    f"{p['name']} {p['cost']:.3f}/{'—' if p['recall'] is None else format(p['recall'], '.1%')}"
+                    + ("" if p["feasible"] else " ⚠")
+                    for p in f["points"]
+                ),
+                "—" if f["ratio"] is None else f"{f['ratio']:.3f} [{f['ratio_lo']:.3f}–{f['ratio_hi']:.3f}]",
+                f"{f['p_holm']:.3g}",
+                ", ".join(f["dominated_by"]) or "none",
+            ]
+            for f in fam
+        ]
+        lines += [
+            "### Aim 3 per family",
+            "",
+            "Points: name cost÷raw/recall on the traces raw does not fit (the default first; ⚠: a call over the "
+            "window, off the curve).",
+            "",
+            *_md_table(
+                [
+                    "pricing",
+                    "window",
+                    "family",
+                    "points",
+                    "default ÷ family at matched recall",
+                    "p (Holm)",
+                    "dominated by",
+                ],
+                rows,
+            ),
+            "",
+        ]
     grid = doc.get("tuning_grid")
     if grid:
-        lines += [f"The default's tuning grid ({len(grid['points'])} points, the size of every family's grid): "
-                  f"{', '.join(grid['points'])}. {grid['source']}", ""]
-    lines += ["<details><summary>How the verdict is computed</summary>", "", verdict["definitions"].strip(), "",
-              "</details>", ""]
+        lines += [
+            f"The default's tuning grid ({len(grid['points'])} points, the size of every family's grid): "
+            f"{', '.join(grid['points'])}. {grid['source']}",
+            "",
+        ]
+    lines += [
+        "<details><summary>How the verdict is computed</summary>",
+        "",
+        verdict["definitions"].strip(),
+        "",
+        "</details>",
+        "",
+    ]
     return lines
 
 
 def _cached_share_lines(doc: dict[str, Any]) -> list[str]:
-    rows = [[c["family"], c["cache_rule"], "—" if c["predicted"] is None else f"{c['predicted']:.1%}",
-             "—" if c["recorded"] is None else f"{c['recorded']:.1%}"] for c in doc.get("cached_share", [])]
+    rows = [
+        [
+            c["family"],
+            c["cache_rule"],
+            "—" if c["predicted"] is None else f"{c['predicted']:.1%}",
+            "—" if c["recorded"] is None else f"{c['recorded']:.1%}",
+        ]
+        for c in doc.get("cached_share", [])
+    ]
     if not rows:
         return []
-    return ["## Cache model check: predicted against recorded cached share", "",
-            "Per trace family, raw replay under per-trace pricing: cache-read ÷ input tokens as the model predicts, "
-            "beside what the provider's recorded usage billed as cached (nothing is calibrated to it).", "",
-            *_md_table(["family", "cache rule", "predicted cached share", "recorded cached share"], rows), ""]
+    return [
+        "## Cache model check: predicted against recorded cached share",
+        "",
+        "Per trace family, raw replay under per-trace pricing: cache-read ÷ input tokens as the model predicts, "
+        "beside what the provider's recorded usage billed as cached (nothing is calibrated to it).",
+        "",
+        *_md_table(["family", "cache rule", "predicted cached share", "recorded cached share"], rows),
+        "",
+    ]
 
 
 def verdict_report(top: dict[str, Any]) -> str:
@@ -325,24 +490,39 @@ def verdict_report(top: dict[str, Any]) -> str:
     if top["synthetic"]:
         lines += [f"> **{SYNTHETIC_NOTE}.** Run with `--traces PATH` to measure recorded trajectories.", ""]
     settings = dict(top["settings"], context_window=top["windows"][0])
-    lines += [*_settings_lines({**top, "settings": settings}), f"- windows: {', '.join(f'{w:,}' for w in top['windows'])}",
-              "", *verdict_lines(top), *_cached_share_lines(top)]
+    lines += [
+        *_settings_lines({**top, "settings": settings}),
+        f"- windows: {', '.join(f'{w:,}' for w in top['windows'])}",
+        "",
+        *verdict_lines(top),
+        *_cached_share_lines(top),
+    ]
     if top.get("figures"):
         lines += ["## Figures", ""] + [f"![{name}]({path})" for name, path in top["figures"].items()] + [""]
-    lines += ["## Each window", ""] + [f"- {int(w):,} tokens: [`{p.replace('results.json', 'report.md')}`]({p.replace('results.json', 'report.md')})"
-                                        for w, p in top["per_window"].items()]
+    lines += ["## Each window", ""] + [
+        f"- {int(w):,} tokens: [`{p.replace('results.json', 'report.md')}`]({p.replace('results.json', 'report.md')})"
+        for w, p in top["per_window"].items()
+    ]
     lines += ["", *_rerun_lines(top), ""]
     return reveal("\n".join(lines))
 
 
 def _missed_lines(doc: dict[str, Any], limit: int = 3) -> list[str]:
-    lines = ["## Drill-down: tool evidence missed, per call", "",
-             f"The first {limit} calls with missed items of each run (all of them in `results.json`, `runs[].missed`).", ""]
+    lines = [
+        "## Drill-down: tool evidence missed, per call",
+        "",
+        f"The first {limit} calls with missed items of each run (all of them in `results.json`, `runs[].missed`).",
+        "",
+    ]
     for r in doc["runs"]:
         if r["error"] or not r["missed"]:
             continue
-        shown = "; ".join(f"call {m['call']}: " + ", ".join(f"`{i}`" for i in m["items"][:6])
-                          + (f" (+{len(m['items']) - 6})" if len(m["items"]) > 6 else "") for m in r["missed"][:limit])
+        shown = "; ".join(
+            f"call {m['call']}: "
+            + ", ".join(f"`{i}`" for i in m["items"][:6])
+            + (f" (+{len(m['items']) - 6})" if len(m["items"]) > 6 else "")
+            for m in r["missed"][:limit]
+        )
         lines.append(reveal(f"- {r['trace']} · {r['strategy']} ({len(r['missed'])} calls): {shown}", one_line=True))
     return lines
 
@@ -353,29 +533,67 @@ def markdown_report(doc: dict[str, Any]) -> str:
         lines += [f"> **{SYNTHETIC_NOTE}.** Run with `--traces PATH` to measure recorded trajectories.", ""]
     exceed = [s["strategy"] for s in doc["summary"] if s["exceeds_window"]]
     lines += _settings_lines(doc)
-    lines += ["", *verdict_lines(doc), "## Summary", "",
-              "Ratios: median over traces of the per-trace ratio [95% cluster-bootstrap interval]; pooled = sum ÷ sum. "
-              "Recalls: mean over traces [95% interval]; Δ vs base: mean paired difference [95% interval]. "
-              f"{EXCEEDS}marks a strategy that sent at least one request over the window (infeasible calls); "
-              "it is left off the Pareto front.", ""]
+    lines += [
+        "",
+        *verdict_lines(doc),
+        "## Summary",
+        "",
+        "Ratios: median over traces of the per-trace ratio [95% cluster-bootstrap interval]; pooled = sum ÷ sum. "
+        "Recalls: mean over traces [95% interval]; Δ vs base: mean paired difference [95% interval]. "
+        f"{EXCEEDS}marks a strategy that sent at least one request over the window (infeasible calls); "
+        "it is left off the Pareto front.",
+        "",
+    ]
     if exceed:
         lines += [f"**Exceed the window:** {', '.join(exceed)}.", ""]
     lines += _md_table(SUMMARY_COLUMNS, [summary_cells(x) for x in doc["summary"]])
-    lines += ["", *_tests_lines(doc), "", *_frameworks_lines(doc), "", *_tokens_lines(doc), "", *_cached_share_lines(doc),
-              *_presets_lines(doc)]
+    lines += [
+        "",
+        *_tests_lines(doc),
+        "",
+        *_frameworks_lines(doc),
+        "",
+        *_tokens_lines(doc),
+        "",
+        *_cached_share_lines(doc),
+        *_presets_lines(doc),
+    ]
     if doc["figures"]:
         lines += ["## Figures", ""] + [f"![{name}]({path})" for name, path in doc["figures"].items()] + [""]
     lines += ["## Per trace", ""]
-    lines += _md_table(["trace", "strategy", "calls", "infeasible", "cumulative tokens", "peak", "cost", "cost (lcp)",
-                        "tool evidence", "grounding (legacy)", "compactions"], [_run_row(r) for r in doc["runs"]])
+    lines += _md_table(
+        [
+            "trace",
+            "strategy",
+            "calls",
+            "infeasible",
+            "cumulative tokens",
+            "peak",
+            "cost",
+            "cost (lcp)",
+            "tool evidence",
+            "grounding (legacy)",
+            "compactions",
+        ],
+        [_run_row(r) for r in doc["runs"]],
+    )
     lines += ["", *_missed_lines(doc)]
     if doc.get("live"):
         live = doc["live"]
-        lines += ["", "## Live runs", "", *live_caption(live), "", *_md_table(ARM_COLUMNS, arm_rows(live)), "",
-                  *_md_table(PAIR_COLUMNS, pair_rows(live))]
+        lines += [
+            "",
+            "## Live runs",
+            "",
+            *live_caption(live),
+            "",
+            *_md_table(ARM_COLUMNS, arm_rows(live)),
+            "",
+            *_md_table(PAIR_COLUMNS, pair_rows(live)),
+        ]
         lines += [reveal(f"- invalid task line: {text}", one_line=True) for text in live["invalid"]]
     if doc["skipped"]:
-        lines += ["", "## Skipped inputs", ""] + [reveal(f"- `{x['path']}`: {x['reason']}", one_line=True)
-                                                   for x in doc["skipped"]]
+        lines += ["", "## Skipped inputs", ""] + [
+            reveal(f"- `{x['path']}`: {x['reason']}", one_line=True) for x in doc["skipped"]
+        ]
     lines += ["", *_rerun_lines(doc), "", _definitions(), ""]
     return reveal("\n".join(lines))

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from agents.compaction import ExtractiveSummarizer, load_summarizer
-from agents.config import SummarizerSettings
 from agents.errors import WorkingsetError
 from agents.ports import Summarizer
+from agents.settings import SummarizerSettings
 from benchmarks.replay import replay_trace
 from benchmarks.traces import Trace
 
@@ -87,8 +87,14 @@ class Measured(BaseModel):
 
 
 async def measure(
-    label: str, trace: Trace, evidence: TraceEvidence, spec: str, config: BenchConfig, summarizer: Summarizer | None = None,
-    scale: float | None = None, window: int | None = None,
+    label: str,
+    trace: Trace,
+    evidence: TraceEvidence,
+    spec: str,
+    config: BenchConfig,
+    summarizer: Summarizer | None = None,
+    scale: float | None = None,
+    window: int | None = None,
 ) -> RunMetrics:
     """Replay one trace under one strategy at one window (default: the config's) and
     measure it; a failure is a result with `error`."""
@@ -97,13 +103,24 @@ async def measure(
     try:
         counter = make_counter(config.tokenizer, scale)
         meter = MeteredSummarizer(summarizer or ExtractiveSummarizer(), counter)
-        replay = await replay_trace(trace, strategy=resolve_spec(spec, window), context_window=window,
-                                    summarizer=meter,
-                                    usage_counter=counter if config.harness_count == "calibrated" else None)
+        replay = await replay_trace(
+            trace,
+            strategy=resolve_spec(spec, window),
+            context_window=window,
+            summarizer=meter,
+            usage_counter=counter if config.harness_count == "calibrated" else None,
+        )
         metrics = measure_replay(
-            replay, evidence, trace_label=label, pricing_model=config.pricing_model,
-            summarizer_calls=meter.calls, counter=counter, cache=config.cache,
-            context_window=window, token_scale=scale, pricings=config.pricings(trace.model),
+            replay,
+            evidence,
+            trace_label=label,
+            pricing_model=config.pricing_model,
+            summarizer_calls=meter.calls,
+            counter=counter,
+            cache=config.cache,
+            context_window=window,
+            token_scale=scale,
+            pricings=config.pricings(trace.model),
         )
         metrics.strategy = spec  # a preset keeps its own name
     except Exception as exc:  # one broken replay must not lose the others' results
@@ -146,7 +163,9 @@ def run_local(traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress
 
 def per_trace(label: str, trace: Trace, tokenizer: str = "estimate") -> PerTrace:
     """The strategy-independent part: evidence needs, the token check, the counter's scale."""
-    return PerTrace(evidence=trace_evidence(trace), tokens=trace_tokens(label, trace), scale=trace_scale(tokenizer, trace))
+    return PerTrace(
+        evidence=trace_evidence(trace), tokens=trace_tokens(label, trace), scale=trace_scale(tokenizer, trace)
+    )
 
 
 # -- Ray ---------------------------------------------------------------------------------
@@ -156,31 +175,40 @@ def _per_trace_task(label: str, trace: Trace, tokenizer: str) -> PerTrace:
     return per_trace(label, trace, tokenizer)
 
 
-def _measure_task(label: str, trace: Trace, once: PerTrace, spec: str, config: dict, summarizer, window: int) -> RunMetrics:
-    return asyncio.run(measure(label, trace, once.evidence, spec, BenchConfig.model_validate(config), summarizer,
-                               once.scale, window))
+def _measure_task(
+    label: str, trace: Trace, once: PerTrace, spec: str, config: dict, summarizer, window: int
+) -> RunMetrics:
+    return asyncio.run(
+        measure(label, trace, once.evidence, spec, BenchConfig.model_validate(config), summarizer, once.scale, window)
+    )
 
 
 def _pool(config: BenchConfig):
     if config.summarizer == "extractive":
         return None
-    from agents.config import ClusterSettings
+    from agents.settings import ClusterSettings
     from cluster.compactor_pool import start_compactor_pool
 
     cluster = ClusterSettings()
     return start_compactor_pool(
-        SummarizerSettings(spec=config.summarizer), size=cluster.compactor_pool_size, max_queue=cluster.compactor_max_queue
+        SummarizerSettings(spec=config.summarizer),
+        size=cluster.compactor_pool_size,
+        max_queue=cluster.compactor_max_queue,
     )
 
 
 def run_on_ray(
-    traces: Sequence[tuple[str, Trace]], config: BenchConfig, progress: Progress | None = None, *, address: str | None = None
+    traces: Sequence[tuple[str, Trace]],
+    config: BenchConfig,
+    progress: Progress | None = None,
+    *,
+    address: str | None = None,
 ) -> Measured:
     """One Ray task per trace x window x strategy (1 CPU each), results in submission order; the
     per-trace task (evidence, token check) runs once and its result goes by reference."""
     import ray
 
-    from cluster.runtime import connect
+    from cluster.connection import connect
 
     connect(address)
     per_trace_task = ray.remote(num_cpus=1, max_retries=0)(_per_trace_task)

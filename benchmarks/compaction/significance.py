@@ -51,7 +51,9 @@ def paired_test(metric: str, pairs: Sequence[tuple[float, float]]) -> PairedTest
     effects = _effects(pairs, comparison)
     n = len(effects)
     if n == 0:
-        return PairedTest(metric=metric, comparison=comparison, n=0, median_effect=math.nan, statistic=None, p_value=None)
+        return PairedTest(
+            metric=metric, comparison=comparison, n=0, median_effect=math.nan, statistic=None, p_value=None
+        )
     ordered = sorted(effects)
     mid = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
     median = math.exp(mid) if comparison == "log-ratio" else mid
@@ -62,8 +64,14 @@ def paired_test(metric: str, pairs: Sequence[tuple[float, float]]) -> PairedTest
     from scipy.stats import wilcoxon
 
     result = wilcoxon(effects, zero_method="zsplit", alternative="two-sided")
-    return PairedTest(metric=metric, comparison=comparison, n=n, median_effect=median,
-                      statistic=float(result.statistic), p_value=float(result.pvalue))
+    return PairedTest(
+        metric=metric,
+        comparison=comparison,
+        n=n,
+        median_effect=median,
+        statistic=float(result.statistic),
+        p_value=float(result.pvalue),
+    )
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -161,8 +161,14 @@ class _Booter:
 
     def __call__(self, keyed: Sequence[tuple[str, float | None]], label: str, statistic="median") -> Interval | None:
         ids = None if self.clusters is None else [self.clusters.get(t, t) for t, _ in keyed]
-        return bootstrap_interval([v for _, v in keyed], statistic=statistic, resamples=self.resamples, seed=self.seed,
-                                  label=f"{self.strategy}/{label}", clusters=ids)
+        return bootstrap_interval(
+            [v for _, v in keyed],
+            statistic=statistic,
+            resamples=self.resamples,
+            seed=self.seed,
+            label=f"{self.strategy}/{label}",
+            clusters=ids,
+        )
 
 
 def _ratios(runs, strategy, reference, metric) -> list[tuple[str, float]]:
@@ -183,16 +189,21 @@ def _summary(runs: Sequence[RunMetrics], strategy: str, baseline: str, boot: _Bo
     total_cost = sum(r.cost_usd for r in ok)
     recalls = {m: boot([(r.trace, getattr(r, m)) for r in ok], m, "mean") for m in RECALL_METRICS}
     return StrategySummary(
-        strategy=strategy, traces=len(ok), failed=failed,
+        strategy=strategy,
+        traces=len(ok),
+        failed=failed,
         vs_raw={m: boot(_ratios(runs, strategy, "raw", m), f"raw/{m}") for m in RATIO_METRICS},
         vs_baseline={m: boot(_ratios(runs, strategy, baseline, m), f"base/{m}") for m in RATIO_METRICS},
         pooled_vs_raw={m: pooled_ratio(runs, strategy, "raw", m) for m in POOLED_METRICS},
         pooled_vs_baseline={m: pooled_ratio(runs, strategy, baseline, m) for m in POOLED_METRICS},
         peak_tokens=boot([(r.trace, r.peak_tokens) for r in ok], "peak"),
         **recalls,
-        tool_evidence_recall_minus_baseline=boot(_diffs(runs, strategy, baseline, "tool_evidence_recall"),
-                                                 "tool-evidence-diff", "mean"),
-        grounding_recall_minus_baseline=boot(_diffs(runs, strategy, baseline, "grounding_recall"), "grounding-diff", "mean"),
+        tool_evidence_recall_minus_baseline=boot(
+            _diffs(runs, strategy, baseline, "tool_evidence_recall"), "tool-evidence-diff", "mean"
+        ),
+        grounding_recall_minus_baseline=boot(
+            _diffs(runs, strategy, baseline, "grounding_recall"), "grounding-diff", "mean"
+        ),
         oracle_ratio=boot([(r.trace, r.oracle_ratio) for r in ok], "oracle"),
         tests={m: paired_test(m, paired_values(runs, strategy, baseline, m)) for m in TESTED_METRICS},
         infeasible_calls=sum(r.infeasible_calls for r in ok),
@@ -204,8 +215,13 @@ def _summary(runs: Sequence[RunMetrics], strategy: str, baseline: str, boot: _Bo
 
 
 def summarize_strategies(
-    runs: Sequence[RunMetrics], strategies: Sequence[str], *, baseline: str,
-    resamples: int = DEFAULT_RESAMPLES, seed: int = 0, clusters: Mapping[str, str] | None = None,
+    runs: Sequence[RunMetrics],
+    strategies: Sequence[str],
+    *,
+    baseline: str,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    clusters: Mapping[str, str] | None = None,
 ) -> list[StrategySummary]:
     """One summary per strategy; the baseline's own tests are against itself (p = 1) and
     stay out of the Holm families."""
@@ -229,7 +245,9 @@ class FrameworkRow(BaseModel):
     infeasible_calls: int
 
 
-def framework_breakdown(runs: Sequence[RunMetrics], strategies: Sequence[str], frameworks: Mapping[str, str]) -> list[FrameworkRow]:
+def framework_breakdown(
+    runs: Sequence[RunMetrics], strategies: Sequence[str], frameworks: Mapping[str, str]
+) -> list[FrameworkRow]:
     rows = []
     for framework in sorted(set(frameworks.values())):
         mine = [r for r in runs if frameworks.get(r.trace) == framework]
@@ -237,11 +255,15 @@ def framework_breakdown(runs: Sequence[RunMetrics], strategies: Sequence[str], f
             ok = [r for r in mine if r.strategy == s and r.error is None]
             ratios = paired_ratios(mine, s, "raw", "cost_usd")
             recalls = [r.tool_evidence_recall for r in ok if r.tool_evidence_recall is not None]
-            rows.append(FrameworkRow(
-                framework=framework, strategy=s, traces=len(ok),
-                cost_vs_raw_median=float(np.median(ratios)) if ratios else None,
-                cost_vs_raw_pooled=pooled_ratio(mine, s, "raw", "cost_usd"),
-                tool_evidence_recall_mean=float(np.mean(recalls)) if recalls else None,
-                infeasible_calls=sum(r.infeasible_calls for r in ok),
-            ))
+            rows.append(
+                FrameworkRow(
+                    framework=framework,
+                    strategy=s,
+                    traces=len(ok),
+                    cost_vs_raw_median=float(np.median(ratios)) if ratios else None,
+                    cost_vs_raw_pooled=pooled_ratio(mine, s, "raw", "cost_usd"),
+                    tool_evidence_recall_mean=float(np.mean(recalls)) if recalls else None,
+                    infeasible_calls=sum(r.infeasible_calls for r in ok),
+                )
+            )
     return rows

@@ -16,8 +16,7 @@ import zlib
 from dataclasses import dataclass
 
 from agents.messages import ToolResultBlock, ToolUseBlock
-from benchmarks.traces import Trace
-from benchmarks.traces.model import ConversationBuilder
+from benchmarks.traces import ConversationBuilder, Trace
 
 __all__ = ["SOURCE", "synthetic_traces"]
 
@@ -28,10 +27,63 @@ SYSTEM = (
 )
 _PROJECTS = ["tidewater", "quillon", "marrowind", "sablefish", "orrery", "kestrel", "lanternfly", "basalt"]
 _PACKAGES = ["core", "io", "utils", "schema", "cli", "plugins", "storage"]
-_MODULES = ["resolver", "loader", "fields", "registry", "parser", "cache", "validators", "render", "config", "session", "graph", "tokens"]
-_NOUNS = ["Field", "Schema", "Resolver", "Loader", "Registry", "Parser", "Cache", "Validator", "Renderer", "Node", "Graph", "Token", "Option"]
-_VERBS = ["get", "load", "resolve", "parse", "validate", "render", "build", "merge", "normalize", "serialize", "lookup", "bind"]
-_OBJECTS = ["path", "schema", "field", "options", "context", "value", "node", "token", "config", "entry", "parent", "index"]
+_MODULES = [
+    "resolver",
+    "loader",
+    "fields",
+    "registry",
+    "parser",
+    "cache",
+    "validators",
+    "render",
+    "config",
+    "session",
+    "graph",
+    "tokens",
+]
+_NOUNS = [
+    "Field",
+    "Schema",
+    "Resolver",
+    "Loader",
+    "Registry",
+    "Parser",
+    "Cache",
+    "Validator",
+    "Renderer",
+    "Node",
+    "Graph",
+    "Token",
+    "Option",
+]
+_VERBS = [
+    "get",
+    "load",
+    "resolve",
+    "parse",
+    "validate",
+    "render",
+    "build",
+    "merge",
+    "normalize",
+    "serialize",
+    "lookup",
+    "bind",
+]
+_OBJECTS = [
+    "path",
+    "schema",
+    "field",
+    "options",
+    "context",
+    "value",
+    "node",
+    "token",
+    "config",
+    "entry",
+    "parent",
+    "index",
+]
 _ERRORS = [
     ("AttributeError", "'{cls}' object has no attribute '{attr}'"),
     ("KeyError", "'{attr}'"),
@@ -80,7 +132,7 @@ class _Repo:
         shapes = (
             lambda: f"        {near.attr} = self._{near.func}({obj})",
             lambda: f"        if {near.attr} is None:",
-            lambda: f"            raise {err}(f\"missing {{{near.attr}!r}} in {near.cls}\")",
+            lambda: f'            raise {err}(f"missing {{{near.attr}!r}} in {near.cls}")',
             lambda: f"        return self.{obj}_map.get({near.attr}, {n})",
             lambda: f"        # {near.cls}.{near.func}: keep {obj} order stable",
             lambda: f"        for {obj} in self.{near.attr}s:",
@@ -128,7 +180,10 @@ class _Agent:
         frames = [(f, f.line + rng.randint(3, 15)) for f in called]
         trace_lines = "\n".join(f"{f.path}:{at}: in {f.func}\n    return self.{f.func}({f.attr})" for f, at in frames)
         passed = rng.randint(120, 900)
-        log = "\n".join(f"{t}::test_{rng.choice(_VERBS)}_{rng.choice(_OBJECTS)} PASSED" for t in rng.choices(repo.tests, k=rng.randint(40, 220)))
+        log = "\n".join(
+            f"{t}::test_{rng.choice(_VERBS)}_{rng.choice(_OBJECTS)} PASSED"
+            for t in rng.choices(repo.tests, k=rng.randint(40, 220))
+        )
         self.step(
             f"Problem {number}: run the tests to see what fails.",
             "python -m pytest -v tests",
@@ -136,36 +191,62 @@ class _Agent:
             f"FAILED {test}::{test_name} - {error}: {message}\n{'=' * 8} 1 failed, {passed} passed in {rng.uniform(2, 40):.2f}s {'=' * 8}",
             code=1,
         )
-        self.step(f"The failure is `{error}: {message}` raised from `{d.func}`. Where is it defined?",
-                  f"grep -rn 'def {d.func}' src/",
-                  "\n".join(f"{x.path}:{x.line}:    def {x.func}(self, {x.attr}, *, strict=False):"
-                            for p in repo.paths for x in repo.defs[p] if x.func == d.func))
+        self.step(
+            f"The failure is `{error}: {message}` raised from `{d.func}`. Where is it defined?",
+            f"grep -rn 'def {d.func}' src/",
+            "\n".join(
+                f"{x.path}:{x.line}:    def {x.func}(self, {x.attr}, *, strict=False):"
+                for p in repo.paths
+                for x in repo.defs[p]
+                if x.func == d.func
+            ),
+        )
         self.seen.append(d)
         for _ in range(rng.randint(1, 4)):
             other, at = rng.choice(frames)
-            self.step(f"Look at `{other.func}` in {other.path} around line {at}.",
-                      f"nl -ba {other.path} | sed -n '{max(at - 20, 1)},{at + 60}p'",
-                      repo.numbered(other.path, max(at - 20, 1), at + 60))
+            self.step(
+                f"Look at `{other.func}` in {other.path} around line {at}.",
+                f"nl -ba {other.path} | sed -n '{max(at - 20, 1)},{at + 60}p'",
+                repo.numbered(other.path, max(at - 20, 1), at + 60),
+            )
             self.seen.append(other)
         if rng.random() < 0.5:
-            self.step(f"I need the whole of {path} to understand how `{d.cls}` is used.", f"cat -n {path}",
-                      repo.numbered(path, 1, repo.length[path]))
-        self.step(f"`{d.attr}` may be unset when `{d.func}` runs; check other uses.", f"grep -rn '{d.attr}' src/ tests/ | head -40",
-                  "\n".join(f"{x.path}:{x.line + 2}:        {d.attr} = self._{x.func}(value)" for x in rng.sample(
-                      [x for p in repo.paths for x in repo.defs[p]], 12)))
+            self.step(
+                f"I need the whole of {path} to understand how `{d.cls}` is used.",
+                f"cat -n {path}",
+                repo.numbered(path, 1, repo.length[path]),
+            )
+        self.step(
+            f"`{d.attr}` may be unset when `{d.func}` runs; check other uses.",
+            f"grep -rn '{d.attr}' src/ tests/ | head -40",
+            "\n".join(
+                f"{x.path}:{x.line + 2}:        {d.attr} = self._{x.func}(value)"
+                for x in rng.sample([x for p in repo.paths for x in repo.defs[p]], 12)
+            ),
+        )
         if self.seen and rng.random() < 0.7:
             back = rng.choice(self.seen[: max(len(self.seen) - 3, 1)])
-            self.step(f"Going back to {back.path}:{back.line} (`{back.func}`), seen earlier.",
-                      f"nl -ba {back.path} | sed -n '{back.line},{back.line + 25}p'",
-                      repo.numbered(back.path, back.line, back.line + 25))
+            self.step(
+                f"Going back to {back.path}:{back.line} (`{back.func}`), seen earlier.",
+                f"nl -ba {back.path} | sed -n '{back.line},{back.line + 25}p'",
+                repo.numbered(back.path, back.line, back.line + 25),
+            )
         fix = d.line + rng.randint(2, 10)
-        self.step(f"Fix: in {path} line {fix}, fall back to `self.{d.attr}` when it is missing.",
-                  f"sed -i '{fix}s/{d.attr}/getattr(self, \"{d.attr}\", None)/' {path}", "")
-        self.step(f"Re-run {test}.", f"python -m pytest -q {test}", f"{passed // 7} passed in {rng.uniform(0.5, 5):.2f}s")
+        self.step(
+            f"Fix: in {path} line {fix}, fall back to `self.{d.attr}` when it is missing.",
+            f"sed -i '{fix}s/{d.attr}/getattr(self, \"{d.attr}\", None)/' {path}",
+            "",
+        )
+        self.step(
+            f"Re-run {test}.", f"python -m pytest -q {test}", f"{passed // 7} passed in {rng.uniform(0.5, 5):.2f}s"
+        )
 
     def finish(self) -> None:
-        diff = "\n".join(f"--- a/{d.path}\n+++ b/{d.path}\n@@ -{d.line},7 +{d.line},7 @@\n-        {d.attr} = self._{d.func}(value)\n"
-                         f"+        {d.attr} = getattr(self, \"{d.attr}\", None)" for d in self.seen[::3])
+        diff = "\n".join(
+            f"--- a/{d.path}\n+++ b/{d.path}\n@@ -{d.line},7 +{d.line},7 @@\n-        {d.attr} = self._{d.func}(value)\n"
+            f'+        {d.attr} = getattr(self, "{d.attr}", None)'
+            for d in self.seen[::3]
+        )
         self.step("All fixed; review the diff.", "git diff", diff)
         self.builder.step("The failing tests pass now; the changes are in the diff above.")
 
@@ -189,7 +270,15 @@ def synthetic_traces(count: int = 8, *, seed: int = 0) -> list[Trace]:
         for n in range(1, bugs + 1):
             agent.bug(n)
         agent.finish()
-        traces.append(Trace(source=SOURCE, task_id=f"synthetic-{seed}-{i:03d}", model="synthetic",
-                            final_status="Submitted", system=SYSTEM, messages=agent.builder.messages,
-                            path=f"<synthetic seed={seed} #{i}>"))
+        traces.append(
+            Trace(
+                source=SOURCE,
+                task_id=f"synthetic-{seed}-{i:03d}",
+                model="synthetic",
+                final_status="Submitted",
+                system=SYSTEM,
+                messages=agent.builder.messages,
+                path=f"<synthetic seed={seed} #{i}>",
+            )
+        )
     return traces

@@ -20,8 +20,18 @@ from .report import SYNTHETIC_NOTE, summary_cells
 __all__ = ["print_live", "print_table", "print_verdict"]
 
 TERMINAL_COLUMNS = (
-    "strategy", "traces", "infeasible calls", "cost ÷ raw", "pooled", "cost ÷ base", "p (Holm)", "tool-evidence recall",
-    "Δ vs base", "grounding (legacy)", "cost ÷ raw (lcp)", "summ. calls (share)",
+    "strategy",
+    "traces",
+    "infeasible calls",
+    "cost ÷ raw",
+    "pooled",
+    "cost ÷ base",
+    "p (Holm)",
+    "tool-evidence recall",
+    "Δ vs base",
+    "grounding (legacy)",
+    "cost ÷ raw (lcp)",
+    "summ. calls (share)",
 )
 # positions in report.summary_cells
 _PICK = (0, 1, 2, 3, 4, 5, 6, 9, 10, 13, 14, 15)
@@ -48,8 +58,12 @@ def print_verdict(doc: dict[str, Any], console: Console) -> None:
 
 def print_table(doc: dict[str, Any], console: Console) -> None:
     if "summary" not in doc:  # several windows: each has its own report; the verdict is here
-        console.print(_text(f"Compaction strategies — {len(doc['traces'])} traces, windows "
-                            f"{', '.join(f'{w:,}' for w in doc['windows'])}; wall time {doc['wall_time_s']:.1f} s"))
+        console.print(
+            _text(
+                f"Compaction strategies — {len(doc['traces'])} traces, windows "
+                f"{', '.join(f'{w:,}' for w in doc['windows'])}; wall time {doc['wall_time_s']:.1f} s"
+            )
+        )
         print_verdict(doc, console)
         return
     title = f"Compaction strategies — {len(doc['traces'])} traces, context window {doc['settings']['context_window']:,}"
@@ -64,9 +78,13 @@ def print_table(doc: dict[str, Any], console: Console) -> None:
     exceed = [s["strategy"] for s in doc["summary"] if s["exceeds_window"]]
     if exceed:
         console.print(_text(f"⚠ exceed the window on some call (infeasible): {', '.join(exceed)}"))
-    console.print(_text(f"ratios: median over traces [95% bootstrap of {doc['settings']['cluster']} clusters]; recalls: "
-                        f"mean; p: Wilcoxon signed-rank vs base, Holm-adjusted; base = {doc['settings']['baseline']}; "
-                        f"wall time {doc['wall_time_s']:.1f} s ({doc['runtime']})"))
+    console.print(
+        _text(
+            f"ratios: median over traces [95% bootstrap of {doc['settings']['cluster']} clusters]; recalls: "
+            f"mean; p: Wilcoxon signed-rank vs base, Holm-adjusted; base = {doc['settings']['baseline']}; "
+            f"wall time {doc['wall_time_s']:.1f} s ({doc['runtime']})"
+        )
+    )
     for item in doc["skipped"]:
         console.print(_text(f"skipped {item['path']}: {item['reason']}"))
     for r in doc["runs"]:
@@ -88,8 +106,9 @@ def print_live(doc: dict[str, Any], console: Console) -> None:
     live = doc.get("live")
     if not live:
         return
-    console.print(_live_table(f"Live: {live['tasks']} tasks × {live['repeats']} repeat(s) per arm", ARM_COLUMNS,
-                              arm_rows(live)))
+    console.print(
+        _live_table(f"Live: {live['tasks']} tasks × {live['repeats']} repeat(s) per arm", ARM_COLUMNS, arm_rows(live))
+    )
     console.print(_live_table(f"Live: {live['default']} (A) against each other arm (B)", PAIR_COLUMNS, pair_rows(live)))
     for line in live_caption(live):
         console.print(_text(line.replace("`", "")))

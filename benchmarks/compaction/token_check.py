@@ -48,12 +48,15 @@ def trace_tokens(label: str, trace: Trace) -> TraceTokens:
         tekken = None
     with_usage = [k for k, c in enumerate(trace.calls) if c.input_tokens]
     return TraceTokens(
-        trace=label, family=family_of(trace), calls=len(with_usage),
+        trace=label,
+        family=family_of(trace),
+        calls=len(with_usage),
         recorded=sum(trace.calls[k].input_tokens or 0 for k in with_usage),
         recorded_cached=sum(trace.calls[k].cached_tokens or 0 for k in with_usage),
         estimate=sum(estimates[k] for k in with_usage),
         tekken=None if tekken is None else sum(tekken[k] for k in with_usage),
-        estimate_all=sum(estimates), tekken_all=None if tekken is None else sum(tekken),
+        estimate_all=sum(estimates),
+        tekken_all=None if tekken is None else sum(tekken),
     )
 
 
@@ -82,11 +85,19 @@ def family_tokens(rows: Sequence[TraceTokens]) -> list[FamilyTokens]:
         used = [m for m in members if m.calls]
         tekken_used = [m for m in used if m.tekken is not None]
         tekken_all = [m for m in members if m.tekken_all is not None]
-        out.append(FamilyTokens(
-            family=family, traces=len(members), calls=sum(m.calls for m in used),
-            estimate_over_recorded=_ratio(sum(m.estimate for m in used), sum(m.recorded for m in used)),
-            tekken_over_recorded=_ratio(sum(m.tekken or 0 for m in tekken_used), sum(m.recorded for m in tekken_used)),
-            estimate_over_tekken=_ratio(sum(m.estimate_all for m in tekken_all), sum(m.tekken_all or 0 for m in tekken_all)),
-            recorded_cached_share=_ratio(sum(m.recorded_cached for m in used), sum(m.recorded for m in used)),
-        ))
+        out.append(
+            FamilyTokens(
+                family=family,
+                traces=len(members),
+                calls=sum(m.calls for m in used),
+                estimate_over_recorded=_ratio(sum(m.estimate for m in used), sum(m.recorded for m in used)),
+                tekken_over_recorded=_ratio(
+                    sum(m.tekken or 0 for m in tekken_used), sum(m.recorded for m in tekken_used)
+                ),
+                estimate_over_tekken=_ratio(
+                    sum(m.estimate_all for m in tekken_all), sum(m.tekken_all or 0 for m in tekken_all)
+                ),
+                recorded_cached_share=_ratio(sum(m.recorded_cached for m in used), sum(m.recorded for m in used)),
+            )
+        )
     return out

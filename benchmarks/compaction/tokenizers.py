@@ -167,8 +167,11 @@ def usage_scale(trace: Trace, counter: TokenCounter | None = None) -> float | No
     """Recorded input tokens / the estimator's count of the same contexts, pooled over the
     calls whose usage the file records; None when it records none."""
     counter = counter or CharRatioEstimator()
-    pairs = [(c.input_tokens, e) for c, e in zip(trace.calls, context_estimates(trace, counter), strict=False)
-             if c.input_tokens]
+    pairs = [
+        (c.input_tokens, e)
+        for c, e in zip(trace.calls, context_estimates(trace, counter), strict=False)
+        if c.input_tokens
+    ]
     estimated = sum(e for _, e in pairs)
     return sum(r for r, _ in pairs) / estimated if estimated else None
 
@@ -186,7 +189,9 @@ def _anthropic_scale(trace: Trace, samples: int = ANTHROPIC_SAMPLES) -> float:
         cut = trace.model_copy(update={"messages": trace.messages[:i], "calls": []})
         doc = to_anthropic_messages(cut)
         system = trace.system or anthropic.omit  # an empty system prompt is not sent
-        counted += client.messages.count_tokens(model=ANTHROPIC_COUNT_MODEL, messages=doc["messages"], system=system).input_tokens
+        counted += client.messages.count_tokens(
+            model=ANTHROPIC_COUNT_MODEL, messages=doc["messages"], system=system
+        ).input_tokens
         estimated += counter.count_text(trace.system) + estimate_messages_tokens(counter, trace.messages[:i])
     return counted / estimated
 

@@ -183,10 +183,19 @@ def _aim1(w: _Window, default: str) -> AimResult:
     runs = list(w.by.get(default, {}).values())
     calls = sum(r["infeasible_calls"] for r in runs)
     traces = sum(1 for r in runs if r["infeasible_calls"])
-    text = (f"{calls} calls over the window ({w.window - 4096:,} tokens) on {traces} of {len(runs)} traces"
-            if runs else f"{default} was not run")
-    return AimResult(aim=1, window=w.window, pricing=w.pricing, met=(calls == 0) if runs else None, text=text,
-                     figures={"infeasible_calls": calls, "infeasible_traces": traces, "traces": len(runs)})
+    text = (
+        f"{calls} calls over the window ({w.window - 4096:,} tokens) on {traces} of {len(runs)} traces"
+        if runs
+        else f"{default} was not run"
+    )
+    return AimResult(
+        aim=1,
+        window=w.window,
+        pricing=w.pricing,
+        met=(calls == 0) if runs else None,
+        text=text,
+        figures={"infeasible_calls": calls, "infeasible_traces": traces, "traces": len(runs)},
+    )
 
 
 def _aim2(w: _Window, default: str, fits: list[str], weights: np.ndarray) -> AimResult:
@@ -203,12 +212,27 @@ def _aim2(w: _Window, default: str, fits: list[str], weights: np.ndarray) -> Aim
         c_lo, c_hi = _interval(boot_c[:, 0])
         r_lo, r_hi = _interval(boot_r[:, 0] / boot_r[:, 1])
     met = bool(c[0] <= COST_SLACK and (np.isnan(ratio) or ratio >= RECALL_FLOOR))
-    text = (f"on {len(fits)} traces raw fits: cost ÷ raw {c[0]:.3f}{_span(c_lo, c_hi)} (aim ≤ {COST_SLACK}); "
-            f"recall ÷ raw's {ratio:.3f}{_span(r_lo, r_hi)} (aim ≥ {RECALL_FLOOR}; {int(both.sum())} traces with evidence)")
-    return AimResult(aim=2, window=w.window, pricing=w.pricing, met=met, text=text,
-                     figures={"traces": len(fits), "cost_ratio": float(c[0]), "cost_lo": c_lo, "cost_hi": c_hi,
-                              "recall_ratio": None if np.isnan(ratio) else float(ratio), "recall_lo": r_lo,
-                              "recall_hi": r_hi, "traces_with_evidence": int(both.sum())})
+    text = (
+        f"on {len(fits)} traces raw fits: cost ÷ raw {c[0]:.3f}{_span(c_lo, c_hi)} (aim ≤ {COST_SLACK}); "
+        f"recall ÷ raw's {ratio:.3f}{_span(r_lo, r_hi)} (aim ≥ {RECALL_FLOOR}; {int(both.sum())} traces with evidence)"
+    )
+    return AimResult(
+        aim=2,
+        window=w.window,
+        pricing=w.pricing,
+        met=met,
+        text=text,
+        figures={
+            "traces": len(fits),
+            "cost_ratio": float(c[0]),
+            "cost_lo": c_lo,
+            "cost_hi": c_hi,
+            "recall_ratio": None if np.isnan(ratio) else float(ratio),
+            "recall_lo": r_lo,
+            "recall_hi": r_hi,
+            "traces_with_evidence": int(both.sum()),
+        },
+    )
 
 
 def _points(names: Sequence[str], cost: np.ndarray, recall: np.ndarray, boot_c, boot_r, feasible) -> list[CurvePoint]:
@@ -217,14 +241,29 @@ def _points(names: Sequence[str], cost: np.ndarray, recall: np.ndarray, boot_c, 
         c_lo, c_hi = _interval(boot_c[:, i])
         r_lo, r_hi = _interval(boot_r[:, i])
         r = recall[i]
-        out.append(CurvePoint(name=name, cost=float(cost[i]), cost_lo=c_lo or float(cost[i]), cost_hi=c_hi or float(cost[i]),
-                              recall=None if np.isnan(r) else float(r), recall_lo=r_lo, recall_hi=r_hi,
-                              feasible=feasible[i]))
+        out.append(
+            CurvePoint(
+                name=name,
+                cost=float(cost[i]),
+                cost_lo=c_lo or float(cost[i]),
+                cost_hi=c_hi or float(cost[i]),
+                recall=None if np.isnan(r) else float(r),
+                recall_lo=r_lo,
+                recall_hi=r_hi,
+                feasible=feasible[i],
+            )
+        )
     return out
 
 
-def _family(w: _Window, default: str, family: str, members: Sequence[str], needs: list[str], weights: np.ndarray,
-            ) -> FamilyVerdict:
+def _family(
+    w: _Window,
+    default: str,
+    family: str,
+    members: Sequence[str],
+    needs: list[str],
+    weights: np.ndarray,
+) -> FamilyVerdict:
     names = [default, *members]
     cost, recall = w.matrices(names, needs)
     ones = np.ones((1, len(needs)))
@@ -241,39 +280,67 @@ def _family(w: _Window, default: str, family: str, members: Sequence[str], needs
     lo, hi = _interval(ratios)
     dominated = [names[i] for i in curve if pr[i] >= pr[0] and pc[i] < pc[0]]
     return FamilyVerdict(
-        family=family, window=w.window, pricing=w.pricing, points=_points(names, pc, pr, bc, br, feasible),
-        matched_cost=matched, ratio=None if matched is None else float(pc[0] / matched), ratio_lo=lo, ratio_hi=hi,
-        p=float((1 + np.sum(ratios > CHEAPER)) / (len(ratios) + 1)) if curve else 1.0, dominated_by=dominated,
+        family=family,
+        window=w.window,
+        pricing=w.pricing,
+        points=_points(names, pc, pr, bc, br, feasible),
+        matched_cost=matched,
+        ratio=None if matched is None else float(pc[0] / matched),
+        ratio_lo=lo,
+        ratio_hi=hi,
+        p=float((1 + np.sum(ratios > CHEAPER)) / (len(ratios) + 1)) if curve else 1.0,
+        dominated_by=dominated,
         compared=len(curve),
     )
 
 
 def _aim3(w: _Window, families: list[FamilyVerdict], needs: list[str]) -> AimResult:
     if not needs:
-        return AimResult(aim=3, window=w.window, pricing=w.pricing, met=None, text="raw fits every trace at this window")
+        return AimResult(
+            aim=3, window=w.window, pricing=w.pricing, met=None, text="raw fits every trace at this window"
+        )
     if not families:
-        return AimResult(aim=3, window=w.window, pricing=w.pricing, met=None,
-                         text="no peer family ran (--presets or --sweep FAMILY)")
+        return AimResult(
+            aim=3, window=w.window, pricing=w.pricing, met=None, text="no peer family ran (--presets or --sweep FAMILY)"
+        )
     parts = []
     for f in families:
         feasible = sum(p.feasible for p in f.points[1:])
-        ratio = ("no point to compare" if not f.compared else "never reaches the default's recall" if f.ratio is None
-                 else f"{f.ratio:.3f}{_span(f.ratio_lo, f.ratio_hi)}")
+        ratio = (
+            "no point to compare"
+            if not f.compared
+            else "never reaches the default's recall"
+            if f.ratio is None
+            else f"{f.ratio:.3f}{_span(f.ratio_lo, f.ratio_hi)}"
+        )
         dom = f"; dominated by {', '.join(f.dominated_by)}" if f.dominated_by else ""
-        parts.append(f"{f.family} ({feasible}/{len(f.points) - 1} points feasible): "
-                     f"cost ÷ family's at matched recall {ratio}, p (Holm) {f.p_holm or 1.0:.3g}{dom} → "
-                     f"{'not decided' if f.met is None else 'beaten' if f.met else 'not beaten'}")
+        parts.append(
+            f"{f.family} ({feasible}/{len(f.points) - 1} points feasible): "
+            f"cost ÷ family's at matched recall {ratio}, p (Holm) {f.p_holm or 1.0:.3g}{dom} → "
+            f"{'not decided' if f.met is None else 'beaten' if f.met else 'not beaten'}"
+        )
     met = False if any(f.met is False for f in families) else (None if any(f.met is None for f in families) else True)
-    return AimResult(aim=3, window=w.window, pricing=w.pricing, met=met,
-                     text=f"on {len(needs)} traces raw does not fit (aim: ≤ {CHEAPER} at matched recall, "
-                          f"undominated): " + "; ".join(parts),
-                     figures={"traces": len(needs), "families": len(families)})
+    return AimResult(
+        aim=3,
+        window=w.window,
+        pricing=w.pricing,
+        met=met,
+        text=f"on {len(needs)} traces raw does not fit (aim: ≤ {CHEAPER} at matched recall, "
+        f"undominated): " + "; ".join(parts),
+        figures={"traces": len(needs), "families": len(families)},
+    )
 
 
 def compute_verdict(
-    runs: Sequence[Mapping[str, Any]], *, windows: Sequence[int], pricings: Sequence[str],
-    families: Mapping[str, Sequence[str]], clusters: Mapping[str, str], default: str = "current",
-    resamples: int = 2_000, seed: int = 0,
+    runs: Sequence[Mapping[str, Any]],
+    *,
+    windows: Sequence[int],
+    pricings: Sequence[str],
+    families: Mapping[str, Sequence[str]],
+    clusters: Mapping[str, str],
+    default: str = "current",
+    resamples: int = 2_000,
+    seed: int = 0,
 ) -> Verdict:
     """`families`: family name -> the strategy names of its points that ran; `clusters`:
     trace -> bootstrap cluster (the task instance)."""
@@ -286,10 +353,16 @@ def compute_verdict(
             traces = sorted(t for t in raw if t in w.by.get(default, {}))
             fits = [t for t in traces if raw[t]["infeasible_calls"] == 0]
             needs = [t for t in traces if raw[t]["infeasible_calls"] > 0]
-            aims += [_aim1(w, default), _aim2(w, default, fits, _weights([clusters.get(t, t) for t in fits], resamples, seed))]
+            aims += [
+                _aim1(w, default),
+                _aim2(w, default, fits, _weights([clusters.get(t, t) for t in fits], resamples, seed)),
+            ]
             boot = _weights([clusters.get(t, t) for t in needs], resamples, seed + 1) if needs else np.zeros((0, 0))
-            fam = [_family(w, default, name, [m for m in members if m in w.by], needs, boot)
-                   for name, members in families.items() if needs and any(m in w.by for m in members)]
+            fam = [
+                _family(w, default, name, [m for m in members if m in w.by], needs, boot)
+                for name, members in families.items()
+                if needs and any(m in w.by for m in members)
+            ]
             per_window.append((w, needs, fam))
         flat = [f for _, _, fam in per_window for f in fam]
         for f, p in zip(flat, holm([f.p for f in flat]), strict=True):

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cluster.cli import main as workingset_main
+from cluster.terminal import main as workingset_main
 
 HERE = Path(__file__).resolve().parent
 
@@ -32,11 +32,15 @@ def main(argv: list[str] | None = None) -> int:
             [
                 "run",
                 "Fix the failing greeting test and verify it.",
-                "--cwd", str(workspace),
-                "--model", f"scripted:{HERE / 'script.yaml'}",
+                "--cwd",
+                str(workspace),
+                "--model",
+                f"scripted:{HERE / 'script.yaml'}",
                 # Edits are accepted; the one command the agent may run is named.
-                "--permission-mode", "accept-edits",
-                "--allow", "Bash(python test_greeting.py:*)",
+                "--permission-mode",
+                "accept-edits",
+                "--allow",
+                "Bash(python test_greeting.py:*)",
                 *flags,
             ]
         )

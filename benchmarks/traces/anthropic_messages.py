@@ -24,10 +24,7 @@ def _messages_of(doc: Any) -> list[Any] | None:
     if not isinstance(messages, list) or not messages:
         return None
     # Only user/assistant roles: chat logs with system/tool roles belong to other loaders.
-    ok = all(
-        isinstance(m, dict) and m.get("role") in ("user", "assistant") and "content" in m
-        for m in messages
-    )
+    ok = all(isinstance(m, dict) and m.get("role") in ("user", "assistant") and "content" in m for m in messages)
     return messages if ok else None
 
 
@@ -44,10 +41,7 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
         raise UnknownTraceFormat(f"{path}: Anthropic messages must open with a user task text")
     # A run cut off after the model asked for tools: answer them so the trace is complete.
     if messages[-1].role == "assistant" and messages[-1].tool_uses:
-        results = (
-            ToolResultBlock(tool_use_id=u.id, content=NO_OBSERVATION)
-            for u in messages[-1].tool_uses
-        )
+        results = (ToolResultBlock(tool_use_id=u.id, content=NO_OBSERVATION) for u in messages[-1].tool_uses)
         messages.append(Message.tool_results(results))
     return [
         Trace(

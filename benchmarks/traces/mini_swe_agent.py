@@ -114,9 +114,7 @@ def _walk(builder: ConversationBuilder, messages: list[dict[str, Any]]) -> str |
             flush()
             pending = _assistant_step(builder, m, len(builder.messages))
         elif role == "tool" and pending is not None:
-            pending.results.append(
-                ToolResultBlock(tool_use_id=_result_id(pending, m), content=content)
-            )
+            pending.results.append(ToolResultBlock(tool_use_id=_result_id(pending, m), content=content))
         elif role == "user" and pending is not None and pending.awaits_user:
             pending.results.append(ToolResultBlock(tool_use_id=pending.uses[0].id, content=content))
             flush()
@@ -148,9 +146,7 @@ def _assistant_step(builder: ConversationBuilder, m: dict[str, Any], n: int) -> 
     blocks = _BASH_BLOCK.findall(thought)
     if len(blocks) != 1:
         return _Pending(thought, [], awaits_user=False, call=call)  # a format error: nothing was run
-    use = ToolUseBlock(
-        id=builder.unique_id(None, f"step-{n}"), name="bash", input={"command": blocks[0]}
-    )
+    use = ToolUseBlock(id=builder.unique_id(None, f"step-{n}"), name="bash", input={"command": blocks[0]})
     # The command now lives in the tool_use; keep only the reasoning around it as text.
     return _Pending(_BASH_BLOCK.sub("", thought).strip(), [use], awaits_user=True, call=call)
 

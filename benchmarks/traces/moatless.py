@@ -33,12 +33,7 @@ _NOT_INPUT = {"scratch_pad", "action_args_class"}
 
 def detect(docs: list[Any]) -> bool:
     nodes = single_object(docs).get("nodes")
-    return (
-        isinstance(nodes, list)
-        and bool(nodes)
-        and isinstance(nodes[0], dict)
-        and "node_id" in nodes[0]
-    )
+    return isinstance(nodes, list) and bool(nodes) and isinstance(nodes[0], dict) and "node_id" in nodes[0]
 
 
 def parse(docs: list[Any], path: str | Path) -> list[Trace]:

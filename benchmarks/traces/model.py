@@ -91,8 +91,10 @@ class Trace(BaseModel):
         if all(c.empty for c in self.calls):
             self.calls = []
         elif len(self.calls) != sum(m.role == "assistant" for m in self.messages):
-            raise ValueError(f"{self.path} ({self.task_id}): {len(self.calls)} call records for "
-                             f"{sum(m.role == 'assistant' for m in self.messages)} model calls")
+            raise ValueError(
+                f"{self.path} ({self.task_id}): {len(self.calls)} call records for "
+                f"{sum(m.role == 'assistant' for m in self.messages)} model calls"
+            )
         return self
 
     def call_record(self, k: int) -> CallRecord:
@@ -153,10 +155,7 @@ class ConversationBuilder:
         self.calls.append(call or _NO_RECORD)
         if uses:
             by_id = {r.tool_use_id: r for r in results}
-            answered = [
-                by_id.get(u.id) or ToolResultBlock(tool_use_id=u.id, content=NO_OBSERVATION)
-                for u in uses
-            ]
+            answered = [by_id.get(u.id) or ToolResultBlock(tool_use_id=u.id, content=NO_OBSERVATION) for u in uses]
             self.messages.append(Message.tool_results(answered))
 
     def user_text(self, text: str) -> None:
@@ -260,16 +259,21 @@ def usage_record(usage: Any, timestamp: float | None = None) -> CallRecord:
     if "prompt_tokens" in usage:
         details = usage.get("prompt_tokens_details") or {}
         cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-        return CallRecord(input_tokens=_int(usage.get("prompt_tokens")),
-                          output_tokens=_int(usage.get("completion_tokens")),
-                          cached_tokens=cached if cached is not None else _int(usage.get("cached_tokens")),
-                          timestamp=timestamp)
+        return CallRecord(
+            input_tokens=_int(usage.get("prompt_tokens")),
+            output_tokens=_int(usage.get("completion_tokens")),
+            cached_tokens=cached if cached is not None else _int(usage.get("cached_tokens")),
+            timestamp=timestamp,
+        )
     base = _int(usage.get("input_tokens"))
     read = _int(usage.get("cache_read_input_tokens")) or 0
     written = _int(usage.get("cache_creation_input_tokens")) or 0
-    return CallRecord(input_tokens=None if base is None else base + read + written,
-                      output_tokens=_int(usage.get("output_tokens")),
-                      cached_tokens=read or _int(usage.get("cached_tokens")), timestamp=timestamp)
+    return CallRecord(
+        input_tokens=None if base is None else base + read + written,
+        output_tokens=_int(usage.get("output_tokens")),
+        cached_tokens=read or _int(usage.get("cached_tokens")),
+        timestamp=timestamp,
+    )
 
 
 def unix_time(value: Any) -> float | None:

@@ -47,9 +47,7 @@ def _is_run(doc: Any) -> bool:
     if not isinstance(doc, dict) or "trajectory" in doc or not isinstance(doc.get("history"), list):
         return False
     items = [i for e in doc["history"] for i in (e if isinstance(e, list) else [e])]
-    return bool(items) and all(
-        isinstance(i, dict) and ("action" in i or "observation" in i) for i in items
-    )
+    return bool(items) and all(isinstance(i, dict) and ("action" in i or "observation" in i) for i in items)
 
 
 def detect(docs: list[Any]) -> bool:
@@ -67,11 +65,7 @@ def load_openhands(path: str | Path) -> list[Trace]:
 def _parse_run(doc: dict[str, Any], path: str | Path, n: int) -> Trace:
     history = doc["history"]
     event_format = all(isinstance(e, dict) and "id" in e for e in history)
-    events = (
-        history
-        if event_format
-        else [i for e in history for i in (e if isinstance(e, list) else [e])]
-    )
+    events = history if event_format else [i for e in history for i in (e if isinstance(e, list) else [e])]
     system = next((_args(e).get("content", "") for e in events if e.get("action") == "system"), "")
     walk = _walk_events if event_format else _walk_flat
     builder, finished = walk(events, doc.get("instruction") or "")
@@ -102,15 +96,11 @@ def _is_user_message(e: dict[str, Any]) -> bool:
     return e.get("action") == "message" and e.get("source", "user") == "user"
 
 
-def _walk_events(
-    events: list[dict[str, Any]], instruction: str
-) -> tuple[ConversationBuilder, bool]:
+def _walk_events(events: list[dict[str, Any]], instruction: str) -> tuple[ConversationBuilder, bool]:
     actions = {e["id"]: e for e in events if "action" in e}
     by_cause, by_call = _index_observations(events)
     task_event = next((e for e in events if _is_user_message(e)), None)
-    builder = ConversationBuilder(
-        text_of(_args(task_event).get("content")) if task_event else instruction
-    )
+    builder = ConversationBuilder(text_of(_args(task_event).get("content")) if task_event else instruction)
     finished = False
     group: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
 
@@ -195,9 +185,7 @@ def _walk_flat(events: list[dict[str, Any]], instruction: str) -> tuple[Conversa
     return builder, finished
 
 
-def _emit(
-    builder: ConversationBuilder, group: list[tuple[dict[str, Any], dict[str, Any] | None]]
-) -> None:
+def _emit(builder: ConversationBuilder, group: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
     """One model call: the thought once, then a tool_use per action that was executed."""
     thoughts: list[str] = []
     uses: list[ToolUseBlock] = []
@@ -213,9 +201,7 @@ def _emit(
             continue
         meta = action.get("tool_call_metadata") or {}
         use = ToolUseBlock(
-            id=builder.unique_id(
-                meta.get("tool_call_id"), f"step-{len(builder.messages)}-{len(uses)}"
-            ),
+            id=builder.unique_id(meta.get("tool_call_id"), f"step-{len(builder.messages)}-{len(uses)}"),
             name=meta.get("function_name") or action.get("action") or "unknown",
             input=_tool_input(action, meta),
         )
@@ -223,13 +209,12 @@ def _emit(
         if obs is not None:
             is_error = obs.get("observation") == "error"
             content = obs.get("content") if "content" in obs else obs.get("message")
-            results.append(
-                ToolResultBlock(tool_use_id=use.id, content=text_of(content), is_error=is_error)
-            )
+            results.append(ToolResultBlock(tool_use_id=use.id, content=text_of(content), is_error=is_error))
     first = group[0][0]
     response = (first.get("tool_call_metadata") or {}).get("model_response") or {}
-    builder.step("\n\n".join(thoughts), uses, results,
-                 usage_record(response.get("usage"), unix_time(first.get("timestamp"))))
+    builder.step(
+        "\n\n".join(thoughts), uses, results, usage_record(response.get("usage"), unix_time(first.get("timestamp")))
+    )
 
 
 def _tool_input(action: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:

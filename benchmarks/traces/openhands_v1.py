@@ -87,18 +87,26 @@ class _Walk:
                 thoughts.append(thought)
             if action.get("tool_name") in _TEXT_TOOLS:
                 self.finished |= action.get("tool_name") == "finish"
-                said = _parts((action.get("action") or {}).get("message") or (action.get("action") or {}).get("thought"))
+                said = _parts(
+                    (action.get("action") or {}).get("message") or (action.get("action") or {}).get("thought")
+                )
                 thoughts.extend([said] if said and said not in thoughts else [])
                 continue
             uses.append(self._use(action))
             observation = self.results.get(action.get("tool_call_id"))
             if observation is not None:
                 body = observation.get("observation")
-                error = isinstance(body, dict) and (bool(body.get("error")) or body.get("kind") == "AgentErrorObservation")
+                error = isinstance(body, dict) and (
+                    bool(body.get("error")) or body.get("kind") == "AgentErrorObservation"
+                )
                 results.append(ToolResultBlock(tool_use_id=uses[-1].id, content=_result_text(body), is_error=error))
         first = self.group[0]
-        self.builder.step("\n\n".join(thoughts), uses, results,
-                          usage_record((first.get("metrics") or {}).get("usage"), unix_time(first.get("timestamp"))))
+        self.builder.step(
+            "\n\n".join(thoughts),
+            uses,
+            results,
+            usage_record((first.get("metrics") or {}).get("usage"), unix_time(first.get("timestamp"))),
+        )
         self.group = []
 
     def _use(self, action: dict[str, Any]) -> ToolUseBlock:
@@ -107,7 +115,9 @@ class _Walk:
         if not arguments and isinstance(action.get("action"), dict):
             arguments = {k: v for k, v in action["action"].items() if k != "kind"}
         return ToolUseBlock(
-            id=self.builder.unique_id(action.get("tool_call_id") or call.get("id"), f"step-{len(self.builder.messages)}"),
+            id=self.builder.unique_id(
+                action.get("tool_call_id") or call.get("id"), f"step-{len(self.builder.messages)}"
+            ),
             name=str(action.get("tool_name") or call.get("name") or "unknown"),
             input=arguments,
         )
@@ -136,20 +146,32 @@ def parse(docs: list[Any], path: str | Path) -> list[Trace]:
         for e in events:
             walk.event(e)
         walk.flush()
-        system = next((_parts((e.get("system_prompt") or {}).get("text") if isinstance(e.get("system_prompt"), dict)
-                              else e.get("system_prompt")) for e in events if e.get("kind") == "SystemPromptEvent"), "")
+        system = next(
+            (
+                _parts(
+                    (e.get("system_prompt") or {}).get("text")
+                    if isinstance(e.get("system_prompt"), dict)
+                    else e.get("system_prompt")
+                )
+                for e in events
+                if e.get("kind") == "SystemPromptEvent"
+            ),
+            "",
+        )
         metadata = doc.get("metadata") or {}
-        traces.append(Trace(
-            source=SOURCE,
-            task_id=str(doc.get("instance_id") or f"run-{n}"),
-            model=(metadata.get("llm") or {}).get("model") or (metadata.get("llm_config") or {}).get("model"),
-            final_status="finish" if walk.finished else (doc.get("error") or "no finish"),
-            system=system,
-            messages=walk.builder.messages,
-            final_patch=(doc.get("test_result") or {}).get("git_patch") or None,
-            path=str(path),
-            calls=walk.builder.calls,
-        ))
+        traces.append(
+            Trace(
+                source=SOURCE,
+                task_id=str(doc.get("instance_id") or f"run-{n}"),
+                model=(metadata.get("llm") or {}).get("model") or (metadata.get("llm_config") or {}).get("model"),
+                final_status="finish" if walk.finished else (doc.get("error") or "no finish"),
+                system=system,
+                messages=walk.builder.messages,
+                final_patch=(doc.get("test_result") or {}).get("git_patch") or None,
+                path=str(path),
+                calls=walk.builder.calls,
+            )
+        )
     return traces
 
 

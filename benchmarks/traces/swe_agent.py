@@ -33,15 +33,9 @@ def detect(docs: list[Any]) -> bool:
 def parse(docs: list[Any], path: str | Path) -> list[Trace]:
     doc = docs[0]
     history = doc.get("history") or []
-    system = (
-        text_of(history[0].get("content")) if history and history[0].get("role") == "system" else ""
-    )
+    system = text_of(history[0].get("content")) if history and history[0].get("role") == "system" else ""
     task = next(
-        (
-            text_of(m.get("content"))
-            for m in history
-            if m.get("role") == "user" and not m.get("is_demo")
-        ),
+        (text_of(m.get("content")) for m in history if m.get("role") == "user" and not m.get("is_demo")),
         "",
     )
     builder = ConversationBuilder(task)

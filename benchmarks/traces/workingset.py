@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agents.messages import MESSAGES_ADAPTER, Message, ToolResultBlock
-from agents.session_state import SessionState
+from agents.session import SessionState
 
 from .model import NO_OBSERVATION, Trace, UnknownTraceFormat, read_json_documents, single_object
 
@@ -65,14 +65,28 @@ def _complete(messages: list[Message]) -> list[Message]:
     return messages
 
 
-def _trace(path: str | Path, source: str, task_id: str, model: str | None, status: str | None,
-           system: str, messages: list[Message]) -> Trace:
+def _trace(
+    path: str | Path,
+    source: str,
+    task_id: str,
+    model: str | None,
+    status: str | None,
+    system: str,
+    messages: list[Message],
+) -> Trace:
     messages = _complete([m for m in messages if m.content])
     if not messages or messages[0].role != "user":
         raise UnknownTraceFormat(f"{path}: the conversation must open with a user message")
     try:
-        return Trace(source=source, task_id=task_id, model=model, final_status=status,
-                     system=system, messages=messages, path=str(path))
+        return Trace(
+            source=source,
+            task_id=task_id,
+            model=model,
+            final_status=status,
+            system=system,
+            messages=messages,
+            path=str(path),
+        )
     except ValidationError as exc:
         raise UnknownTraceFormat(f"{path}: {exc.errors()[0]['msg']}") from exc
 
@@ -99,8 +113,9 @@ def _call_messages(record: dict[str, Any], path: str | Path) -> list[Message]:
 def parse_trace_call(docs: list[Any], path: str | Path) -> list[Trace]:
     record = docs[0]
     task_id = f"{record['session_id']}-call-{record['call']}"
-    return [_trace(path, TRACE_SOURCE, task_id, None, None, str(record.get("system") or ""),
-                   _call_messages(record, path))]
+    return [
+        _trace(path, TRACE_SOURCE, task_id, None, None, str(record.get("system") or ""), _call_messages(record, path))
+    ]
 
 
 def _call_files(directory: Path) -> dict[str, list[tuple[int, Path]]]:
@@ -129,6 +144,9 @@ def load_trace_dir(directory: str | Path) -> list[Trace]:
         if not detect_trace_call(docs):
             raise UnknownTraceFormat(f"{last}: not a Workingset trace record")
         record = docs[0]
-        traces.append(_trace(d, TRACE_SOURCE, session_id, None, None, str(record.get("system") or ""),
-                             _call_messages(record, last)))
+        traces.append(
+            _trace(
+                d, TRACE_SOURCE, session_id, None, None, str(record.get("system") or ""), _call_messages(record, last)
+            )
+        )
     return traces

@@ -38,16 +38,28 @@ from cluster.eval.errors import GitError, WorkspaceError
 from cluster.eval.layout import safe_name
 from cluster.eval.tasks import Task, is_url
 from cluster.eval.trusted_git import git
-from tools.remove_tree import remove_tree
+from tools.files import remove_tree
 
-__all__ = ["JUNK_PATHSPECS", "Base", "Shipped", "TrustedBases", "bundle", "clone_at", "read_blobs", "read_files",
-           "scratch_env", "top_entries"]
+__all__ = [
+    "JUNK_PATHSPECS",
+    "Base",
+    "Shipped",
+    "TrustedBases",
+    "bundle",
+    "clone_at",
+    "read_blobs",
+    "read_files",
+    "scratch_env",
+    "top_entries",
+]
 
 # Build junk never belongs to a base or a patch.
 JUNK_PATHSPECS = (":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.pyc", ":(exclude,glob)**/.pytest_cache/**")
 _IDENTITY = {
-    "GIT_AUTHOR_NAME": "workingset-eval", "GIT_AUTHOR_EMAIL": "eval@workingset.invalid",
-    "GIT_COMMITTER_NAME": "workingset-eval", "GIT_COMMITTER_EMAIL": "eval@workingset.invalid",
+    "GIT_AUTHOR_NAME": "workingset-eval",
+    "GIT_AUTHOR_EMAIL": "eval@workingset.invalid",
+    "GIT_COMMITTER_NAME": "workingset-eval",
+    "GIT_COMMITTER_EMAIL": "eval@workingset.invalid",
 }
 
 
@@ -90,7 +102,9 @@ async def read_blobs(base: Base, specs: list[str], env: dict[str, str] | None = 
     scratch index, for `:<path>`)."""
     if not specs:
         return []
-    out = await git("cat-file", "--batch", git_dir=base.git_dir, env=env, stdin="".join(f"{s}\n" for s in specs).encode())
+    out = await git(
+        "cat-file", "--batch", git_dir=base.git_dir, env=env, stdin="".join(f"{s}\n" for s in specs).encode()
+    )
     results: list[bytes | None] = []
     pos = 0
     for _ in specs:
@@ -101,7 +115,7 @@ async def read_blobs(base: Base, specs: list[str], env: dict[str, str] | None = 
             results.append(None)
             continue
         size = int(header[2])
-        results.append(out[pos:pos + size])
+        results.append(out[pos : pos + size])
         pos += size + 1
     return results
 
@@ -135,7 +149,16 @@ async def clone_at(base: Base, dest: Path, *, detach: bool, timeout_s: float) ->
         await asyncio.to_thread(remove_tree, dest, ignore_errors=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     checkout = [] if not detach else ["--no-checkout"]
-    await git("clone", "--quiet", "--no-hardlinks", "--template=", *checkout, str(base.git_dir), str(dest), timeout_s=timeout_s)
+    await git(
+        "clone",
+        "--quiet",
+        "--no-hardlinks",
+        "--template=",
+        *checkout,
+        str(base.git_dir),
+        str(dest),
+        timeout_s=timeout_s,
+    )
     if detach:
         await git("checkout", "--quiet", "--detach", base.commit, cwd=dest, timeout_s=timeout_s)
     await git("remote", "remove", "origin", cwd=dest)
@@ -182,7 +205,9 @@ class TrustedBases:
         try:
             await git("cat-file", "-e", f"{shipped.commit}^{{commit}}", git_dir=git_dir)
         except GitError:
-            raise WorkspaceError(f"the bundle shipped for {name} does not hold its base commit {shipped.commit}") from None
+            raise WorkspaceError(
+                f"the bundle shipped for {name} does not hold its base commit {shipped.commit}"
+            ) from None
         return Base(git_dir, shipped.commit)
 
     async def remove(self, git_dir: Path) -> None:
@@ -194,8 +219,18 @@ class TrustedBases:
         with tempfile.TemporaryDirectory(dir=self.root, prefix=".index-") as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             pathspecs = "\0".join((".", *JUNK_PATHSPECS)).encode()
-            await git("add", "--all", "--force", "--pathspec-from-file=-", "--pathspec-file-nul", git_dir=git_dir,
-                      work_tree=source, env=env, stdin=pathspecs, timeout_s=timeout_s)
+            await git(
+                "add",
+                "--all",
+                "--force",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                git_dir=git_dir,
+                work_tree=source,
+                env=env,
+                stdin=pathspecs,
+                timeout_s=timeout_s,
+            )
             tree = (await git("write-tree", git_dir=git_dir, env=env)).decode().strip()
         commit = (await git("commit-tree", tree, "-m", "eval base", git_dir=git_dir, env=_IDENTITY)).decode().strip()
         await git("update-ref", "refs/heads/main", commit, git_dir=git_dir)
@@ -208,22 +243,35 @@ class TrustedBases:
         if not source.is_dir():
             looked = task.metadata.get("looked_for")
             if looked:
-                raise WorkspaceError(f"repository {task.metadata.get('swebench_repo')} is not available locally "
-                                     f"(looked for {', '.join(looked)}); pass --repos DIR holding a clone")
+                raise WorkspaceError(
+                    f"repository {task.metadata.get('swebench_repo')} is not available locally "
+                    f"(looked for {', '.join(looked)}); pass --repos DIR holding a clone"
+                )
             raise WorkspaceError(f"repository {task.repo} does not exist or is not a directory")
         return source
 
     async def _mirror(self, url: str, timeout_s: float) -> Path:
         """One clone of a URL per batch, shared by the tasks that use it."""
-        target = self.cache / f"{safe_name(url.rstrip('/').rsplit('/', 1)[-1])}-{hashlib.sha256(url.encode()).hexdigest()[:10]}"
+        target = (
+            self.cache
+            / f"{safe_name(url.rstrip('/').rsplit('/', 1)[-1])}-{hashlib.sha256(url.encode()).hexdigest()[:10]}"
+        )
         async with self._locks.setdefault(url, asyncio.Lock()):
             if not (target / "HEAD").is_file():
                 if target.exists():
                     await asyncio.to_thread(remove_tree, target, ignore_errors=True)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    await git("clone", "--quiet", "--mirror", "--template=", url, str(target), network=True,
-                              timeout_s=timeout_s)
+                    await git(
+                        "clone",
+                        "--quiet",
+                        "--mirror",
+                        "--template=",
+                        url,
+                        str(target),
+                        network=True,
+                        timeout_s=timeout_s,
+                    )
                 except GitError as exc:
                     raise WorkspaceError(f"cannot clone {url}: {exc}") from None
         return target

@@ -1,12 +1,12 @@
 """Writes of the out directory that a kill -9 at any moment leaves whole.
 
-    append_line    one complete line, one write, flushed and fsynced: a reader sees the
-                   line whole or not at all (a crash inside the write can only tear the
-                   last line, which `repair_jsonl` takes out on the next start)
-    write_atomic   a temporary file beside the target, fsynced, then renamed over it:
-                   the old content or the new one, never half of either
-    repair_jsonl   the lines that are not whole records moved to `<name>.torn-<time>`
-                   and cut from the file, so the file is valid JSON Lines again
+append_line    one complete line, one write, flushed and fsynced: a reader sees the
+               line whole or not at all (a crash inside the write can only tear the
+               last line, which `repair_jsonl` takes out on the next start)
+write_atomic   a temporary file beside the target, fsynced, then renamed over it:
+               the old content or the new one, never half of either
+repair_jsonl   the lines that are not whole records moved to `<name>.torn-<time>`
+               and cut from the file, so the file is valid JSON Lines again
 """
 
 from __future__ import annotations

@@ -38,16 +38,21 @@ from cluster.eval.hidden_tests import HiddenFile, place_hidden
 from cluster.eval.layout import OutDir
 from cluster.eval.patch_audit import MODULE_ROOTS, importable_names, touched_test_files
 from cluster.eval.patches import Patch
-from cluster.eval.swebench.log_verdict import parsed_run
+from cluster.eval.swebench import parsed_run
 from cluster.eval.tasks import Task
-from cluster.eval.verdicts.base_tests import BaseTests
-from cluster.eval.verdicts.command import PytestCommand
-from cluster.eval.verdicts.config import CONFIG_NAMES, PytestConfig, base_config
-from cluster.eval.verdicts.grade import Grade
-from cluster.eval.verdicts.outcomes import PytestRun, reasons_for
-from cluster.eval.verdicts.pytest_run import run_pytest
+from cluster.eval.verdicts import (
+    CONFIG_NAMES,
+    BaseTests,
+    Grade,
+    PytestCommand,
+    PytestConfig,
+    PytestRun,
+    base_config,
+    reasons_for,
+    run_pytest,
+)
 from cluster.eval.workspaces import Workspace, Workspaces
-from tools.sandbox.venv import VirtualEnv
+from tools.sandbox import VirtualEnv
 
 __all__ = ["GradeStage"]
 
@@ -95,16 +100,24 @@ def _environment_gap(run: PytestRun, own: set[str]) -> str | None:
 
 
 class GradeStage:
-    def __init__(self, out: OutDir, workspaces: Workspaces, shell: SandboxedShell, commands: asyncio.Semaphore,
-                 *, reject_test_changes: bool = False):
+    def __init__(
+        self,
+        out: OutDir,
+        workspaces: Workspaces,
+        shell: SandboxedShell,
+        commands: asyncio.Semaphore,
+        *,
+        reject_test_changes: bool = False,
+    ):
         self.out = out
         self.workspaces = workspaces
         self.shell = shell
         self._commands = commands
         self.reject_test_changes = reject_test_changes
 
-    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str, row: dict,
-                    shell: SandboxedShell | None = None) -> bool | None:
+    async def grade(
+        self, task: Task, ws: Workspace, patch: Patch, name: str, row: dict, shell: SandboxedShell | None = None
+    ) -> bool | None:
         """The verdict (None: the patch was not graded, `row["error"]` says why); raises
         TaskEnded when the grader gives none. `shell`: the task's own (its environment)."""
         shell = shell or self.shell
@@ -116,13 +129,16 @@ class GradeStage:
                 raise TaskEnded(str(exc)) from None
         tops = {root: await top_entries(ws.base, root) for root in MODULE_ROOTS}
         shadowed = frozenset(sys.stdlib_module_names) | importable_names(_site_dirs(shell))
-        touched = touched_test_files(patch.files, patch.contents, {h.path for h in hidden}, base_tops=tops,
-                                     shadowed=shadowed)
+        touched = touched_test_files(
+            patch.files, patch.contents, {h.path for h in hidden}, base_tops=tops, shadowed=shadowed
+        )
         row["patch_touches_tests"] = touched
         reject = task.grading.reject_test_changes
         if touched and (self.reject_test_changes if reject is None else reject):
-            row["error"] = (f"the patch changes test infrastructure ({_listed(touched)}) and this task rejects "
-                            "such patches (grading.reject_test_changes); not graded")
+            row["error"] = (
+                f"the patch changes test infrastructure ({_listed(touched)}) and this task rejects "
+                "such patches (grading.reject_test_changes); not graded"
+            )
             return None
         kind = task.grading.kind(task.test_command)
         command = PytestCommand.parse(task.test_command) if kind == "per-test" else None
@@ -160,8 +176,9 @@ class GradeStage:
         except WorkspaceError as exc:
             raise TaskEnded(str(exc)) from None
 
-    async def _config(self, task: Task, ws: Workspace, hidden: list[HiddenFile],
-                      command: PytestCommand) -> PytestConfig:
+    async def _config(
+        self, task: Task, ws: Workspace, hidden: list[HiddenFile], command: PytestCommand
+    ) -> PytestConfig:
         named = command.config_source()
         wanted = [named.removeprefix("./")] if named else list(CONFIG_NAMES)
         hidden_data = {h.path: h.data for h in hidden if h.mode is not None}
@@ -177,9 +194,15 @@ class GradeStage:
         write_log(log, task.setup_command, result)
         if result.ok:
             return True
-        how = f"timed out after {task.timeouts.setup_s:g} s" if result.timed_out else f"failed (exit code {result.exit_code})"
-        row["error"] = (f"the setup command {how} in the grading copy, with the agent's patch applied: "
-                        f"{result.tail(2)} (log: {self.out.rel(log)})")
+        how = (
+            f"timed out after {task.timeouts.setup_s:g} s"
+            if result.timed_out
+            else f"failed (exit code {result.exit_code})"
+        )
+        row["error"] = (
+            f"the setup command {how} in the grading copy, with the agent's patch applied: "
+            f"{result.tail(2)} (log: {self.out.rel(log)})"
+        )
         return False
 
     async def _exit_code(self, task: Task, copy: Path, name: str, row: dict, shell: SandboxedShell) -> bool:
@@ -207,28 +230,57 @@ class GradeStage:
             raise TaskEnded(f"the test command timed out after {task.timeouts.test_s:g} s {where}")
         run = parsed_run(task.grading.log_parser, result.output)
         if run is None:
-            raise TaskEnded(f"no swebench log parser for {task.grading.log_parser!r} (pip install 'workingset[swebench]')")
+            raise TaskEnded(
+                f"no swebench log parser for {task.grading.log_parser!r} (pip install 'workingset[swebench]')"
+            )
         required = task.grading.tests or []
         reasons = reasons_for(run, required)
-        grade = Grade.from_run(run, required, verdict="log-parser", required_from="the task's grading.tests",
-                               groups=task.grading.test_groups, reasons=reasons, config=None, exit_code=result.exit_code)
+        grade = Grade.from_run(
+            run,
+            required,
+            verdict="log-parser",
+            required_from="the task's grading.tests",
+            groups=task.grading.test_groups,
+            reasons=reasons,
+            config=None,
+            exit_code=result.exit_code,
+        )
         row.update(tests_passed=grade.passed, test_exit_code=result.exit_code, grade=grade.model_dump(mode="json"))
         return grade.passed
 
-    async def _per_test(self, task: Task, ws: Workspace, copy: Path, name: str, row: dict, shell: SandboxedShell,
-                        command: PytestCommand, config: PytestConfig, hidden: list[HiddenFile]) -> bool:
+    async def _per_test(
+        self,
+        task: Task,
+        ws: Workspace,
+        copy: Path,
+        name: str,
+        row: dict,
+        shell: SandboxedShell,
+        command: PytestCommand,
+        config: PytestConfig,
+        hidden: list[HiddenFile],
+    ) -> bool:
         log = self.out.logs / name / "grade.log"
         row["grade_log"] = self.out.rel(log)
         async with self._commands:
-            done = await run_pytest(shell, command, copy, config=config.path, timeout_s=task.timeouts.test_s, log=log,
-                                    plugins=tuple(task.grading.pytest_plugins), original=task.test_command)
+            done = await run_pytest(
+                shell,
+                command,
+                copy,
+                config=config.path,
+                timeout_s=task.timeouts.test_s,
+                log=log,
+                plugins=tuple(task.grading.pytest_plugins),
+                original=task.test_command,
+            )
         run, result = done.run, done.result
         where = f"(log: {self.out.rel(log)})"
         if result.timed_out:
             raise TaskEnded(f"the test command timed out after {task.timeouts.test_s:g} s {where}")
         if not run.booted:
-            raise TaskEnded(f"the grader's interpreter did not start (exit code {result.exit_code}): "
-                            f"{result.tail(2)} {where}")
+            raise TaskEnded(
+                f"the grader's interpreter did not start (exit code {result.exit_code}): {result.tail(2)} {where}"
+            )
         if run.boot_error:
             raise TaskEnded(f"the task's environment cannot run pytest ({run.boot_error}) {where}")
         required, source = task.grading.tests, "the task's grading.tests"
@@ -241,9 +293,18 @@ class GradeStage:
         reasons = reasons_for(run, required)
         gap = _environment_gap(run, await _base_modules(ws))
         if reasons and gap is not None:
-            raise TaskEnded(f"{gap}: the task's environment lacks it, so the grade says nothing of the patch; add it "
-                            f"to the environment (its packages or requirements) {where}")
-        grade = Grade.from_run(run, required, required_from=source, groups=task.grading.test_groups, reasons=reasons,
-                               config=config.source, exit_code=result.exit_code)
+            raise TaskEnded(
+                f"{gap}: the task's environment lacks it, so the grade says nothing of the patch; add it "
+                f"to the environment (its packages or requirements) {where}"
+            )
+        grade = Grade.from_run(
+            run,
+            required,
+            required_from=source,
+            groups=task.grading.test_groups,
+            reasons=reasons,
+            config=config.source,
+            exit_code=result.exit_code,
+        )
         row.update(tests_passed=grade.passed, test_exit_code=result.exit_code, grade=grade.model_dump(mode="json"))
         return grade.passed

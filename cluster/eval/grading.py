@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.assembly import command_runner
-from agents.config import WorkingsetSettings
 from agents.errors import WorkingsetError
+from agents.opening import command_runner
+from agents.settings import WorkingsetSettings
 from tools.base import ToolContext, ToolError, ToolLimits
 from tools.bash import BashInput, BashTool
 

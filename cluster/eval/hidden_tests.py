@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from cluster.eval.base_repo import Base, scratch_env
 from cluster.eval.errors import GitError, WorkspaceError
 from cluster.eval.trusted_git import git
-from tools.remove_tree import remove_at, remove_tree
+from tools.files import remove_at, remove_tree
 
 __all__ = ["HiddenFile", "hidden_tests", "place_hidden"]
 

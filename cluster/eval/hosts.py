@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
-from agents.config import WorkingsetSettings
 from agents.events import EventSink
-from agents.handle import SessionHandle
-from agents.lifecycle import OpenSpec, SessionRuntime, open_or_resume
+from agents.opening import OpenSpec, SessionRuntime, open_or_resume
+from agents.session import SessionHandle
+from agents.settings import WorkingsetSettings
 from cluster.eval.base_repo import Shipped
 from cluster.eval.layout import OutDir
 from cluster.eval.patches import Patch
@@ -31,7 +31,7 @@ from cluster.eval.stages import EnvironmentOutcome, StageConfig, TaskStages
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace
 
-__all__ = ["LocalHost", "LocalSite", "SessionHost", "TaskSite", "default_actors"]
+__all__ = ["LocalHost", "LocalSite", "NotifyingHost", "SessionHost", "TaskSite", "WarmingHost", "default_actors"]
 
 T = TypeVar("T")
 
@@ -56,8 +56,9 @@ class TaskSite(Protocol):
 
     async def patch(self, ws: Workspace) -> Patch: ...
 
-    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
-                    venv: Path | None) -> tuple[bool | None, dict]: ...
+    async def grade(
+        self, task: Task, ws: Workspace, patch: Patch, name: str, venv: Path | None
+    ) -> tuple[bool | None, dict]: ...
 
     async def discard(self, name: str) -> str | None: ...
 
@@ -77,17 +78,35 @@ class SessionHost(Protocol):
 
     async def start(self, settings: WorkingsetSettings) -> None: ...
 
-    def site(self, config: StageConfig, out: OutDir, task: Task,
-             name: str) -> contextlib.AbstractAsyncContextManager[TaskSite]: ...
+    def site(
+        self, config: StageConfig, out: OutDir, task: Task, name: str
+    ) -> contextlib.AbstractAsyncContextManager[TaskSite]: ...
 
-    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink, *,
-                   node: str | None = None) -> SessionHandle: ...
+    async def open(
+        self, workspace: Path, settings: WorkingsetSettings, emit: EventSink, *, node: str | None = None
+    ) -> SessionHandle: ...
 
     async def close(self, handle: SessionHandle) -> None: ...
 
     def retryable(self, exc: BaseException) -> bool: ...
 
     async def shutdown(self) -> None: ...
+
+
+@runtime_checkable
+class NotifyingHost(Protocol):
+    """A SessionHost that says what it retried or replaced (a session actor that failed to
+    start); the runner points `notify` at the batch's progress."""
+
+    notify: Callable[[str], None]
+
+
+@runtime_checkable
+class WarmingHost(Protocol):
+    """A SessionHost that pays its one-time costs (actors, tool workers) before the
+    batch's first task, so the first tasks do not wait on them."""
+
+    async def warm(self, config: StageConfig, out: OutDir) -> None: ...
 
 
 def default_actors(concurrency: int, node_cpus: float) -> int:
@@ -121,8 +140,9 @@ class LocalSite:
     async def patch(self, ws: Workspace) -> Patch:
         return await self.stages.patch(ws)
 
-    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
-                    venv: Path | None) -> tuple[bool | None, dict]:
+    async def grade(
+        self, task: Task, ws: Workspace, patch: Patch, name: str, venv: Path | None
+    ) -> tuple[bool | None, dict]:
         return await self.stages.grade(task, ws, patch, name, venv)
 
     async def discard(self, name: str) -> str | None:
@@ -150,8 +170,9 @@ class LocalHost:
             self._stages = TaskStages(config, out)
         yield LocalSite(self._stages)
 
-    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink, *,
-                   node: str | None = None) -> SessionHandle:
+    async def open(
+        self, workspace: Path, settings: WorkingsetSettings, emit: EventSink, *, node: str | None = None
+    ) -> SessionHandle:
         return await open_or_resume(OpenSpec(settings, workspace), SessionRuntime(emit=emit))
 
     async def close(self, handle: SessionHandle) -> None:

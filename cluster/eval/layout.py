@@ -75,8 +75,20 @@ class OutDir:
     # crash never leaves rows without the record of what produced them.
     def _produced(self) -> list[Path]:
         torn = sorted(self.root.glob("results.jsonl.torn-*"))
-        return [self.results, *torn, self.summary, self.report, self.predictions, self.patches, self.events,
-                self.logs, self.home, self.workspaces, self.grading, self.run_record]
+        return [
+            self.results,
+            *torn,
+            self.summary,
+            self.report,
+            self.predictions,
+            self.patches,
+            self.events,
+            self.logs,
+            self.home,
+            self.workspaces,
+            self.grading,
+            self.run_record,
+        ]
 
     def move_aside(self) -> Path | None:
         """Move what earlier runs produced to previous/<time>/ (nothing is deleted);
@@ -110,8 +122,10 @@ class OutDir:
         except BlockingIOError:
             holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
             os.close(fd)
-            raise ConfigError(f"another `workingset eval` (pid {holder}) is running on {self.root}; wait for it to "
-                              "end or use a different --out") from None
+            raise ConfigError(
+                f"another `workingset eval` (pid {holder}) is running on {self.root}; wait for it to "
+                "end or use a different --out"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock = fd

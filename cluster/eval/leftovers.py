@@ -115,8 +115,14 @@ def _start_keeper(token: str) -> tuple[subprocess.Popen, int]:
     """The keeper and the write end of its pipe (held by this process alone)."""
     read, write = os.pipe()  # both close-on-exec: no child of the driver holds the write end
     env = {k: v for k, v in os.environ.items() if k != MARK}
-    keeper = subprocess.Popen([sys.executable, "-m", "cluster.eval.leftovers", token, str(os.getpid())], stdin=read, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    keeper = subprocess.Popen(
+        [sys.executable, "-m", "cluster.eval.leftovers", token, str(os.getpid())],
+        stdin=read,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     os.close(read)
     return keeper, write
 
@@ -137,8 +143,10 @@ def find_leftovers(marker: Path) -> str | None:
     shown = ", ".join(f"{pid} {name}" for pid, name in found[:_SHOWN])
     more = f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
     pids = " ".join(str(pid) for pid, _ in found)
-    return (f"{len(found)} process{'es' if len(found) > 1 else ''} of an earlier batch on this --out "
-            f"{'are' if len(found) > 1 else 'is'} still running ({shown}{more}); stop them with: kill -9 {pids}")
+    return (
+        f"{len(found)} process{'es' if len(found) > 1 else ''} of an earlier batch on this --out "
+        f"{'are' if len(found) > 1 else 'is'} still running ({shown}{more}); stop them with: kill -9 {pids}"
+    )
 
 
 @contextmanager

@@ -33,15 +33,17 @@ class Retry(WorkingsetError):
 
     def charge(self, row: ResultRow) -> ResultRow:
         u = self.usage
-        return row.model_copy(update={
-            "actor_restarts": row.actor_restarts + self.actor_failures,
-            "input_tokens": row.input_tokens + u.input_tokens,
-            "output_tokens": row.output_tokens + u.output_tokens,
-            "cache_read_tokens": row.cache_read_tokens + u.cache_read_input_tokens,
-            "cache_creation_tokens": row.cache_creation_tokens + u.cache_creation_input_tokens,
-            "cost_usd": round(row.cost_usd + self.cost_usd, 6),
-            "unpriced_calls": row.unpriced_calls + self.unpriced_calls,
-        })
+        return row.model_copy(
+            update={
+                "actor_restarts": row.actor_restarts + self.actor_failures,
+                "input_tokens": row.input_tokens + u.input_tokens,
+                "output_tokens": row.output_tokens + u.output_tokens,
+                "cache_read_tokens": row.cache_read_tokens + u.cache_read_input_tokens,
+                "cache_creation_tokens": row.cache_creation_tokens + u.cache_creation_input_tokens,
+                "cost_usd": round(row.cost_usd + self.cost_usd, 6),
+                "unpriced_calls": row.unpriced_calls + self.unpriced_calls,
+            }
+        )
 
 
 class NodeLost(Retry):

@@ -35,6 +35,7 @@ from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from agents.errors import WorkingsetError
+from cluster.connection import ClusterError
 from cluster.eval.base_repo import Shipped
 from cluster.eval.cleanup import outlive
 from cluster.eval.errors import TaskEnded, WorkspaceError
@@ -47,8 +48,7 @@ from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace
 from cluster.faults import is_lost_infrastructure
 from cluster.heartbeat import Heartbeat, Whereabouts, whereabouts
-from cluster.runtime import ClusterError
-from tools.remove_tree import remove_tree
+from tools.files import remove_tree
 
 __all__ = ["GRADE_TRIES", "RaySite", "TaskNode", "batch_key", "grade_task", "node_root"]
 
@@ -97,8 +97,9 @@ TaskNode = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(_NodeStag
 
 
 @ray.remote(max_retries=0)
-def grade_task(config: StageConfig, root: str, task: Task, ws: Workspace, patch: Patch, name: str,
-               venv: Path | None) -> tuple[bool | None, dict, dict[str, bytes]]:
+def grade_task(
+    config: StageConfig, root: str, task: Task, ws: Workspace, patch: Patch, name: str, venv: Path | None
+) -> tuple[bool | None, dict, dict[str, bytes]]:
     """The grade where the base is; its logs go back with the verdict."""
     node = ray.get_runtime_context().get_node_id()
     stages = TaskStages(config, OutDir(Path(root)), node=node)
@@ -117,8 +118,18 @@ async def _unwrapped(ref: Any) -> Any:
 
 
 class RaySite:
-    def __init__(self, lease: Lease, actor, root: str, config: StageConfig, watch: NodeWatch, *,
-                 shipped: Awaitable[Shipped | None], grade_resources: dict, heartbeat: Heartbeat | None = None):
+    def __init__(
+        self,
+        lease: Lease,
+        actor,
+        root: str,
+        config: StageConfig,
+        watch: NodeWatch,
+        *,
+        shipped: Awaitable[Shipped | None],
+        grade_resources: dict,
+        heartbeat: Heartbeat | None = None,
+    ):
         self.lease = lease
         self.node: str | None = lease.node
         self._node: str = lease.node
@@ -155,13 +166,15 @@ class RaySite:
     async def patch(self, ws: Workspace) -> Patch:
         return await _unwrapped(self.actor.patch.remote(ws))
 
-    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
-                    venv: Path | None) -> tuple[bool | None, dict]:
+    async def grade(
+        self, task: Task, ws: Workspace, patch: Patch, name: str, venv: Path | None
+    ) -> tuple[bool | None, dict]:
         strategy = NodeAffinitySchedulingStrategy(node_id=self._node, soft=False)
         limit = task.timeouts.setup_s + task.timeouts.test_s + _GRADE_MARGIN_S
         for tried in range(1, GRADE_TRIES + 1):
             ref = grade_task.options(scheduling_strategy=strategy, **self._grade_resources).remote(
-                self.config, self.root, task, ws, patch, name, venv)
+                self.config, self.root, task, ws, patch, name, venv
+            )
             try:
                 passed, row, logs = await asyncio.wait_for(_unwrapped(ref), limit)
             except TimeoutError:
@@ -189,7 +202,8 @@ class RaySite:
         running = asyncio.ensure_future(work)
         lost = asyncio.ensure_future(self.watch.lost(self._node).wait())
         replaced: asyncio.Future = asyncio.ensure_future(
-            self.heartbeat.replaced() if self.heartbeat else asyncio.Event().wait())
+            self.heartbeat.replaced() if self.heartbeat else asyncio.Event().wait()
+        )
         try:
             done, _ = await asyncio.wait({running, lost, replaced}, return_when=asyncio.FIRST_COMPLETED)
             if replaced in done and running not in done:

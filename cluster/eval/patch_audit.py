@@ -47,8 +47,9 @@ from pathlib import Path, PurePosixPath
 __all__ = ["CONFIG_FILES", "MODULE_ROOTS", "importable_names", "top_level_module", "touched_test_files"]
 
 CONFIG_FILES = frozenset({"setup.cfg", "tox.ini", "pyproject.toml"})
-_ALWAYS = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "sitecustomize.py",
-                     "usercustomize.py"})
+_ALWAYS = frozenset(
+    {"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "sitecustomize.py", "usercustomize.py"}
+)
 _METADATA_DIRS = (".dist-info", ".egg-info")
 _MODULE_SUFFIX = re.compile(r"\.(?:py|pyc|pyw|pyd|so|(?:cpython|abi3|pypy)[^/]*\.so)$")
 MODULE_ROOTS = ("", "src")  # where a top-level module stands in a repository
@@ -127,9 +128,14 @@ def _shadows(path: str, base_tops: dict[str, set[str]], shadowed: frozenset[str]
     return name in shadowed and name not in kept
 
 
-def touched_test_files(files: list[str], contents: dict[str, tuple[bytes | None, bytes | None]],
-                        hidden: set[str] | frozenset[str] = frozenset(), *,
-                        base_tops: dict[str, set[str]] | None = None, shadowed: frozenset[str] = frozenset()) -> list[str]:
+def touched_test_files(
+    files: list[str],
+    contents: dict[str, tuple[bytes | None, bytes | None]],
+    hidden: set[str] | frozenset[str] = frozenset(),
+    *,
+    base_tops: dict[str, set[str]] | None = None,
+    shadowed: frozenset[str] = frozenset(),
+) -> list[str]:
     """The changed files (of `files`) that are test infrastructure, sorted.
     `contents`: (before, after) of the changed CONFIG_FILES; `hidden`: the test patch's paths;
     `base_tops`: the base's entries at each of MODULE_ROOTS; `shadowed`: module names a new

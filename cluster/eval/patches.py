@@ -29,7 +29,7 @@ from pathlib import Path
 from cluster.eval.base_repo import JUNK_PATHSPECS, Base, read_blobs, scratch_env
 from cluster.eval.errors import GitError, PatchNotGradable
 from cluster.eval.trusted_git import GitOutputTooLarge, git
-from tools.remove_tree import remove_tree
+from tools.files import remove_tree
 
 __all__ = ["MAX_PATCH_BYTES", "Patch", "apply_patch", "take_patch"]
 
@@ -42,7 +42,9 @@ class Patch:
     data: bytes  # the git patch, binary-safe ("" when nothing changed)
     files: list[str] = field(default_factory=list)  # every path it touches (both sides of a rename)
     notes: list[str] = field(default_factory=list)
-    contents: dict[str, tuple[bytes | None, bytes | None]] = field(default_factory=dict)  # (before, after) of `wanted` files
+    contents: dict[str, tuple[bytes | None, bytes | None]] = field(
+        default_factory=dict
+    )  # (before, after) of `wanted` files
 
 
 def _left_out(workspace: Path) -> tuple[list[str], list[str]]:
@@ -74,8 +76,15 @@ def _name(paths: list[str]) -> str:
     return shown + (f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
 
 
-async def take_patch(base: Base, workspace: Path, scratch_root: Path, *, wanted: frozenset[str] = frozenset(),
-                     max_bytes: int = MAX_PATCH_BYTES, timeout_s: float = 300.0) -> Patch:
+async def take_patch(
+    base: Base,
+    workspace: Path,
+    scratch_root: Path,
+    *,
+    wanted: frozenset[str] = frozenset(),
+    max_bytes: int = MAX_PATCH_BYTES,
+    timeout_s: float = 300.0,
+) -> Patch:
     """Everything in the workspace that differs from the base commit, new files included.
     `wanted`: file names whose before/after contents the caller needs (test configuration)."""
     special, nested = _left_out(workspace)
@@ -91,13 +100,28 @@ async def take_patch(base: Base, workspace: Path, scratch_root: Path, *, wanted:
         env = scratch_env(base, scratch)
         git_here = functools.partial(git, git_dir=base.git_dir, work_tree=workspace, env=env, timeout_s=timeout_s)
         await git_here("read-tree", base.commit)
-        await git_here("add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul",
-                       stdin="\0".join((".", *JUNK_PATHSPECS, *excluded)).encode())
+        await git_here(
+            "add",
+            "--all",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            stdin="\0".join((".", *JUNK_PATHSPECS, *excluded)).encode(),
+        )
         try:
-            data = await git_here("diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color",
-                                  base.commit, max_output=max_bytes)
+            data = await git_here(
+                "diff",
+                "--cached",
+                "--binary",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-color",
+                base.commit,
+                max_output=max_bytes,
+            )
         except GitOutputTooLarge:
-            raise PatchNotGradable(f"the patch is over the cap of {max_bytes / 1024**2:g} MB; it was not graded") from None
+            raise PatchNotGradable(
+                f"the patch is over the cap of {max_bytes / 1024**2:g} MB; it was not graded"
+            ) from None
         names = await git_here("diff", "--cached", "--name-only", "-z", "--no-renames", base.commit)
         files = sorted({n.decode("utf-8", "surrogateescape") for n in names.split(b"\0") if n})
         asked = [f for f in files if f.rsplit("/", 1)[-1] in wanted]
@@ -114,7 +138,8 @@ async def apply_patch(base: Base, copy: Path, patch: bytes, *, timeout_s: float)
     if not patch.strip():
         return
     try:
-        await git("apply", "--whitespace=nowarn", "-", git_dir=base.git_dir, work_tree=copy, stdin=patch,
-                  timeout_s=timeout_s)
+        await git(
+            "apply", "--whitespace=nowarn", "-", git_dir=base.git_dir, work_tree=copy, stdin=patch, timeout_s=timeout_s
+        )
     except GitError as exc:
         raise PatchNotGradable(f"the agent's patch does not apply to a fresh copy of the base: {exc}") from None

@@ -38,10 +38,17 @@ from ray.util.placement_group import (
     remove_placement_group,
 )
 
-from cluster.runtime import ClusterError
+from cluster.connection import ClusterError
 
-__all__ = ["SANDBOX_RESOURCE", "Lease", "NodeWatch", "Placer", "cluster_has_sandbox_nodes", "feasible_nodes",
-           "task_bundle"]
+__all__ = [
+    "SANDBOX_RESOURCE",
+    "Lease",
+    "NodeWatch",
+    "Placer",
+    "cluster_has_sandbox_nodes",
+    "feasible_nodes",
+    "task_bundle",
+]
 
 # A node started with `--resources='{"workingset_sandbox": 1}'` says it can run
 # sandboxed tasks (bubblewrap works there). Once any node says so, only such nodes get
@@ -122,8 +129,9 @@ class Placer:
     async def _placed(self, target: str | None) -> PlacementGroup:
         """A placed group: on `target` if it has room within aim_wait_s, else where Ray finds room."""
         if target is not None:
-            aimed = placement_group([self.bundle], strategy="STRICT_PACK",
-                                    bundle_label_selector=[{NODE_ID_LABEL_KEY: target}])
+            aimed = placement_group(
+                [self.bundle], strategy="STRICT_PACK", bundle_label_selector=[{NODE_ID_LABEL_KEY: target}]
+            )
             try:
                 await asyncio.wait_for(aimed.ready(), self.aim_wait_s)
                 return aimed

@@ -29,7 +29,7 @@ line shows them revealed (agents.visible) and as `Text`, never as markup.
 While the progress bar is up, what Ray logs in this process (the `ray` logger: a task
 retried by Ray, a worker that died) is printed above the bar through the same console,
 not written across it; the Ray runtime's own C++ warnings are held back below errors
-(cluster/runtime.py).
+(cluster/connection/_runtime.py).
 """
 
 from __future__ import annotations
@@ -107,8 +107,14 @@ class ProgressReporter:
     def __init__(self, console: Console | None = None):
         self.console = console or Console(highlight=False)
         self.progress = Progress(
-            TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
-            TextColumn("·"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            TextColumn("[bold]eval"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TextColumn("·"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=self.console,
         )
         self.bar: TaskID | None = None
@@ -136,8 +142,10 @@ class ProgressReporter:
         other = sum(v for k, v in s.items() if k not in ("passed", "failed"))
         tokens = self.tokens + sum(t for t, _ in self.live.values())
         cost = self.cost + sum(c for _, c in self.live.values())
-        return (f"running {self.running} · [green]passed {s.get('passed', 0)}[/] · [red]failed {s.get('failed', 0)}[/] · "
-                f"other {other} · {tokens:,} tok" + (f" · ${cost:.4f}" if cost else ""))
+        return (
+            f"running {self.running} · [green]passed {s.get('passed', 0)}[/] · [red]failed {s.get('failed', 0)}[/] · "
+            f"other {other} · {tokens:,} tok" + (f" · ${cost:.4f}" if cost else "")
+        )
 
     def _refresh(self, advance: int = 0) -> None:
         if self.bar is not None:
@@ -148,8 +156,9 @@ class ProgressReporter:
         if handler is not None:
             handler(**fields)
 
-    def _on_eval_started(self, *, to_run: int, skipped: int, tasks: int, out: str, selection: str | None = None,
-                         **_: Any) -> None:
+    def _on_eval_started(
+        self, *, to_run: int, skipped: int, tasks: int, out: str, selection: str | None = None, **_: Any
+    ) -> None:
         if selection:
             self.console.print(_line("dim", f"selected: {selection}"))
         if skipped:
@@ -165,12 +174,18 @@ class ProgressReporter:
         self.progress.console.print(_line("yellow", text))
 
     def _on_task_changed(self, *, task_id: str, **_: Any) -> None:
-        self.progress.console.print(_line("yellow", f"↻ {task_id}: its row in the task file changed since its "
-                                                     "result; running it again"))
+        self.progress.console.print(
+            _line("yellow", f"↻ {task_id}: its row in the task file changed since its result; running it again")
+        )
 
     def _on_batch_stopped(self, *, cap_usd: float, spent_usd: float, not_started: int, **_: Any) -> None:
-        self.progress.console.print(_line("yellow", f"batch cost cap ${cap_usd:.4f} reached (${spent_usd:.4f} spent): "
-                                                     f"{not_started} tasks not started; running tasks finish"))
+        self.progress.console.print(
+            _line(
+                "yellow",
+                f"batch cost cap ${cap_usd:.4f} reached (${spent_usd:.4f} spent): "
+                f"{not_started} tasks not started; running tasks finish",
+            )
+        )
 
     def _on_task_started(self, **_: Any) -> None:
         self.running += 1
@@ -184,16 +199,23 @@ class ProgressReporter:
         self.running -= 1
         self.statuses[status] = self.statuses.get(status, 0) + 1
         self.live.pop(task_id, None)
-        tokens = sum(result.get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"))
+        tokens = sum(
+            result.get(k, 0) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+        )
         self.tokens += tokens
         self.cost += result.get("cost_usd", 0.0)
         detail = f" · {result['error']}" if result.get("error") else ""
         cost = describe_cost(result.get("cost_usd", 0.0), result.get("unpriced_calls", 0), result.get("pricing"))
-        self.progress.console.print(Text.assemble(
-            _line(_STYLE.get(status, "white"), f"{status:>7}"),
-            _line("", f" {task_id} · {result.get('turns', 0)} turns · {tokens:,} tok · {cost} · "
-                      f"{result.get('wall_s', 0.0):.1f} s{detail}"),
-        ))
+        self.progress.console.print(
+            Text.assemble(
+                _line(_STYLE.get(status, "white"), f"{status:>7}"),
+                _line(
+                    "",
+                    f" {task_id} · {result.get('turns', 0)} turns · {tokens:,} tok · {cost} · "
+                    f"{result.get('wall_s', 0.0):.1f} s{detail}",
+                ),
+            )
+        )
         self._refresh(advance=1)
 
     def _on_eval_finished(self, *, summary: dict, interrupted: bool, **_: Any) -> None:

@@ -36,19 +36,29 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
+from agents.settings import WorkingsetSettings
 
 __all__ = ["RunRecord", "SettingsChanged", "record_for", "task_digest"]
 
 _SECTIONS = ("agent", "subagents", "compact", "summarizer", "tools", "sandbox", "permissions", "plugins")
 _VALUES = ("model", "judge", "models", "bundle")
-_FLAGS = {"model": "--model", "summarizer.spec": "--summarizer", "compact.strategy": "--strategy",
-          "agent.max_turns": "--max-turns", "subagents.tree_max_tokens": "--max-tokens",
-          "subagents.tree_max_cost_usd": "--max-cost", "sandbox.enabled": "--no-sandbox",
-          "permissions.allow": "--allow", "permissions.deny": "--deny", "eval.wall_s": "--wall-s",
-          "eval.reject_test_changes": "--reject-test-changes", "eval.swebench_runner": "--swebench-runner",
-          "eval.setup_network": "--setup-network", "eval.setup_hosts": "--setup-host"}
+_FLAGS = {
+    "model": "--model",
+    "summarizer.spec": "--summarizer",
+    "compact.strategy": "--strategy",
+    "agent.max_turns": "--max-turns",
+    "subagents.tree_max_tokens": "--max-tokens",
+    "subagents.tree_max_cost_usd": "--max-cost",
+    "sandbox.enabled": "--no-sandbox",
+    "permissions.allow": "--allow",
+    "permissions.deny": "--deny",
+    "eval.wall_s": "--wall-s",
+    "eval.reject_test_changes": "--reject-test-changes",
+    "eval.swebench_runner": "--swebench-runner",
+    "eval.setup_network": "--setup-network",
+    "eval.setup_hosts": "--setup-host",
+}
 
 
 class SettingsChanged(ConfigError):
@@ -83,8 +93,9 @@ def workingset_identity() -> dict[str, str | None]:
     commit = None
     if (root / ".git").exists():
         try:
-            done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                  timeout=10, check=False)
+            done = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
+            )
             commit = (done.stdout.strip() or None) if done.returncode == 0 else None
         except (OSError, subprocess.TimeoutExpired):
             commit = None
@@ -128,13 +139,20 @@ class RunRecord:
         self.fingerprint = _digest(settings)
 
     def to_json(self) -> str:
-        return json.dumps({
-            "fingerprint": self.fingerprint,
-            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "about": "the settings that determine this directory's results (cluster/eval/provenance.py); "
-                     "a rerun with other settings refuses: --redo starts over, or use a different --out",
-            "settings": self.settings,
-        }, indent=2, sort_keys=False) + "\n"
+        return (
+            json.dumps(
+                {
+                    "fingerprint": self.fingerprint,
+                    "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "about": "the settings that determine this directory's results (cluster/eval/provenance.py); "
+                    "a rerun with other settings refuses: --redo starts over, or use a different --out",
+                    "settings": self.settings,
+                },
+                indent=2,
+                sort_keys=False,
+            )
+            + "\n"
+        )
 
     @classmethod
     def read(cls, path: Path) -> RunRecord | None:
@@ -156,11 +174,23 @@ class RunRecord:
         return lines
 
 
-def record_for(settings: WorkingsetSettings, *, wall_s: float | None, reject_test_changes: bool,
-               swebench_runner: str | None, setup_network: bool = False,
-               egress_hosts: tuple[str, ...] = (), predictions: str | None = None) -> RunRecord:
-    grading = {"wall_s": wall_s, "reject_test_changes": reject_test_changes, "swebench_runner": swebench_runner,
-               "setup_network": setup_network, "setup_hosts": sorted(egress_hosts)}
+def record_for(
+    settings: WorkingsetSettings,
+    *,
+    wall_s: float | None,
+    reject_test_changes: bool,
+    swebench_runner: str | None,
+    setup_network: bool = False,
+    egress_hosts: tuple[str, ...] = (),
+    predictions: str | None = None,
+) -> RunRecord:
+    grading = {
+        "wall_s": wall_s,
+        "reject_test_changes": reject_test_changes,
+        "swebench_runner": swebench_runner,
+        "setup_network": setup_network,
+        "setup_hosts": sorted(egress_hosts),
+    }
     if predictions is not None:  # graded patches instead of agents: the file is the result's source
         grading["predictions_sha256"] = predictions
     return RunRecord(result_settings(settings, grading))

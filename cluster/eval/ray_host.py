@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from agents.config import WorkingsetSettings
 from agents.events import EventSink
-from agents.handle import SessionHandle
+from agents.session import SessionHandle
+from agents.settings import WorkingsetSettings
+from cluster.connection import ClusterError, connect, node_cpus
 from cluster.eval.base_repo import Shipped, TrustedBases, bundle
 from cluster.eval.hosts import TaskSite, default_actors
 from cluster.eval.layout import OutDir
@@ -46,7 +47,6 @@ from cluster.eval.stages import StageConfig
 from cluster.eval.tasks import Task, is_url
 from cluster.faults import is_lost_infrastructure
 from cluster.heartbeat import Heartbeat
-from cluster.runtime import ClusterError, connect, node_cpus
 from cluster.session_actor import ClusterServices
 
 if TYPE_CHECKING:
@@ -74,8 +74,14 @@ _OPEN_MARGIN_S = 30.0  # beyond an open's own wait for a restarting actor and a 
 class RayHost:
     name = "ray"
 
-    def __init__(self, *, actors: int | None = None, concurrency: int = 16, notify: Callable[[str], None] | None = None,
-                 pool_class: type | None = None):
+    def __init__(
+        self,
+        *,
+        actors: int | None = None,
+        concurrency: int = 16,
+        notify: Callable[[str], None] | None = None,
+        pool_class: type | None = None,
+    ):
         self.actors = actors  # SessionActors per node; None: `default_actors` for each node
         self.concurrency = concurrency
         self.actors_started: dict[str, int] = {}  # node -> the SessionActors started there
@@ -100,8 +106,9 @@ class RayHost:
 
     def _bundle(self) -> dict[str, float]:
         c = self.settings.cluster if self.settings else None
-        return task_bundle(memory_mb=c.eval_task_memory_mb if c else 256, cpus=c.eval_task_cpus if c else 0.0,
-                           sandbox=self.sandbox)
+        return task_bundle(
+            memory_mb=c.eval_task_memory_mb if c else 256, cpus=c.eval_task_cpus if c else 0.0, sandbox=self.sandbox
+        )
 
     async def start(self, settings: WorkingsetSettings) -> None:
         """Connect (or start the embedded cluster) and the shared services. `settings` are
@@ -111,14 +118,20 @@ class RayHost:
         if self.services is not None:
             return  # started already (a benchmark starts it before timing the batch)
         self.settings = settings
-        info = connect(settings.cluster.address, dashboard=settings.cluster.dashboard,
-                       start_timeout_s=settings.cluster.start_timeout_s, notify=self.notify)
+        info = connect(
+            settings.cluster.address,
+            dashboard=settings.cluster.dashboard,
+            start_timeout_s=settings.cluster.start_timeout_s,
+            notify=self.notify,
+        )
         self.services = start_services(settings, info)
         self.sandbox = settings.sandbox.enabled and cluster_has_sandbox_nodes()
         if not feasible_nodes(self._bundle()):
-            raise ClusterError(f"no node of the Ray cluster can hold a task ({self._describe_bundle()}); give the "
-                               "nodes more memory, lower cluster.eval_task_memory_mb / eval_task_cpus, or start a node "
-                               "with --resources='{\"workingset_sandbox\": 1}'")
+            raise ClusterError(
+                f"no node of the Ray cluster can hold a task ({self._describe_bundle()}); give the "
+                "nodes more memory, lower cluster.eval_task_memory_mb / eval_task_cpus, or start a node "
+                "with --resources='{\"workingset_sandbox\": 1}'"
+            )
         self.placer = Placer(self._bundle())
         self.watch.start()
 
@@ -165,18 +178,23 @@ class RayHost:
                     _, root = await actor.where.remote()
                     await pool.ready()
                 c = self.settings.cluster
-                heartbeat = Heartbeat(actor, what="node's task actor", period_s=c.heartbeat_s,
-                                      timeout_s=c.heartbeat_timeout_s)
+                heartbeat = Heartbeat(
+                    actor, what="node's task actor", period_s=c.heartbeat_s, timeout_s=c.heartbeat_timeout_s
+                )
                 heartbeat.ensure_running()
                 self._nodes[node] = _NodeServices(pool, actor, root, heartbeat)
                 return self._nodes[node]
             except Exception as exc:
                 self._drop(pool, actor)
                 if self.watch.is_lost(node) or tries == _START_TRIES:
-                    raise ClusterError(f"node {node[:12]} could not start its session actors ({type(exc).__name__}: "
-                                       f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
-                self.notify(f"starting the session actors on node {node[:12]} failed ({type(exc).__name__}); "
-                            f"trying again ({tries + 1} of {_START_TRIES})")
+                    raise ClusterError(
+                        f"node {node[:12]} could not start its session actors ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''})"
+                    ) from exc
+                self.notify(
+                    f"starting the session actors on node {node[:12]} failed ({type(exc).__name__}); "
+                    f"trying again ({tries + 1} of {_START_TRIES})"
+                )
         raise AssertionError("unreachable")
 
     @staticmethod
@@ -240,8 +258,16 @@ class RayHost:
             grade: dict[str, Any] = {"num_cpus": c.eval_grade_cpus}
             if self.sandbox:
                 grade["resources"] = {"workingset_sandbox": 0.001}
-            site = RaySite(held, services.actor, services.root, config, self.watch,
-                           shipped=self._shipped_for(task, out), grade_resources=grade, heartbeat=services.heartbeat)
+            site = RaySite(
+                held,
+                services.actor,
+                services.root,
+                config,
+                self.watch,
+                shipped=self._shipped_for(task, out),
+                grade_resources=grade,
+                heartbeat=services.heartbeat,
+            )
             try:
                 yield site
             finally:
@@ -252,8 +278,9 @@ class RayHost:
 
     # -- sessions -----------------------------------------------------------------------
 
-    async def open(self, workspace: Path, settings: WorkingsetSettings, emit: EventSink, *,
-                   node: str | None = None) -> SessionHandle:
+    async def open(
+        self, workspace: Path, settings: WorkingsetSettings, emit: EventSink, *, node: str | None = None
+    ) -> SessionHandle:
         if node is None:
             node = ray.get_runtime_context().get_node_id()
         services = await self._node(node)

@@ -67,8 +67,10 @@ def _per_file(rows: list[ResultRow]) -> list[dict]:
     groups: dict[str, list[ResultRow]] = {}
     for row in rows:
         groups.setdefault(row.task_file or _NO_FILE, []).append(row)
-    return [{"task_file": name, "finished": len(group), "passed": _passed(group), "pass_rate": _rate(group)}
-            for name, group in sorted(groups.items())]
+    return [
+        {"task_file": name, "finished": len(group), "passed": _passed(group), "pass_rate": _rate(group)}
+        for name, group in sorted(groups.items())
+    ]
 
 
 def _passed(rows: list[ResultRow]) -> int:
@@ -101,8 +103,16 @@ def _grades(rows: list[ResultRow]) -> dict:
     }
 
 
-def summarize(rows: list[ResultRow], *, tasks_total: int, invalid: list[str], model: str,
-              interrupted: bool = False, selection: dict | None = None, stopped: dict | None = None) -> dict:
+def summarize(
+    rows: list[ResultRow],
+    *,
+    tasks_total: int,
+    invalid: list[str],
+    model: str,
+    interrupted: bool = False,
+    selection: dict | None = None,
+    stopped: dict | None = None,
+) -> dict:
     n = len(rows)
     statuses: Counter[str] = Counter(r.status for r in rows)
     passed = statuses["passed"]
@@ -180,8 +190,10 @@ def describe_cost(cost_usd: float, unpriced_calls: int, pricing: str | None) -> 
 
 
 def _cost_line(s: dict) -> str:
-    money = f"{_money(s['cost_usd'])} total · {_money(s['cost_per_task_usd'])} per task · " \
-            f"{_money(s['cost_per_solved_usd'])} per solved task"
+    money = (
+        f"{_money(s['cost_usd'])} total · {_money(s['cost_per_task_usd'])} per task · "
+        f"{_money(s['cost_per_solved_usd'])} per solved task"
+    )
     if s.get("unpriced_tasks"):
         kinds = ", ".join(_UNPRICED_LABEL.get(k, k) for k in s.get("unpriced_kinds", []))
         money += f" · {s['unpriced_tasks']} tasks not priced ({kinds})"
@@ -233,7 +245,9 @@ def _grades_line(s: dict) -> str:
     if not g:
         return "–"
     parsed = f" + {g['log_parser']} from swebench's log parser" if g.get("log_parser") else ""
-    text = f"{g['per_test']} per test{parsed} ({g['required_passing']:,} of {g['required_tests']:,} required tests passing"
+    text = (
+        f"{g['per_test']} per test{parsed} ({g['required_passing']:,} of {g['required_tests']:,} required tests passing"
+    )
     text += "".join(f"; {name} {c['passing']:,} / {c['total']:,}" for name, c in sorted(g["groups"].items()))
     text += f") · {g['exit_code']} by exit code"
     if g["with_outcome_hooks"]:
@@ -243,18 +257,25 @@ def _grades_line(s: dict) -> str:
 
 def _task_line(row: ResultRow) -> str:
     cost = describe_cost(row.cost_usd, row.unpriced_calls, row.pricing)
-    return (f"| {_cell(row.task_id, 60)} | {row.status} | {_required(row)} | {row.turns} | {row.tokens:,} | {cost} | "
-            f"{_seconds(row.wall_s)} | {row.compactions} | {_cell(row.patch_path or '–', 300)} | {_row_note(row)} |")
+    return (
+        f"| {_cell(row.task_id, 60)} | {row.status} | {_required(row)} | {row.turns} | {row.tokens:,} | {cost} | "
+        f"{_seconds(row.wall_s)} | {row.compactions} | {_cell(row.patch_path or '–', 300)} | {_row_note(row)} |"
+    )
 
 
 def _task_tables(summary: dict, rows: list[ResultRow]) -> list[str]:
     lines = ["## Tasks"]
     for group in summary.get("task_files") or []:
         name = group["task_file"]
-        lines += ["", f"### {_cell(name, 300)}", "",
-                  f"{group['finished']} tasks · {group['passed']} passed ({group['pass_rate'] * 100:.1f} %)", "",
-                  "| task | status | required tests passing | turns | tokens | cost | wall | compactions | patch | note |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+        lines += [
+            "",
+            f"### {_cell(name, 300)}",
+            "",
+            f"{group['finished']} tasks · {group['passed']} passed ({group['pass_rate'] * 100:.1f} %)",
+            "",
+            "| task | status | required tests passing | turns | tokens | cost | wall | compactions | patch | note |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        ]
         lines += [_task_line(r) for r in sorted(rows, key=lambda r: r.task_id) if (r.task_file or _NO_FILE) == name]
     return lines
 
@@ -270,9 +291,12 @@ def _run_lines(s: dict) -> list[str]:
         lines += ["", f"Selection of the last run: {', '.join(parts)}: {sel['selected']} of {sel['in_file']} tasks"]
     stopped = s.get("stopped")
     if stopped:
-        lines += ["", f"**Stopped by the batch cost cap** (--batch-max-cost {_money(stopped['cap_usd'])}): "
-                  f"{_money(stopped['spent_usd'])} spent, {stopped['not_started']} tasks not started; raise the cap "
-                  "and run the same command again to go on"]
+        lines += [
+            "",
+            f"**Stopped by the batch cost cap** (--batch-max-cost {_money(stopped['cap_usd'])}): "
+            f"{_money(stopped['spent_usd'])} spent, {stopped['not_started']} tasks not started; raise the cap "
+            "and run the same command again to go on",
+        ]
     return lines
 
 
@@ -303,9 +327,19 @@ def write_report(path: Path, summary: dict, rows: list[ResultRow], invalid: list
         f"| patches touching tests | {s['touching_tests']} ({s['passed_touching_tests']} of them passed) |",
         f"| compactions | {s['compactions']} |",
         f"| retries · actor restarts · node losses | {s['retries']} · {s['actor_restarts']} · {s['node_losses']} |",
-        *([f"| infrastructure errors | {s['infra_errors']} (the infrastructure failed, not the agent: run the same "
-             "command again to run them) |"] if s.get("infra_errors") else []),
-        *([f"| tasks per node | {_cell(', '.join(f'{n}: {k}' for n, k in s['nodes'].items()), 1000)} |"] if s["nodes"] else []),
+        *(
+            [
+                f"| infrastructure errors | {s['infra_errors']} (the infrastructure failed, not the agent: run the same "
+                "command again to run them) |"
+            ]
+            if s.get("infra_errors")
+            else []
+        ),
+        *(
+            [f"| tasks per node | {_cell(', '.join(f'{n}: {k}' for n, k in s['nodes'].items()), 1000)} |"]
+            if s["nodes"]
+            else []
+        ),
         "",
         *_task_tables(s, rows),
     ]

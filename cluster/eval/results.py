@@ -46,9 +46,18 @@ from agents.errors import ConfigError
 from agents.visible import reveal
 from cluster.eval.durable import append_line, repair_jsonl, write_atomic
 from cluster.eval.tasks import Task
-from cluster.eval.verdicts.grade import Grade
+from cluster.eval.verdicts import Grade
 
-__all__ = ["RERUN_ALWAYS", "STATUSES", "Plan", "ResultRow", "ResultsFile", "TaskConflict", "plan_run", "write_predictions"]
+__all__ = [
+    "RERUN_ALWAYS",
+    "STATUSES",
+    "Plan",
+    "ResultRow",
+    "ResultsFile",
+    "TaskConflict",
+    "plan_run",
+    "write_predictions",
+]
 
 Status = Literal["passed", "failed", "error", "timeout", "budget", "truncated", "refused", "infra_error"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "error", "timeout", "budget", "truncated", "refused", "infra_error")
@@ -62,8 +71,11 @@ class ResultRow(BaseModel):
     stop_reason: str | None = Field(None, description="How the agent's turn ended: end_turn, turn_limit, budget, ...")
     tests_passed: bool | None = Field(None, description="The grader's verdict, when it gave one.")
     test_exit_code: int | None = None
-    grade: Grade | None = Field(None, description="What the grade checked: per-test outcomes of the required "
-                                "tests, or the exit code (see cluster/eval/verdicts/).")
+    grade: Grade | None = Field(
+        None,
+        description="What the grade checked: per-test outcomes of the required "
+        "tests, or the exit code (see cluster/eval/verdicts/).",
+    )
     turns: int = Field(0, description="Model calls of the root session.")
     input_tokens: int = 0
     output_tokens: int = 0
@@ -80,25 +92,40 @@ class ResultRow(BaseModel):
     recall_calls: int = Field(0, description="Of them, Recall calls (reading back a cleared or clipped tool result).")
     patch_path: str | None = Field(None, description="The agent's diff, relative to the out dir (None: no change).")
     patch_touches_tests: list[str] = Field(
-        default_factory=list, description="Files of the patch that are test infrastructure (conftest.py, test "
-        "modules, pytest configuration, files the hidden tests replace; see cluster/eval/patch_audit.py).")
+        default_factory=list,
+        description="Files of the patch that are test infrastructure (conftest.py, test "
+        "modules, pytest configuration, files the hidden tests replace; see cluster/eval/patch_audit.py).",
+    )
     session_id: str | None = None
     model: str = ""
     strategy: str = ""
     base_commit: str | None = None
-    environment: str | None = Field(None, description="Key of the task's own environment (its directory in the "
-                                    "node's environment cache), when it has one.")
-    environment_reused: bool | None = Field(None, description="The environment was in the node's cache: this task "
-                                            "built nothing.")
-    environment_s: float | None = Field(None, description="Seconds to get the environment: its recipe resolved "
-                                        "against the repository, and its build or the wait for another task's.")
+    environment: str | None = Field(
+        None,
+        description="Key of the task's own environment (its directory in the "
+        "node's environment cache), when it has one.",
+    )
+    environment_reused: bool | None = Field(
+        None, description="The environment was in the node's cache: this task built nothing."
+    )
+    environment_s: float | None = Field(
+        None,
+        description="Seconds to get the environment: its recipe resolved "
+        "against the repository, and its build or the wait for another task's.",
+    )
     error: str | None = Field(None, description="Why an error row has no verdict, or why a failed row was not graded.")
     retries: int = Field(0, description="Runs again after lost infrastructure (runner.MAX_INFRA_RETRIES at most).")
     actor_restarts: int = Field(0, description="Session actor failures the session recovered from.")
-    node: str | None = Field(None, description="The Ray node the task ran on (its workspace, session, tool calls "
-                             "and grade); None in one process (--local).")
-    node_losses: int = Field(0, description="Nodes lost under this task: each time it ran again from its start "
-                             "elsewhere (not counted in retries).")
+    node: str | None = Field(
+        None,
+        description="The Ray node the task ran on (its workspace, session, tool calls "
+        "and grade); None in one process (--local).",
+    )
+    node_losses: int = Field(
+        0,
+        description="Nodes lost under this task: each time it ran again from its start "
+        "elsewhere (not counted in retries).",
+    )
     notes: list[str] = Field(default_factory=list)
     events_path: str | None = None
     grade_log: str | None = None
@@ -180,12 +207,20 @@ def _conflict_message(conflicts: dict[str, list[str]], task_file: str) -> str:
     for other, ids in conflicts.items():
         shown = ", ".join(map(repr, ids[:3])) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
         parts.append(f"task id{'s' if len(ids) > 1 else ''} {shown} in {task_file} also in {other} with other content")
-    return ("; ".join(parts) + ": an id names one task in an out directory; give the tasks other ids in one file, "
-            "or use a different --out")
+    return (
+        "; ".join(parts) + ": an id names one task in an out directory; give the tasks other ids in one file, "
+        "or use a different --out"
+    )
 
 
-def plan_run(tasks: list[Task], latest: dict[str, ResultRow], *, retry_failed: bool,
-             digests: dict[str, str] | None = None, task_file: str | None = None) -> Plan:
+def plan_run(
+    tasks: list[Task],
+    latest: dict[str, ResultRow],
+    *,
+    retry_failed: bool,
+    digests: dict[str, str] | None = None,
+    task_file: str | None = None,
+) -> Plan:
     """What to run and what to skip; a task whose id another task file holds with other
     content raises TaskConflict naming both files."""
     plan = Plan()
@@ -198,8 +233,12 @@ def plan_run(tasks: list[Task], latest: dict[str, ResultRow], *, retry_failed: b
                 conflicts.setdefault(row.task_file, []).append(task.id)
                 continue
             plan.changed.add(task.id)
-        if (row is None or task.id in plan.changed or row.status in RERUN_ALWAYS
-                or (retry_failed and row.status != "passed")):
+        if (
+            row is None
+            or task.id in plan.changed
+            or row.status in RERUN_ALWAYS
+            or (retry_failed and row.status != "passed")
+        ):
             plan.run.append(task)
         else:
             plan.skipped.append(task)

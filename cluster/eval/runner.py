@@ -36,11 +36,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.config import WorkingsetSettings
+from agents.settings import WorkingsetSettings
 from cluster.eval.cleanup import outlive
 from cluster.eval.durable import write_atomic
 from cluster.eval.environments import DEFAULT_HOSTS
-from cluster.eval.hosts import SessionHost
+from cluster.eval.hosts import NotifyingHost, SessionHost, WarmingHost
 from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.leftovers import batch_marked
 from cluster.eval.progress import Reporter
@@ -50,7 +50,7 @@ from cluster.eval.results import Plan, ResultRow, ResultsFile, plan_run, write_p
 from cluster.eval.selection import Selection
 from cluster.eval.spend import SpendMeter, unpriced_models
 from cluster.eval.stages import StageConfig
-from cluster.eval.swebench.predictions import Prediction
+from cluster.eval.swebench import Prediction
 from cluster.eval.task_flow import NodeLost, Retry, TaskFlow, describe
 from cluster.eval.tasks import Task
 
@@ -84,17 +84,30 @@ class EvalOptions:
 
 
 class EvalRunner:
-    def __init__(self, settings: WorkingsetSettings, tasks: list[Task], options: EvalOptions, *,
-                 host: SessionHost, reporter: Reporter):
+    def __init__(
+        self,
+        settings: WorkingsetSettings,
+        tasks: list[Task],
+        options: EvalOptions,
+        *,
+        host: SessionHost,
+        reporter: Reporter,
+    ):
         self.out = OutDir(options.out)
         self.settings = settings.model_copy(update={"home": self.out.home})
         self.tasks = tasks
         self.options = options
         self.host = host
         self.reporter = SpendMeter(reporter, spent_before=0.0, cap_usd=options.batch_max_cost)
-        self.record = record_for(settings, wall_s=options.wall_s, reject_test_changes=options.reject_test_changes,
-                                 swebench_runner=options.swebench_runner, setup_network=options.setup_network,
-                                 egress_hosts=options.egress_hosts, predictions=options.predictions_digest)
+        self.record = record_for(
+            settings,
+            wall_s=options.wall_s,
+            reject_test_changes=options.reject_test_changes,
+            swebench_runner=options.swebench_runner,
+            setup_network=options.setup_network,
+            egress_hosts=options.egress_hosts,
+            predictions=options.predictions_digest,
+        )
         self.changed: set[str] = set()
         self.stopped: dict | None = None  # why the batch stopped starting tasks (the cost cap)
         self.results = ResultsFile(self.out.results)
@@ -102,16 +115,28 @@ class EvalRunner:
         self._latest: dict[str, ResultRow] = {}
         # Setup and test commands are bounded apart from the sessions: they use CPU, the
         # sessions mostly wait on the model.
-        self.config = StageConfig(self.settings, keep_workspaces=options.keep_workspaces,
-                                  reject_test_changes=options.reject_test_changes,
-                                  environment_cache=options.environment_cache, egress_hosts=options.egress_hosts,
-                                  batch_out=self.out.root, batch_fingerprint=self.record.fingerprint,
-                                  command_slots=options.command_slots or max(4, 2 * (os.cpu_count() or 1)))
-        self.flow = TaskFlow(self.settings, self.out, host=host, reporter=self.reporter, config=self.config,
-                             wall_s=options.wall_s, setup_network=options.setup_network,
-                             predictions=options.predictions)
-        if getattr(host, "notify", None) is not None:  # a host that can say what it retried
-            setattr(host, "notify", lambda text: self.reporter.event("notice", text=text))  # noqa: B010
+        self.config = StageConfig(
+            self.settings,
+            keep_workspaces=options.keep_workspaces,
+            reject_test_changes=options.reject_test_changes,
+            environment_cache=options.environment_cache,
+            egress_hosts=options.egress_hosts,
+            batch_out=self.out.root,
+            batch_fingerprint=self.record.fingerprint,
+            command_slots=options.command_slots or max(4, 2 * (os.cpu_count() or 1)),
+        )
+        self.flow = TaskFlow(
+            self.settings,
+            self.out,
+            host=host,
+            reporter=self.reporter,
+            config=self.config,
+            wall_s=options.wall_s,
+            setup_network=options.setup_network,
+            predictions=options.predictions,
+        )
+        if isinstance(host, NotifyingHost):  # a host that can say what it retried
+            host.notify = lambda text: self.reporter.event("notice", text=text)
 
     # -- the batch ----------------------------------------------------------------------
 
@@ -133,9 +158,17 @@ class EvalRunner:
         starts = bool(plan.run) and not self.reporter.reached()
         if starts:
             await self._start_host()
-        self.reporter.event("eval_started", tasks=len(self.tasks), to_run=len(plan.run), skipped=len(plan.skipped),
-                            changed=len(plan.changed), concurrency=self.options.concurrency, runtime=self.host.name,
-                            out=str(self.out.root), selection=self._selection_text())
+        self.reporter.event(
+            "eval_started",
+            tasks=len(self.tasks),
+            to_run=len(plan.run),
+            skipped=len(plan.skipped),
+            changed=len(plan.changed),
+            concurrency=self.options.concurrency,
+            runtime=self.host.name,
+            out=str(self.out.root),
+            selection=self._selection_text(),
+        )
         for task in plan.skipped:
             self.reporter.event("task_skipped", task_id=task.id, status=self._latest[task.id].status)
         interrupted = False
@@ -143,9 +176,8 @@ class EvalRunner:
             if plan.run and not starts:
                 self._stop(len(plan.run))
             elif plan.run:
-                warm = getattr(self.host, "warm", None)
-                if warm is not None:
-                    await warm(self.config, self.out)
+                if isinstance(self.host, WarmingHost):
+                    await self.host.warm(self.config, self.out)
                 await self._run_all(plan.run)
         except asyncio.CancelledError:
             interrupted = True
@@ -178,8 +210,13 @@ class EvalRunner:
                 self.reporter.event("notice", text=f"--redo: the earlier rows and reports are now in {moved}")
         self._latest, self._attempts = self.results.latest()
         self._check_record()
-        plan = plan_run(self.tasks, self._latest, retry_failed=self.options.retry_failed,
-                        digests=self.options.digests, task_file=self.options.task_file)
+        plan = plan_run(
+            self.tasks,
+            self._latest,
+            retry_failed=self.options.retry_failed,
+            digests=self.options.digests,
+            task_file=self.options.task_file,
+        )
         self.changed = plan.changed
         for task_id in sorted(plan.changed):
             self.reporter.event("task_changed", task_id=task_id)
@@ -187,27 +224,35 @@ class EvalRunner:
         unpriced = unpriced_models(self.settings, plan.run) if self.options.batch_max_cost else []
         if unpriced:
             shown = ", ".join(unpriced[:3]) + (f" and {len(unpriced) - 3} more" if len(unpriced) > 3 else "")
-            self.reporter.event("notice", text=f"--batch-max-cost cannot cap {shown}: no price is known, so its calls "
-                                "count $0 (give it prices in the `models` setting to cap it)")
+            self.reporter.event(
+                "notice",
+                text=f"--batch-max-cost cannot cap {shown}: no price is known, so its calls "
+                "count $0 (give it prices in the `models` setting to cap it)",
+            )
         return plan
 
     def _check_record(self) -> None:
         """Refuse rows that other settings produced; record the settings when new."""
         rows = len(self._latest)
         old = RunRecord.read(self.out.run_record)
-        ways_out = (f"rerun with --redo to start over (the old rows move to {self.out.previous}/<time>/), "
-                    "or use a different --out")
+        ways_out = (
+            f"rerun with --redo to start over (the old rows move to {self.out.previous}/<time>/), "
+            "or use a different --out"
+        )
         if rows and old is None:
             if {r.run for r in self._latest.values()} == {self.record.fingerprint}:
                 old = self.record  # run.json was lost; the rows say they match
             else:
-                raise SettingsChanged(f"{self.out.root} has rows of {rows} tasks but no run.json saying which settings "
-                                      f"produced them (an older Workingset, or the file was removed); {ways_out}")
+                raise SettingsChanged(
+                    f"{self.out.root} has rows of {rows} tasks but no run.json saying which settings "
+                    f"produced them (an older Workingset, or the file was removed); {ways_out}"
+                )
         if rows and old is not None:
             differences = old.differences(self.record)
             if differences:
-                raise SettingsChanged(f"{self.out.root} was produced with other settings: {'; '.join(differences)}; "
-                                      f"{ways_out}")
+                raise SettingsChanged(
+                    f"{self.out.root} was produced with other settings: {'; '.join(differences)}; {ways_out}"
+                )
         if not rows or not self.out.run_record.exists():
             write_atomic(self.out.run_record, self.record.to_json())
 
@@ -219,8 +264,12 @@ class EvalRunner:
         if self.stopped is not None:
             return
         cap = self.options.batch_max_cost
-        self.stopped = {"reason": "batch_max_cost", "cap_usd": cap, "spent_usd": round(self.reporter.spent, 6),
-                        "not_started": not_started}
+        self.stopped = {
+            "reason": "batch_max_cost",
+            "cap_usd": cap,
+            "spent_usd": round(self.reporter.spent, 6),
+            "not_started": not_started,
+        }
         self.reporter.event("batch_stopped", **self.stopped)
 
     async def _run_all(self, tasks: list[Task]) -> None:
@@ -254,8 +303,15 @@ class EvalRunner:
         rows = list(latest.values())
         tasks_total = len(latest.keys() | {t.id for t in self.tasks})
         selection = self.options.selection.to_json() if self.options.selection else None
-        summary = summarize(rows, tasks_total=tasks_total, invalid=self.options.invalid, model=self.settings.model,
-                            interrupted=interrupted, selection=selection, stopped=self.stopped)
+        summary = summarize(
+            rows,
+            tasks_total=tasks_total,
+            invalid=self.options.invalid,
+            model=self.settings.model,
+            interrupted=interrupted,
+            selection=selection,
+            stopped=self.stopped,
+        )
         write_summary(self.out.summary, summary)
         write_report(self.out.report, summary, rows, self.options.invalid)
         write_predictions(self.out.predictions, rows, self.out.root)
@@ -273,8 +329,14 @@ class EvalRunner:
             log = self.out.logs / safe_name(task.id) / "harness-error.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-            row = ResultRow(task_id=task.id, status="error", attempt=attempt, model=task.model or self.settings.model,
-                            error=f"harness error: {describe(exc)} (log: {self.out.rel(log)})", finished_at=time.time())
+            row = ResultRow(
+                task_id=task.id,
+                status="error",
+                attempt=attempt,
+                model=task.model or self.settings.model,
+                error=f"harness error: {describe(exc)} (log: {self.out.rel(log)})",
+                finished_at=time.time(),
+            )
         row = self._stamp(row, task)
         self.results.append(row)
         self.reporter.finished(task.id, row.cost_usd)
@@ -295,17 +357,23 @@ class EvalRunner:
                 lost.append(exc)
                 losses += 1
                 if losses >= MAX_NODE_LOSSES:
-                    row = self._lost_row(task, attempt, retries, losses, f"lost {losses} nodes: {exc}",
-                                         [*notes, *exc.notes])
+                    row = self._lost_row(
+                        task, attempt, retries, losses, f"lost {losses} nodes: {exc}", [*notes, *exc.notes]
+                    )
                     break
                 self.reporter.event("task_retry", task_id=task.id, reason=str(exc), node_lost=True)
                 notes = [*notes, *exc.notes, f"{exc}: run again from its start on another node"]
             except Retry as exc:
                 lost.append(exc)
                 if retries >= MAX_INFRA_RETRIES:
-                    row = self._lost_row(task, attempt, retries, losses,
-                                         f"lost infrastructure {retries + 1} times; the last: {exc}",
-                                         [*notes, *exc.notes])
+                    row = self._lost_row(
+                        task,
+                        attempt,
+                        retries,
+                        losses,
+                        f"lost infrastructure {retries + 1} times; the last: {exc}",
+                        [*notes, *exc.notes],
+                    )
                     break
                 self.reporter.event("task_retry", task_id=task.id, reason=str(exc))
                 retries += 1
@@ -314,16 +382,29 @@ class EvalRunner:
             row = charge.charge(row)
         return row
 
-    def _lost_row(self, task: Task, attempt: int, retries: int, losses: int, error: str,
-                  notes: list[str]) -> ResultRow:
-        return ResultRow(task_id=task.id, status="infra_error", attempt=attempt, retries=retries, node_losses=losses,
-                         model=task.model or self.settings.model, error=error, finished_at=time.time(),
-                         notes=list(notes))
+    def _lost_row(self, task: Task, attempt: int, retries: int, losses: int, error: str, notes: list[str]) -> ResultRow:
+        return ResultRow(
+            task_id=task.id,
+            status="infra_error",
+            attempt=attempt,
+            retries=retries,
+            node_losses=losses,
+            model=task.model or self.settings.model,
+            error=error,
+            finished_at=time.time(),
+            notes=list(notes),
+        )
 
     def _stamp(self, row: ResultRow, task: Task) -> ResultRow:
         """What produced the row: the settings' fingerprint, the task's row and file."""
         notes = row.notes
         if task.id in self.changed:
             notes = ["its row in the task file changed since its last result: run again", *notes]
-        return row.model_copy(update={"run": self.record.fingerprint, "task_digest": self.options.digests.get(task.id),
-                                      "task_file": self.options.task_file, "notes": notes})
+        return row.model_copy(
+            update={
+                "run": self.record.fingerprint,
+                "task_digest": self.options.digests.get(task.id),
+                "task_file": self.options.task_file,
+                "notes": notes,
+            }
+        )

@@ -46,15 +46,18 @@ class Selection:
         picked = [t for t in tasks if any(fnmatchcase(t.id, p) for p in self.filters)] if self.filters else list(tasks)
         if self.filters and not picked:
             sample = ", ".join(t.id for t in tasks[:3]) + (", ..." if len(tasks) > 3 else "")
-            raise ConfigError(f"no task id in {self.task_file} matches --filter {' '.join(map(repr, self.filters))} "
-                              f"(its ids: {sample}); check the pattern (a glob: *, ?, [abc])")
+            raise ConfigError(
+                f"no task id in {self.task_file} matches --filter {' '.join(map(repr, self.filters))} "
+                f"(its ids: {sample}); check the pattern (a glob: *, ?, [abc])"
+            )
         if self.part is not None:
             left = len(picked)
             picked = picked[self.part]
             if not picked:
                 which = f"{left} tasks of {self.task_file}" + (" that --filter kept" if self.filters else "")
-                raise ConfigError(f"--slice {_slice_text(self.part)} selects none of the {which}; "
-                                  f"pick a range inside 0:{left}")
+                raise ConfigError(
+                    f"--slice {_slice_text(self.part)} selects none of the {which}; pick a range inside 0:{left}"
+                )
         self.selected = len(picked)
         return picked
 
@@ -67,6 +70,10 @@ class Selection:
         return f"{', '.join(parts)}: {self.selected} of {self.in_file} tasks"
 
     def to_json(self) -> dict:
-        return {"task_file": self.task_file, "filters": list(self.filters),
-                "slice": None if self.part is None else _slice_text(self.part),
-                "selected": self.selected, "in_file": self.in_file}
+        return {
+            "task_file": self.task_file,
+            "filters": list(self.filters),
+            "slice": None if self.part is None else _slice_text(self.part),
+            "selected": self.selected,
+            "in_file": self.in_file,
+        }

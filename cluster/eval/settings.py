@@ -30,12 +30,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agents.config import WorkingsetSettings, load_workspace_settings
 from agents.errors import ConfigError
-from cluster.console import say
+from agents.settings import WorkingsetSettings, load_workspace_settings
 from cluster.eval.layout import OutDir
 from cluster.eval.tasks import Task
-from cluster.flags import setting_overrides
+from cluster.terminal import say, setting_overrides
 
 __all__ = ["EVAL_ALLOW", "eval_settings", "preflight", "task_settings", "with_environment"]
 
@@ -91,7 +90,9 @@ def task_settings(base: WorkingsetSettings, task: Task) -> WorkingsetSettings:
         raise ConfigError(f"settings for task {task.id!r}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
 
 
-def with_environment(settings: WorkingsetSettings, venv: Path, *, extra_toolchains: tuple[Path, ...] = ()) -> WorkingsetSettings:
+def with_environment(
+    settings: WorkingsetSettings, venv: Path, *, extra_toolchains: tuple[Path, ...] = ()
+) -> WorkingsetSettings:
     """`settings` whose commands run in `venv` (tools/sandbox/venv.py): its python and
     console scripts, not the harness's; `extra_toolchains` are visible read-only too."""
     sandbox = settings.sandbox.model_copy(update={"virtualenv": venv})

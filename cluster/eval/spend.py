@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.config import WorkingsetSettings
-from agents.models import model_info
+from agents.providers import model_info
+from agents.settings import WorkingsetSettings
 from cluster.eval.progress import Reporter
 from cluster.eval.tasks import Task
 

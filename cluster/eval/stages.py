@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.config import WorkingsetSettings
+from agents.settings import WorkingsetSettings
 from cluster.eval.base_repo import Shipped
 from cluster.eval.environments import DEFAULT_HOSTS, EnvironmentCache, resolve_recipe
 from cluster.eval.errors import EnvironmentFailed, GitError, TaskEnded
@@ -78,8 +78,9 @@ def environments_root(config: StageConfig, out: OutDir) -> Path:
 
 
 class TaskStages:
-    def __init__(self, config: StageConfig, out: OutDir, *, node: str | None = None,
-                 commands: asyncio.Semaphore | None = None):
+    def __init__(
+        self, config: StageConfig, out: OutDir, *, node: str | None = None, commands: asyncio.Semaphore | None = None
+    ):
         self.config = config
         self.out = out
         self.node = node
@@ -87,8 +88,9 @@ class TaskStages:
         self.commands = commands or asyncio.Semaphore(config.command_slots)
         self.workspaces = Workspaces(out, keep=config.keep_workspaces)
         self.shell = SandboxedShell(self.settings)
-        self.environments = EnvironmentCache(environments_root(config, out), self._shell_in,
-                                             egress_hosts=config.egress_hosts)
+        self.environments = EnvironmentCache(
+            environments_root(config, out), self._shell_in, egress_hosts=config.egress_hosts
+        )
 
     def _shell_in(self, venv: Path, extra_toolchains: tuple[Path, ...] = ()) -> SandboxedShell:
         return self.shell.with_settings(with_environment(self.settings, venv, extra_toolchains=extra_toolchains))
@@ -112,8 +114,15 @@ class TaskStages:
             raise TaskEnded(f"environment: {exc}") from None
         try:
             env = await self.environments.ensure(
-                recipe, ws.base, task_id=task.id, network=network, timeout_s=task.timeouts.setup_s,
-                log=self.out.logs / name / "environment.log", rel=self.out.rel, slots=self.commands)
+                recipe,
+                ws.base,
+                task_id=task.id,
+                network=network,
+                timeout_s=task.timeouts.setup_s,
+                log=self.out.logs / name / "environment.log",
+                rel=self.out.rel,
+                slots=self.commands,
+            )
         except TaskEnded as exc:
             raise EnvironmentFailed(str(exc), recipe.key) from None
         return EnvironmentOutcome(env.venv, recipe.key, env.reused, round(time.monotonic() - clock, 4))
@@ -142,12 +151,14 @@ class TaskStages:
         finally:
             await self.workspaces.remove(ws.path)
 
-    async def grade(self, task: Task, ws: Workspace, patch: Patch, name: str,
-                    venv: Path | None) -> tuple[bool | None, dict]:
+    async def grade(
+        self, task: Task, ws: Workspace, patch: Patch, name: str, venv: Path | None
+    ) -> tuple[bool | None, dict]:
         """The verdict and the row fields the grade sets (grade_stage.py)."""
         row: dict = {}
-        grader = GradeStage(self.out, self.workspaces, self.shell, self.commands,
-                            reject_test_changes=self.config.reject_test_changes)
+        grader = GradeStage(
+            self.out, self.workspaces, self.shell, self.commands, reject_test_changes=self.config.reject_test_changes
+        )
         passed = await grader.grade(task, ws, patch, name, row, shell=self._shell_for(venv))
         return passed, row
 

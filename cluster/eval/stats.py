@@ -20,7 +20,7 @@ from typing import IO
 
 from pydantic import BaseModel
 
-from agents.compaction.ledger import CompactionEvent
+from agents.compaction import CompactionEvent
 from agents.events import ModelCall, Notice, SubagentFinished, ToolCall
 from agents.ports import Usage
 from agents.visible import reveal
@@ -32,8 +32,9 @@ _ACTOR_REPLACED = "the session's actor stopped answering"  # cluster.heartbeat: 
 
 
 class TaskStats:
-    def __init__(self, model_name: str, log_path: Path | None = None,
-                 on_change: Callable[[TaskStats], None] | None = None):
+    def __init__(
+        self, model_name: str, log_path: Path | None = None, on_change: Callable[[TaskStats], None] | None = None
+    ):
         self.model_name = model_name
         self.log_path = log_path
         self.on_change = on_change

@@ -112,9 +112,7 @@ def _task_of(row: Any, repos_dir: Path, runner: str) -> Task:
     return Task.model_validate(row)
 
 
-def load_tasks(
-    path: Path, *, repos_dir: Path | None = None, swebench_runner: str | None = None
-) -> LoadedTasks:
+def load_tasks(path: Path, *, repos_dir: Path | None = None, swebench_runner: str | None = None) -> LoadedTasks:
     """Every valid task of the file, and a problem per malformed line (never raises for
     a bad line; raises ConfigError only when the file itself cannot be read)."""
     try:

@@ -36,9 +36,9 @@ import asyncio
 import time
 from typing import Any
 
-from agents.config import WorkingsetSettings
 from agents.errors import ConfigError
-from agents.handle import SessionHandle
+from agents.session import SessionHandle
+from agents.settings import WorkingsetSettings
 from cluster.eval.errors import EnvironmentFailed, PatchNotGradable, TaskEnded
 from cluster.eval.hosts import SessionHost, TaskSite
 from cluster.eval.layout import OutDir, safe_name
@@ -49,7 +49,7 @@ from cluster.eval.results import ResultRow
 from cluster.eval.settings import task_settings, with_environment
 from cluster.eval.stages import StageConfig
 from cluster.eval.stats import TaskStats
-from cluster.eval.swebench.predictions import Prediction
+from cluster.eval.swebench import Prediction
 from cluster.eval.tasks import Task
 from cluster.eval.workspaces import Workspace, WorkspaceError
 from cluster.faults import what_was_lost
@@ -79,9 +79,18 @@ def describe(exc: BaseException) -> str:
 class TaskFlow:
     """Runs one attempt of a task; shared by the batch's workers."""
 
-    def __init__(self, settings: WorkingsetSettings, out: OutDir, *, host: SessionHost, reporter: Reporter,
-                 config: StageConfig, wall_s: float | None, setup_network: bool = False,
-                 predictions: dict[str, Prediction] | None = None):
+    def __init__(
+        self,
+        settings: WorkingsetSettings,
+        out: OutDir,
+        *,
+        host: SessionHost,
+        reporter: Reporter,
+        config: StageConfig,
+        wall_s: float | None,
+        setup_network: bool = False,
+        predictions: dict[str, Prediction] | None = None,
+    ):
         self.settings = settings
         self.out = out
         self.host = host
@@ -91,20 +100,29 @@ class TaskFlow:
         self.setup_network = setup_network
         self.predictions = predictions or {}  # task id -> someone else's patch, graded instead of an agent's
 
-    async def attempt(self, task: Task, attempt: int, *, retries: int = 0, notes: list[str] | None = None,
-                      node_losses: int = 0) -> ResultRow:
+    async def attempt(
+        self, task: Task, attempt: int, *, retries: int = 0, notes: list[str] | None = None, node_losses: int = 0
+    ) -> ResultRow:
         started, clock = time.time(), time.monotonic()
         name = safe_name(task.id)
-        row: dict[str, Any] = {"task_id": task.id, "attempt": attempt, "retries": retries, "notes": list(notes or []),
-                               "started_at": started, "model": task.model or self.settings.model,
-                               "node_losses": node_losses}
+        row: dict[str, Any] = {
+            "task_id": task.id,
+            "attempt": attempt,
+            "retries": retries,
+            "notes": list(notes or []),
+            "started_at": started,
+            "model": task.model or self.settings.model,
+            "node_losses": node_losses,
+        }
         try:
             settings = task_settings(self.settings, task)
         except ConfigError as exc:
             return ResultRow(**row, status="error", error=str(exc), finished_at=time.time())
         row.update(model=settings.model, strategy=settings.compact.strategy)
         events = self.out.events / f"{name}.jsonl"
-        stats = TaskStats(settings.model, events, on_change=lambda s: self.reporter.usage(task.id, s.tokens, s.cost_usd))
+        stats = TaskStats(
+            settings.model, events, on_change=lambda s: self.reporter.usage(task.id, s.tokens, s.cost_usd)
+        )
         row["events_path"] = self.out.rel(events)
         try:
             async with self.host.site(self.config, self.out, task, name) as site:
@@ -126,19 +144,29 @@ class TaskFlow:
             stats.close()
         u = stats.usage
         row.update(
-            turns=stats.turns, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-            cache_read_tokens=u.cache_read_input_tokens, cache_creation_tokens=u.cache_creation_input_tokens,
-            cost_usd=round(stats.cost_usd, 6), unpriced_calls=stats.unpriced_calls, pricing=stats.pricing,
+            turns=stats.turns,
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_input_tokens,
+            cache_creation_tokens=u.cache_creation_input_tokens,
+            cost_usd=round(stats.cost_usd, 6),
+            unpriced_calls=stats.unpriced_calls,
+            pricing=stats.pricing,
             compactions=sum(stats.compactions.values()),
-            compaction_kinds=dict(stats.compactions), tool_calls=stats.tool_calls, recall_calls=stats.recall_calls,
-            actor_restarts=stats.actor_failures, session_id=stats.session_id,
-            wall_s=round(time.monotonic() - clock, 3), finished_at=time.time(),
+            compaction_kinds=dict(stats.compactions),
+            tool_calls=stats.tool_calls,
+            recall_calls=stats.recall_calls,
+            actor_restarts=stats.actor_failures,
+            session_id=stats.session_id,
+            wall_s=round(time.monotonic() - clock, 3),
+            finished_at=time.time(),
         )
         row["notes"].extend(stats.notes)
         return ResultRow(**row)
 
-    async def _on_site(self, site: TaskSite, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats,
-                       row: dict) -> None:
+    async def _on_site(
+        self, site: TaskSite, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats, row: dict
+    ) -> None:
         try:
             await self._stages(site, task, name, settings, stats, row)
         finally:
@@ -153,8 +181,9 @@ class TaskFlow:
         self.reporter.event("task_phase", task_id=task.id, phase=phase, node=site.node)
         stats.note("eval_phase", task_id=task.id, phase=phase, ts=time.time(), node=site.node)
 
-    async def _stages(self, site: TaskSite, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats,
-                      row: dict) -> None:
+    async def _stages(
+        self, site: TaskSite, task: Task, name: str, settings: WorkingsetSettings, stats: TaskStats, row: dict
+    ) -> None:
         self._phase(site, task, stats, "workspace")
         ws = await site.prepare(task, name)
         row["base_commit"] = ws.base_commit
@@ -178,7 +207,11 @@ class TaskFlow:
             try:
                 await site.apply(ws, prediction.patch.encode(), task.timeouts.setup_s)
             except PatchNotGradable as exc:
-                row.update(status="failed", stop_reason=reason, error=f"the prediction does not apply to the base: {str(exc).partition(': ')[2]}")
+                row.update(
+                    status="failed",
+                    stop_reason=reason,
+                    error=f"the prediction does not apply to the base: {str(exc).partition(': ')[2]}",
+                )
                 return
         else:
             if task.setup_command:
@@ -196,8 +229,9 @@ class TaskFlow:
             row.update(fields)
         row["status"] = status_for(reason, passed=passed)  # passed None: not graded, `error` says why
 
-    async def _agent(self, site: TaskSite, task: Task, ws: Workspace, settings: WorkingsetSettings,
-                     stats: TaskStats, row: dict) -> str:
+    async def _agent(
+        self, site: TaskSite, task: Task, ws: Workspace, settings: WorkingsetSettings, stats: TaskStats, row: dict
+    ) -> str:
         """The session's turn on the instruction; returns how it ended ("timeout" when the
         wall-clock budget ran out)."""
         wall = task.budgets.wall_s or self.wall_s

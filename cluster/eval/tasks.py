@@ -32,8 +32,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agents.errors import WorkingsetError
-from cluster.eval.verdicts.command import PytestCommand
-from tools.sandbox.config import check_inside_workspace
+from cluster.eval.verdicts import PytestCommand
+from tools.sandbox import check_inside_workspace
 
 __all__ = ["Budgets", "Environment", "GradingRules", "RowError", "Task", "Timeouts", "absolute_spec", "is_url"]
 
@@ -42,7 +42,9 @@ _STRICT = ConfigDict(extra="forbid")
 
 class Timeouts(BaseModel):
     model_config = _STRICT
-    setup_s: float = Field(600.0, gt=0, description="Limit on preparing the workspace and on the setup command, seconds.")
+    setup_s: float = Field(
+        600.0, gt=0, description="Limit on preparing the workspace and on the setup command, seconds."
+    )
     test_s: float = Field(600.0, gt=0, description="Limit on the grader's test command; passing it is an error row.")
 
 
@@ -51,33 +53,47 @@ class Budgets(BaseModel):
     turns: int | None = Field(None, ge=1, description="Model calls the agent may make (agent.max_turns).")
     tokens: int | None = Field(None, ge=1, description="Tokens the agent tree may use (subagents.tree_max_tokens).")
     cost_usd: float | None = Field(None, gt=0, description="List-price cost the agent tree may run up.")
-    wall_s: float | None = Field(None, gt=0, description="Wall-clock seconds for the agent's turn; passing it is status timeout.")
+    wall_s: float | None = Field(
+        None, gt=0, description="Wall-clock seconds for the agent's turn; passing it is status timeout."
+    )
 
 
 class GradingRules(BaseModel):
     model_config = _STRICT
     reject_test_changes: bool | None = Field(
-        None, description="Fail a patch that changes test infrastructure (patch_audit.py) instead of grading it; "
-        "None: the batch's --reject-test-changes.")
+        None,
+        description="Fail a patch that changes test infrastructure (patch_audit.py) instead of grading it; "
+        "None: the batch's --reject-test-changes.",
+    )
     tests: list[str] | None = Field(
-        None, description="The pytest ids that must pass; unset: every test the hidden test files define, or "
-        "without hidden tests every test the base's test command collects.")
+        None,
+        description="The pytest ids that must pass; unset: every test the hidden test files define, or "
+        "without hidden tests every test the base's test command collects.",
+    )
     test_groups: dict[str, list[str]] = Field(
-        default_factory=dict, description="Named subsets of `tests` the row reports apart (SWE-bench: FAIL_TO_PASS, "
-        "PASS_TO_PASS).")
+        default_factory=dict,
+        description="Named subsets of `tests` the row reports apart (SWE-bench: FAIL_TO_PASS, PASS_TO_PASS).",
+    )
     verdict: Literal["auto", "per-test", "log-parser", "exit-code"] = Field(
-        "auto", description="per-test: each required test's outcome from the grader's pytest reporter; log-parser: "
+        "auto",
+        description="per-test: each required test's outcome from the grader's pytest reporter; log-parser: "
         "each required test's outcome as swebench's parser for `log_parser` reads the test output; exit-code: the "
         "test command's exit code (any command); auto: per-test for a pytest command, else log-parser when "
-        "`log_parser` is set, else exit-code.")
+        "`log_parser` is set, else exit-code.",
+    )
     log_parser: str | None = Field(
-        None, description="The SWE-bench repository (\"django/django\") whose swebench log parser reads the output of "
-        "a test command that is not pytest.")
+        None,
+        description='The SWE-bench repository ("django/django") whose swebench log parser reads the output of '
+        "a test command that is not pytest.",
+    )
     pytest_config: Literal["base", "none"] = Field(
-        "base", description="The pytest configuration of a per-test grade: the base's (as the base commit and the "
-        "hidden tests have it, never the patch's), or none.")
+        "base",
+        description="The pytest configuration of a per-test grade: the base's (as the base commit and the "
+        "hidden tests have it, never the patch's), or none.",
+    )
     pytest_plugins: list[str] = Field(
-        default_factory=list, description="Plugins a per-test grade loads with -p (plugin autoload is off).")
+        default_factory=list, description="Plugins a per-test grade loads with -p (plugin autoload is off)."
+    )
 
     def kind(self, test_command: str) -> Literal["per-test", "log-parser", "exit-code"]:
         """The verdict this task's grade gives (`verdict`, with auto decided)."""
@@ -101,36 +117,55 @@ class Environment(BaseModel):
 
     model_config = _STRICT
     requirements: list[str] | None = Field(
-        None, description="Requirement files of the repository to install (pip -r); unset: every requirements*.txt "
-        "at its top.")
+        None,
+        description="Requirement files of the repository to install (pip -r); unset: every requirements*.txt "
+        "at its top.",
+    )
     project: bool | None = Field(
-        None, description="Install the project's own dependencies (pyproject.toml, setup.py or setup.cfg); the project "
-        "itself is imported from the workspace. Unset: when one of those files is there.")
+        None,
+        description="Install the project's own dependencies (pyproject.toml, setup.py or setup.cfg); the project "
+        "itself is imported from the workspace. Unset: when one of those files is there.",
+    )
     packages: list[str] = Field(default_factory=list, description="More requirement specifiers, e.g. pytest.")
     commands: list[str] = Field(
-        default_factory=list, description="Shell commands run after the installs, in the repository, with the "
-        "environment activated and writable.")
+        default_factory=list,
+        description="Shell commands run after the installs, in the repository, with the "
+        "environment activated and writable.",
+    )
     network: bool | None = Field(
-        None, description="Building it may reach the package registries (through the harness's egress proxy); "
-        "unset: the batch's --setup-network. Never during the agent's turns or the grade.")
+        None,
+        description="Building it may reach the package registries (through the harness's egress proxy); "
+        "unset: the batch's --setup-network. Never during the agent's turns or the grade.",
+    )
     ref: str | None = Field(
-        None, min_length=1, description="Build from the repository at this commit (SWE-bench's "
-        "environment_setup_commit); unset: the task's base commit.")
+        None,
+        min_length=1,
+        description="Build from the repository at this commit (SWE-bench's "
+        "environment_setup_commit); unset: the task's base commit.",
+    )
     label: str | None = Field(None, description="A name for the recipe, part of the cache key (SWE-bench's version).")
     python: Path | None = Field(
-        None, description="Base interpreter (default: the harness's base interpreter, without its site-packages).")
+        None, description="Base interpreter (default: the harness's base interpreter, without its site-packages)."
+    )
     python_version: str | None = Field(
-        None, pattern=r"^3\.\d+$", description="The Python version to build with (SWE-bench's spec: \"3.9\"), found on "
+        None,
+        pattern=r"^3\.\d+$",
+        description='The Python version to build with (SWE-bench\'s spec: "3.9"), found on '
         "this host (PATH, pyenv, /usr/bin, /usr/local/bin); ignored when `python` names one. A host without it makes "
-        "the task an error row naming the version.")
+        "the task an error row naming the version.",
+    )
     install: str | None = Field(
-        None, description="The project's install command, run in the repository after the requirements (SWE-bench's "
+        None,
+        description="The project's install command, run in the repository after the requirements (SWE-bench's "
         "spec: \"python -m pip install -e '.[dev]'\"); the project itself is then uninstalled again and imported "
-        "from the workspace. Unset: `pip install .` when `project` is true.")
+        "from the workspace. Unset: `pip install .` when `project` is true.",
+    )
     pre_install: list[str] = Field(
-        default_factory=list, description="Commands run in the repository before the install, each allowed to "
+        default_factory=list,
+        description="Commands run in the repository before the install, each allowed to "
         "fail (SWE-bench's pre_install steps often need root or the whole network, which the build never has); "
-        "the build log says which failed.")
+        "the build log says which failed.",
+    )
 
     @field_validator("requirements")
     @classmethod
@@ -148,9 +183,14 @@ class Task(BaseModel):
     ref: str | None = Field(None, min_length=1, description="Branch, tag or commit (default HEAD).")
     instruction: str = Field(min_length=1, description="The agent's prompt.")
     setup_command: str | None = Field(None, min_length=1, description="Run before the agent, sandboxed.")
-    environment: Environment | None = Field(None, description="The task's own Python environment; unset: the harness's Python.")
-    test_command: str = Field(min_length=1, description="The grader: a pytest command is graded per test (see "
-                              "grading), any other command by its exit code.")
+    environment: Environment | None = Field(
+        None, description="The task's own Python environment; unset: the harness's Python."
+    )
+    test_command: str = Field(
+        min_length=1,
+        description="The grader: a pytest command is graded per test (see "
+        "grading), any other command by its exit code.",
+    )
     test_patch: str | None = Field(None, description="Hidden tests: a diff against the base, placed last for grading.")
     grading: GradingRules = Field(default_factory=GradingRules)
     timeouts: Timeouts = Field(default_factory=Timeouts)
@@ -159,12 +199,13 @@ class Task(BaseModel):
     strategy: str | None = Field(None, min_length=1, description="Compaction strategy for this task.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form; kept with the task.")
 
-
     @model_validator(mode="after")
     def _per_test_needs_pytest(self) -> Task:
         if self.grading.verdict == "per-test" and PytestCommand.parse(self.test_command) is None:
-            raise ValueError("grading.verdict is per-test, but the test command is not one pytest command "
-                             "(`python -m pytest …` or `pytest …`, without pipes, lists or redirections)")
+            raise ValueError(
+                "grading.verdict is per-test, but the test command is not one pytest command "
+                "(`python -m pytest …` or `pytest …`, without pipes, lists or redirections)"
+            )
         if self.grading.verdict == "log-parser" and not self.grading.log_parser:
             raise ValueError("grading.verdict is log-parser, but grading.log_parser names no repository")
         return self

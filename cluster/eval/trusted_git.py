@@ -31,8 +31,17 @@ __all__ = ["GitOutputTooLarge", "git"]
 
 _EXTRA_CONFIG = ("-c", "core.untrackedCache=false", "-c", "core.symlinks=true", "-c", "advice.detachedHead=false")
 _EXTRA_ENV = {"GIT_ATTR_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1"}
-_NETWORK_VARS = ("SSH_AUTH_SOCK", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
-                 "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
+_NETWORK_VARS = (
+    "SSH_AUTH_SOCK",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+)
 _STDERR_KEEP = 16_384
 
 
@@ -59,7 +68,7 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int | None) -> tuple[b
         chunks.append(chunk)
         size += len(chunk)
         if cap is not None and size > cap:
-            return b"".join(chunks)[: cap], True
+            return b"".join(chunks)[:cap], True
     return b"".join(chunks), False
 
 
@@ -70,9 +79,17 @@ async def _read_tail(stream: asyncio.StreamReader) -> bytes:
     return tail
 
 
-async def git(*args: str, git_dir: Path | None = None, work_tree: Path | None = None, cwd: Path | None = None,
-              env: dict[str, str] | None = None, network: bool = False, stdin: bytes | None = None,
-              timeout_s: float = 600.0, max_output: int | None = None) -> bytes:
+async def git(
+    *args: str,
+    git_dir: Path | None = None,
+    work_tree: Path | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    network: bool = False,
+    stdin: bytes | None = None,
+    timeout_s: float = 600.0,
+    max_output: int | None = None,
+) -> bytes:
     """Run git; its stdout (raises GitError on a non-zero exit, a timeout, or more output
     than `max_output`: GitOutputTooLarge). The process group is killed on any way out."""
     prefix: list[str] = list(_EXTRA_CONFIG)
@@ -82,12 +99,19 @@ async def git(*args: str, git_dir: Path | None = None, work_tree: Path | None = 
         prefix.append(f"--work-tree={work_tree}")
     step = next((a for a in args if not a.startswith("-")), "")
     proc = await asyncio.create_subprocess_exec(
-        *git_command(*prefix, *args), cwd=cwd or work_tree or Path("/"), env=_environment(network, env),
+        *git_command(*prefix, *args),
+        cwd=cwd or work_tree or Path("/"),
+        env=_environment(network, env),
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    reads = (asyncio.ensure_future(_read_capped(proc.stdout, max_output)), asyncio.ensure_future(_read_tail(proc.stderr)))
+    reads = (
+        asyncio.ensure_future(_read_capped(proc.stdout, max_output)),
+        asyncio.ensure_future(_read_tail(proc.stderr)),
+    )
     try:
         async with asyncio.timeout(timeout_s):
             if stdin is not None:

@@ -25,7 +25,7 @@ from cluster.eval.layout import OutDir, safe_name
 from cluster.eval.patch_audit import CONFIG_FILES
 from cluster.eval.patches import MAX_PATCH_BYTES, Patch, apply_patch, take_patch
 from cluster.eval.tasks import Task
-from tools.remove_tree import remove_tree
+from tools.files import remove_tree
 
 __all__ = ["Workspace", "WorkspaceError", "Workspaces", "safe_name"]
 
@@ -68,8 +68,7 @@ class Workspaces:
 
     async def diff(self, ws: Workspace) -> Patch:
         """What the agent changed since the base commit (see patches.py)."""
-        return await take_patch(ws.base, ws.path, self.out.scratch, wanted=CONFIG_FILES,
-                                max_bytes=self.max_patch_bytes)
+        return await take_patch(ws.base, ws.path, self.out.scratch, wanted=CONFIG_FILES, max_bytes=self.max_patch_bytes)
 
     async def hidden_tests(self, ws: Workspace, test_patch: str, timeout_s: float) -> list[HiddenFile]:
         return await hidden_tests(ws.base, test_patch, self.out.scratch, timeout_s=timeout_s)

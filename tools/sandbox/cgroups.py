@@ -87,7 +87,7 @@ def _own_paths(proc_cgroup: str) -> tuple[dict[str, str], str | None]:
 
 def _directory(mount: _Mount, cgroup_path: str) -> Path:
     root = mount.root.rstrip("/")
-    relative = cgroup_path[len(root):] if root and cgroup_path.startswith(root) else cgroup_path
+    relative = cgroup_path[len(root) :] if root and cgroup_path.startswith(root) else cgroup_path
     return mount.point / relative.lstrip("/")
 
 
@@ -134,7 +134,9 @@ def _parent_dir(base: Path, own: str, parent: str | None, where: str) -> Path:
     try:
         path.mkdir(exist_ok=True)
     except OSError as exc:
-        raise CgroupUnavailable(f"cannot create {path} ({exc.strerror}): {where} is not delegated to uid {os.geteuid()}") from None
+        raise CgroupUnavailable(
+            f"cannot create {path} ({exc.strerror}): {where} is not delegated to uid {os.geteuid()}"
+        ) from None
     return path
 
 

@@ -2,7 +2,7 @@
 
 `SandboxLimits` are the limits of one command, `SandboxOptions` the rest of the
 runner's configuration. The settings' `[sandbox]` section is both of them plus
-`enabled` (agents.config.SandboxSettings inherits these models), and BubblewrapRunner
+`enabled` (agents.settings._config.SandboxSettings inherits these models), and BubblewrapRunner
 is built from that section field by field, so a limit or an option is declared here
 once, with its default, its bounds and its description.
 """
@@ -19,7 +19,11 @@ from tools.sandbox.cgroups import CgroupVersion
 from tools.sandbox.view import default_toolchains
 
 __all__ = [
-    "DEFAULT_SANDBOX_ID", "SandboxLimits", "SandboxOptions", "check_inside_workspace", "check_pass_env",
+    "DEFAULT_SANDBOX_ID",
+    "SandboxLimits",
+    "SandboxOptions",
+    "check_inside_workspace",
+    "check_pass_env",
     "looks_like_credential",
 ]
 
@@ -66,8 +70,10 @@ class SandboxLimits(BaseModel):
     file_size_mb: int = Field(1024, ge=1, description="Largest file one command may write.")
     tmp_size_mb: int = Field(512, ge=1, description="Size of the command's private /tmp (counts against memory).")
     workspace_growth_mb: int = Field(
-        2048, ge=1, description="How much one command may write to the workspace (its new data, and one new file "
-        "or directory per 4 KiB); held in memory until the command ends."
+        2048,
+        ge=1,
+        description="How much one command may write to the workspace (its new data, and one new file "
+        "or directory per 4 KiB); held in memory until the command ends.",
     )
 
     @property
@@ -96,13 +102,15 @@ class SandboxOptions(BaseModel):
     uid: int = Field(DEFAULT_SANDBOX_ID, ge=1, description="Host uid commands run as when the harness runs as root.")
     gid: int = Field(DEFAULT_SANDBOX_ID, ge=1, description="Host gid commands run as when the harness runs as root.")
     toolchains: tuple[Path, ...] | None = Field(
-        None, description="Directories visible read-only (compilers, interpreters, ~/.cargo); "
-        "unset: the prefix of the Python running the harness."
+        None,
+        description="Directories visible read-only (compilers, interpreters, ~/.cargo); "
+        "unset: the prefix of the Python running the harness.",
     )
     virtualenv: Path | None = Field(
-        None, description="A Python virtual environment commands run in: read-only, its bin first on PATH, "
+        None,
+        description="A Python virtual environment commands run in: read-only, its bin first on PATH, "
         "VIRTUAL_ENV set; its base interpreter visible without its site-packages, the harness's Python not at all "
-        "(unless a toolchain)."
+        "(unless a toolchain).",
     )
     protected: tuple[str, ...] = Field(
         default_factory=lambda: tuple(sorted(PROTECTED_DIRS)),
@@ -116,14 +124,16 @@ class SandboxOptions(BaseModel):
         False, description="Where no cgroup is usable, accept per-process rlimits instead of refusing to run."
     )
     weak_growth_limit: bool = Field(
-        False, description="Where the kernel cannot cap a command's workspace writes (overlayfs over a tmpfs; "
+        False,
+        description="Where the kernel cannot cap a command's workspace writes (overlayfs over a tmpfs; "
         "as a non-root user, Linux 6.6 or later), accept a growth limit checked every 0.1 s instead of refusing "
-        "to run (a fast writer can overshoot it)."
+        "to run (a fast writer can overshoot it).",
     )
     cgroup: CgroupVersion = Field("auto", description="cgroup version for the limits; auto prefers v2.")
     cgroup_parent: str | None = Field(
-        None, description="Existing cgroup (path inside the hierarchy) to hold per-command cgroups; "
-        "unset: a workingset/ cgroup under the harness's own."
+        None,
+        description="Existing cgroup (path inside the hierarchy) to hold per-command cgroups; "
+        "unset: a workingset/ cgroup under the harness's own.",
     )
 
     def effective_toolchains(self) -> tuple[Path, ...]:

@@ -93,8 +93,11 @@ def _userns_fd(owner_uid: int, owner_gid: int, uid: int, gid: int) -> int:
         sleeper = shutil.which("sleep") or "/bin/sleep"
         # Popen returns once the child has exec'd, so the unshare has happened by then.
         child = subprocess.Popen(
-            [sleeper, "30"], preexec_fn=lambda: linux.unshare(linux.CLONE_NEWUSER),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [sleeper, "30"],
+            preexec_fn=lambda: linux.unshare(linux.CLONE_NEWUSER),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             Path(f"/proc/{child.pid}/uid_map").write_text(f"{owner_uid} {uid} 1\n")

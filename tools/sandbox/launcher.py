@@ -68,8 +68,9 @@ def python_launcher() -> tuple[str, ...]:
     return (sys.executable, "-I", "-S", SCRIPT)
 
 
-def make_layer(size: int, inodes: int, mode: int, times_ns: tuple[int, int], ids: tuple[int, int] | None,
-               probe_xattr: str) -> int:
+def make_layer(
+    size: int, inodes: int, mode: int, times_ns: tuple[int, int], ids: tuple[int, int] | None, probe_xattr: str
+) -> int:
     """A capped tmpfs as a detached mount fd, holding `upper/` (with this mode, times and
     ids) and `work/`. Fails if the tmpfs cannot hold the xattrs overlayfs marks replaced
     directories with (`probe_xattr`'s namespace; user xattrs on tmpfs need Linux 6.6)."""
@@ -136,8 +137,16 @@ class Steps:
     def attach(self, fd: int, directory: str) -> None:
         self._add("attach", fd, directory, fds=(fd,))
 
-    def layer(self, size: int, inodes: int, mode: int, times_ns: tuple[int, int], probe_xattr: str,
-              sender: int, directory: str) -> None:
+    def layer(
+        self,
+        size: int,
+        inodes: int,
+        mode: int,
+        times_ns: tuple[int, int],
+        probe_xattr: str,
+        sender: int,
+        directory: str,
+    ) -> None:
         self._add("layer", size, inodes, mode, *times_ns, probe_xattr, sender, directory, fds=(sender,))
 
     def overlay(self, directory: str, options: str) -> None:
@@ -232,12 +241,25 @@ _STEPS: dict[str, Callable[..., None]] = {
     "attach": _attach,
     "layer": _layer,
     "overlay": lambda directory, options: linux.mount(
-        "overlay", directory, "overlay", linux.MS_NOSUID | linux.MS_NODEV, options),
+        "overlay", directory, "overlay", linux.MS_NOSUID | linux.MS_NODEV, options
+    ),
     "rlimit": lambda which, value: resource.setrlimit(int(which), (int(value), int(value))),
     "ids": _ids,
 }
-_ARGUMENTS = {"join": 1, "spawn-into": 1, "mount-ns": 0, "user-ns": 2, "tmpfs": 2, "mkdir": 1, "bind": 2, "attach": 2, "layer": 8,
-              "overlay": 2, "rlimit": 2, "ids": 2}
+_ARGUMENTS = {
+    "join": 1,
+    "spawn-into": 1,
+    "mount-ns": 0,
+    "user-ns": 2,
+    "tmpfs": 2,
+    "mkdir": 1,
+    "bind": 2,
+    "attach": 2,
+    "layer": 8,
+    "overlay": 2,
+    "rlimit": 2,
+    "ids": 2,
+}
 
 
 def main(argv: list[str]) -> None:
@@ -253,13 +275,13 @@ def main(argv: list[str]) -> None:
                 step, i = argv[i + 1], i + 2
             else:
                 count = _ARGUMENTS[name]
-                _STEPS[name](*argv[i + 1:i + 1 + count])
+                _STEPS[name](*argv[i + 1 : i + 1 + count])
                 i += 1 + count
         step = "starting bubblewrap"
         # Python ignores these at start-up, and an ignored signal stays ignored across exec.
         for number in (_signal.SIGPIPE, _signal.SIGXFSZ):
             _signal.signal(number, _signal.SIG_DFL)
-        os.execv(argv[i + 1], argv[i + 1:])
+        os.execv(argv[i + 1], argv[i + 1 :])
     except BaseException as exc:  # noqa: BLE001 — whatever it was, the harness hears of it
         if error_fd >= 0:
             try:  # noqa: SIM105 — contextlib would add its imports to every call's start-up

@@ -106,8 +106,9 @@ class WorkspaceLayer:
         self.workspace_fd = -1
 
 
-def _merge(layer: int, workspace: int, protected: list[tuple[str, ...]], owner: tuple[int, int] | None,
-           spec: LayerSpec) -> MergeReport:
+def _merge(
+    layer: int, workspace: int, protected: list[tuple[str, ...]], owner: tuple[int, int] | None, spec: LayerSpec
+) -> MergeReport:
     """Write the layer back into the workspace; blocking (a thread's). Closes both fds."""
     try:
         upper = os.open("upper", _DIR, dir_fd=layer)
@@ -115,8 +116,12 @@ def _merge(layer: int, workspace: int, protected: list[tuple[str, ...]], owner: 
             fcntl.flock(workspace, fcntl.LOCK_EX)
             try:
                 return merge_layer(
-                    upper, workspace, protected=protected, owner=owner,
-                    opaque_xattr=spec.opaque_xattr, budget=spec.cap_bytes,
+                    upper,
+                    workspace,
+                    protected=protected,
+                    owner=owner,
+                    opaque_xattr=spec.opaque_xattr,
+                    budget=spec.cap_bytes,
                 )
             finally:
                 fcntl.flock(workspace, fcntl.LOCK_UN)

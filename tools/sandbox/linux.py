@@ -82,8 +82,11 @@ def unshare(flags: int) -> None:
 def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     _check(
         _libc.mount(
-            source.encode(), target.encode(), fstype.encode() if fstype else None,
-            ctypes.c_ulong(flags), data.encode() if data else None,
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            data.encode() if data else None,
         ),
         f"mount {target}",
     )
@@ -100,8 +103,12 @@ def mount_setattr_idmap(tree_fd: int, userns_fd: int) -> None:
     attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, userns_fd)
     _check(
         _libc.syscall(
-            _SYS_MOUNT_SETATTR, tree_fd, b"", _AT_EMPTY_PATH | _AT_RECURSIVE,
-            ctypes.byref(attr), ctypes.sizeof(attr),
+            _SYS_MOUNT_SETATTR,
+            tree_fd,
+            b"",
+            _AT_EMPTY_PATH | _AT_RECURSIVE,
+            ctypes.byref(attr),
+            ctypes.sizeof(attr),
         ),
         "mount_setattr(MOUNT_ATTR_IDMAP)",
     )

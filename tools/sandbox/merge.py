@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from tools.remove_tree import remove_at
+from tools.files import remove_at
 from tools.sandbox.linux import describe
 
 __all__ = ["MergeReport", "merge_layer"]
@@ -76,8 +76,13 @@ class _Moved(Exception):
 
 
 def merge_layer(
-    upper: int, workspace: int, *, protected: Iterable[Rel], owner: tuple[int, int] | None,
-    opaque_xattr: str, budget: int,
+    upper: int,
+    workspace: int,
+    *,
+    protected: Iterable[Rel],
+    owner: tuple[int, int] | None,
+    opaque_xattr: str,
+    budget: int,
 ) -> MergeReport:
     """Apply the upper directory `upper` to the directory `workspace` (both open fds,
     left open). `budget` bounds the file data written."""
@@ -128,8 +133,9 @@ class _Frame:
 
 
 class _Merge:
-    def __init__(self, root: int, protected: frozenset[Rel], owner: tuple[int, int] | None,
-                 opaque_xattr: str, budget: int):
+    def __init__(
+        self, root: int, protected: frozenset[Rel], owner: tuple[int, int] | None, opaque_xattr: str, budget: int
+    ):
         self.root = root
         self.protected = protected
         self.guarded = frozenset(p[:i] for p in protected for i in range(1, len(p)))  # their ancestors
@@ -208,8 +214,9 @@ class _Merge:
             self._failed(rel, _reason(exc))
         return None
 
-    def _enter_dir(self, u: int, w: int, name: str, st: os.stat_result, rel: Rel,
-                   replace: bool) -> tuple[int, int, _Frame]:
+    def _enter_dir(
+        self, u: int, w: int, name: str, st: os.stat_result, rel: Rel, replace: bool
+    ) -> tuple[int, int, _Frame]:
         child_u = os.open(name, _DIR, dir_fd=u)
         child_w = None
         try:
@@ -369,8 +376,9 @@ class _Merge:
                 below = os.open(part, _DIR, dir_fd=parent)
                 os.close(parent)
                 parent = below
-            temporary, _ = _fresh(w, lambda t: os.link(first[-1], t, src_dir_fd=parent, dst_dir_fd=w,
-                                                       follow_symlinks=False))
+            temporary, _ = _fresh(
+                w, lambda t: os.link(first[-1], t, src_dir_fd=parent, dst_dir_fd=w, follow_symlinks=False)
+            )
         except OSError:
             return False
         finally:

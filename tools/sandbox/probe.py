@@ -70,8 +70,10 @@ class LayerUnavailable(SandboxUnavailable):
 
 
 def layer_unavailable(detail: str, *, as_root: bool) -> LayerUnavailable:
-    needs = "overlayfs over a tmpfs with trusted xattrs" if as_root else (
-        "overlayfs in a user namespace over a tmpfs with user xattrs (Linux 6.6 or later)"
+    needs = (
+        "overlayfs over a tmpfs with trusted xattrs"
+        if as_root
+        else ("overlayfs in a user namespace over a tmpfs with user xattrs (Linux 6.6 or later)")
     )
     return LayerUnavailable(
         f"the kernel cannot cap the command's writes to the workspace ({detail}): that needs {needs}; set "
@@ -92,9 +94,13 @@ def launcher_fallback_note(why: str, cgroup: CgroupVersion | None = None) -> str
     waits for an RCU grace period unless the hierarchy favours dynamic moves (host
     configuration: suggested, never done here)."""
     v2 = (
-        "; on cgroup v2 each call also waits 10-20 ms to join its cgroup, unless the host mounts cgroup2 with "
-        "favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)"
-    ) if cgroup == "v2" else ""
+        (
+            "; on cgroup v2 each call also waits 10-20 ms to join its cgroup, unless the host mounts cgroup2 with "
+            "favordynmods (mount -o remount,favordynmods /sys/fs/cgroup)"
+        )
+        if cgroup == "v2"
+        else ""
+    )
     return (
         f"the sandbox's C launcher cannot be used ({why}); Bash commands start through its Python build instead, "
         "with the same protections, 20-50 ms slower each: reinstall Workingset where a C compiler (cc) is present "
@@ -122,8 +128,14 @@ def _bwrap_version(bwrap: str) -> tuple[int, ...]:
 
 
 def check_host(
-    *, bwrap: str | None, uid: int, gid: int, use_seccomp: bool, weak_limits: bool,
-    cgroup: CgroupVersion, cgroup_parent: str | None,
+    *,
+    bwrap: str | None,
+    uid: int,
+    gid: int,
+    use_seccomp: bool,
+    weak_limits: bool,
+    cgroup: CgroupVersion,
+    cgroup_parent: str | None,
 ) -> Host:
     """The static checks (no sandbox started yet); raises SandboxUnavailable."""
     path = bubblewrap_path(bwrap)

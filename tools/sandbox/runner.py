@@ -31,7 +31,7 @@ from pydantic import Field
 
 import tools.sandbox.launcher as launcher
 from tools.base import CommandLaunch, ToolError
-from tools.remove_tree import remove_tree
+from tools.files import remove_tree
 from tools.sandbox.cgroups import CallCgroup, CgroupUnavailable
 from tools.sandbox.config import SandboxLimits, SandboxOptions
 from tools.sandbox.identity import Identity, idmapped_tree, reachable
@@ -93,15 +93,31 @@ class BubblewrapRunner(SandboxOptions):
 
     def _host_key(self) -> tuple:
         # Where bwrap is found is looked up every call: it may have been removed since.
-        return (bubblewrap_path(self.bwrap), self.bwrap, self.uid, self.gid, self.seccomp, self.weak_limits,
-                self.weak_growth_limit, self.cgroup, self.cgroup_parent, os.geteuid(), launcher.BUILT)
+        return (
+            bubblewrap_path(self.bwrap),
+            self.bwrap,
+            self.uid,
+            self.gid,
+            self.seccomp,
+            self.weak_limits,
+            self.weak_growth_limit,
+            self.cgroup,
+            self.cgroup_parent,
+            os.geteuid(),
+            launcher.BUILT,
+        )
 
     def host(self) -> Host:
         key = self._host_key()
         if key not in _hosts:
             host = check_host(
-                bwrap=self.bwrap, uid=self.uid, gid=self.gid, use_seccomp=self.seccomp,
-                weak_limits=self.weak_limits, cgroup=self.cgroup, cgroup_parent=self.cgroup_parent,
+                bwrap=self.bwrap,
+                uid=self.uid,
+                gid=self.gid,
+                use_seccomp=self.seccomp,
+                weak_limits=self.weak_limits,
+                cgroup=self.cgroup,
+                cgroup_parent=self.cgroup_parent,
             )
             program, why_not = built_launcher()
             host = dataclasses.replace(host, launcher=program)
@@ -159,9 +175,14 @@ class BubblewrapRunner(SandboxOptions):
         launch.watch.run_unwatched()
         try:
             done = subprocess.run(
-                launch.argv, env=launch.env, pass_fds=launch.pass_fds,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                text=True, timeout=60,
+                launch.argv,
+                env=launch.env,
+                pass_fds=launch.pass_fds,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
             )
             failed = launch.watch.launch_failure()
         except OSError as exc:
@@ -183,7 +204,9 @@ class BubblewrapRunner(SandboxOptions):
         host = self.host()
         ws = workspace.resolve()
         if ws == Path("/"):
-            raise SandboxUnavailable(f"the workspace cannot be / (the whole host); choose a project directory, {OPT_OUT}")
+            raise SandboxUnavailable(
+                f"the workspace cannot be / (the whole host); choose a project directory, {OPT_OUT}"
+            )
         try:
             device = ws.stat().st_dev
         except OSError as exc:
@@ -193,13 +216,18 @@ class BubblewrapRunner(SandboxOptions):
     def _launch(self, host: Host, command: str, ws: Path, *, layered: bool) -> CommandLaunch:
         limits = self.limits
         watch = SandboxWatch(
-            cgroup=None, cpu_seconds=limits.cpu_seconds, memory_bytes=limits.memory_bytes,
-            processes=limits.processes, tmp_bytes=limits.tmp_bytes,
+            cgroup=None,
+            cpu_seconds=limits.cpu_seconds,
+            memory_bytes=limits.memory_bytes,
+            processes=limits.processes,
+            tmp_bytes=limits.tmp_bytes,
         )
         try:
             stage = self._stage(host, ws, watch, layered=layered)
             if not layered:
-                watch.growth = GrowthMeter(ws, limits.workspace_growth_bytes, skip=tuple(ws / p for p in self.protected))
+                watch.growth = GrowthMeter(
+                    ws, limits.workspace_growth_bytes, skip=tuple(ws / p for p in self.protected)
+                )
             if host.cgroups is not None:
                 # The layer's pages are charged to the call too: they get room of their own.
                 memory = limits.memory_bytes + (limits.workspace_growth_bytes if layered else 0)
@@ -224,7 +252,8 @@ class BubblewrapRunner(SandboxOptions):
         if not layered:
             return stage
         spec = LayerSpec(
-            cap_bytes=self.limits.workspace_growth_bytes, upper_mode=stat.S_IMODE(st.st_mode),
+            cap_bytes=self.limits.workspace_growth_bytes,
+            upper_mode=stat.S_IMODE(st.st_mode),
             upper_times_ns=(st.st_atime_ns, st.st_mtime_ns),
             upper_ids=(identity.uid, identity.gid) if identity.drops_root else None,
             user_xattrs=not identity.drops_root,
@@ -261,16 +290,31 @@ class BubblewrapRunner(SandboxOptions):
         venv = VirtualEnv.of(self.virtualenv) if self.virtualenv is not None else None
         toolchains = self.effective_toolchains()
         view = View(
-            workspace=ws, workspace_source=stage.source if stage else str(ws), toolchains=toolchains,
-            protected=self.protected, tmp_bytes=self.limits.tmp_bytes, source=source, empty_fd=empty_fd, venv=venv,
+            workspace=ws,
+            workspace_source=stage.source if stage else str(ws),
+            toolchains=toolchains,
+            protected=self.protected,
+            tmp_bytes=self.limits.tmp_bytes,
+            source=source,
+            empty_fd=empty_fd,
+            venv=venv,
         )
         argv = [
             host.bwrap,
-            "--unshare-user", "--disable-userns",
-            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--unshare-user",
+            "--disable-userns",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
             *view.mounts(),
-            "--chdir", str(ws),
+            "--chdir",
+            str(ws),
             *environment(view.path_variable(), self.pass_env, venv),
         ]
         if host.seccomp_program is not None:
@@ -291,7 +335,10 @@ class BubblewrapRunner(SandboxOptions):
         pass_fds += steps.fds
         watch.launch_failure = lambda: _launch_failure(error_read, as_root=identity.drops_root)
         return CommandLaunch(
-            steps.command(host.launcher, argv), dict(_BWRAP_ENV), tuple(pass_fds), watch=watch,
+            steps.command(host.launcher, argv),
+            dict(_BWRAP_ENV),
+            tuple(pass_fds),
+            watch=watch,
             failure=lambda exc: _spawn_failure(exc, error_read, as_root=identity.drops_root),
         )
 
@@ -359,8 +406,11 @@ def _rlimits(limits: SandboxLimits, *, weak: bool) -> list[tuple[int, int]]:
     chosen = [(resource.RLIMIT_FSIZE, limits.file_size_bytes), (resource.RLIMIT_CORE, 0)]
     if weak:  # no cgroup: per process (CPU, address space) and per uid (processes) instead
         cpu = max(1, int(limits.cpu_seconds))
-        chosen += [(resource.RLIMIT_CPU, cpu), (resource.RLIMIT_AS, limits.memory_bytes),
-                   (resource.RLIMIT_NPROC, limits.processes)]
+        chosen += [
+            (resource.RLIMIT_CPU, cpu),
+            (resource.RLIMIT_AS, limits.memory_bytes),
+            (resource.RLIMIT_NPROC, limits.processes),
+        ]
     clamped = []
     for which, value in chosen:  # never above what the harness itself may use
         hard = resource.getrlimit(which)[1]

@@ -82,8 +82,9 @@ class LayerSpec:
 
 def make_layer(spec: LayerSpec) -> int:
     """The layer's tmpfs, as a detached mount fd holding `upper/` and `work/` (launcher.make_layer)."""
-    return launcher.make_layer(spec.cap_bytes, spec.inodes, spec.upper_mode, spec.upper_times_ns, spec.upper_ids,
-                               spec.probe_xattr)
+    return launcher.make_layer(
+        spec.cap_bytes, spec.inodes, spec.upper_mode, spec.upper_times_ns, spec.upper_ids, spec.probe_xattr
+    )
 
 
 _stage_root: Path | None = None
@@ -171,8 +172,15 @@ class Stage:
         else:
             assert self.layer_sender is not None
             layer = self.layer
-            steps.layer(layer.cap_bytes, layer.inodes, layer.upper_mode, layer.upper_times_ns, layer.probe_xattr,
-                        self.layer_sender.fileno(), up)
+            steps.layer(
+                layer.cap_bytes,
+                layer.inodes,
+                layer.upper_mode,
+                layer.upper_times_ns,
+                layer.probe_xattr,
+                self.layer_sender.fileno(),
+                up,
+            )
         steps.mkdir(self.source)
         lower, up = _escaped(lower), _escaped(up)
         options = f"lowerdir={lower},upperdir={up}/upper,workdir={up}/work,{_OVERLAY_OPTIONS}"

@@ -38,10 +38,14 @@ class VirtualEnv:
         try:
             home = _config(root).get("home")
         except OSError as exc:
-            raise SandboxUnavailable(f"sandbox.virtualenv {root} is not a virtual environment (no readable "
-                                     f"pyvenv.cfg: {exc.strerror}); create it with python -m venv") from None
+            raise SandboxUnavailable(
+                f"sandbox.virtualenv {root} is not a virtual environment (no readable "
+                f"pyvenv.cfg: {exc.strerror}); create it with python -m venv"
+            ) from None
         if not home:
-            raise SandboxUnavailable(f"{root}/pyvenv.cfg names no base interpreter (home = ...); recreate the environment")
+            raise SandboxUnavailable(
+                f"{root}/pyvenv.cfg names no base interpreter (home = ...); recreate the environment"
+            )
         bindir = Path(home).resolve()
         return cls(root, bindir.parent if bindir.name == "bin" else bindir)
 

@@ -48,7 +48,18 @@ __all__ = [
 ]
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
-SECRET_DIRS = (".ssh", ".aws", ".config", ".gnupg", ".docker", ".kube", ".azure", ".gcloud", ".anthropic", ".workingset")
+SECRET_DIRS = (
+    ".ssh",
+    ".aws",
+    ".config",
+    ".gnupg",
+    ".docker",
+    ".kube",
+    ".azure",
+    ".gcloud",
+    ".anthropic",
+    ".workingset",
+)
 SECRET_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass", ".bash_history", ".python_history")
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 SANDBOX_HOME = "/tmp/home"
@@ -223,7 +234,7 @@ class View:
         return args
 
     def _protected_entry(self, name: str) -> str:
-        """"real": a directory or file at `name`, reached without a symlink (one the agent
+        """ "real": a directory or file at `name`, reached without a symlink (one the agent
         planted could point bwrap at a host path); "absent": nothing there, in a real
         directory; "other": neither (left as it is: the layer's merge skips it anyway)."""
         path = self.workspace
@@ -257,8 +268,11 @@ class View:
         visible = [*layout.system_dirs, *layout.read_only_roots, self.workspace]
         # A virtualenv's base prefix is visible, but nothing of it goes on PATH.
         hidden = [self.venv.base] if self.venv is not None else []
-        entries = [entry for entry, resolved in layout.path_entries
-                   if _under(resolved, visible) and not _under(resolved, hidden)]
+        entries = [
+            entry
+            for entry, resolved in layout.path_entries
+            if _under(resolved, visible) and not _under(resolved, hidden)
+        ]
         if layout.first_bin is not None:
             entries = [layout.first_bin, *(e for e in entries if e != layout.first_bin)]
         bins = [b for b in layout.bins if b not in entries]

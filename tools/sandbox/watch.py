@@ -145,9 +145,7 @@ class GrowthMeter:
         grown = _used_bytes(self.workspace) - self.used_at_start
         if grown <= self._next_confirm:
             return None
-        written = await asyncio.to_thread(
-            written_since, self.workspace, self.started_at - _CTIME_SLACK_S, self.skip
-        )
+        written = await asyncio.to_thread(written_since, self.workspace, self.started_at - _CTIME_SLACK_S, self.skip)
         if written > self.cap_bytes:
             return LimitReached(
                 "workspace_growth",

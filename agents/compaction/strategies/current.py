@@ -133,7 +133,9 @@ class CurrentWorkingSet(BudgetGated):
         if run.tokens() > ceiling:
             self._fit(run, budget, kind)
         if run.tokens() > ceiling:
-            return run.fail(f"still {run.tokens()} tokens with nothing left to remove, over the budget of {ceiling}", kind)
+            return run.fail(
+                f"still {run.tokens()} tokens with nothing left to remove, over the budget of {ceiling}", kind
+            )
         return run.done()
 
     # -- 1. currentness ---------------------------------------------------------------------
@@ -188,7 +190,9 @@ class CurrentWorkingSet(BudgetGated):
         run.apply(kind, folded, results_cleared=sum(len(m.tool_results_in) for m in messages[start:cut]))
         self._bound_digests(run, kind)
 
-    def _cut(self, run: CompactionRun, messages: list[Message], clean: list[bool], start: int, limit: int, goal: int) -> int | None:
+    def _cut(
+        self, run: CompactionRun, messages: list[Message], clean: list[bool], start: int, limit: int, goal: int
+    ) -> int | None:
         """The first clean cut after `start` (at most `limit`) whose fold brings the request
         to `goal` or under; the latest allowed cut when none does; None when there is none."""
         counter = run.env.counter
@@ -199,7 +203,9 @@ class CurrentWorkingSet(BudgetGated):
         removed, digest, cut = 0, 0, None
         for i in range(start, limit):
             removed += counter.count_message(messages[i])
-            digest += sum(counter.count_text(line) + 1 for line in message_lines(messages[i], results, stale, self.residue))
+            digest += sum(
+                counter.count_text(line) + 1 for line in message_lines(messages[i], results, stale, self.residue)
+            )
             if clean[i + 1]:
                 cut = i + 1
                 if total - removed + digest + fixed <= goal:
@@ -239,10 +245,14 @@ class CurrentWorkingSet(BudgetGated):
             self._replace(run, kind, clip_to_fit(run.messages, run.tokens() - budget, run.env.counter))
         if run.tokens() > budget:
             excess = run.tokens() - budget
-            self._replace(run, kind, clear_kept_results(run.messages, excess, run.env.counter, self.residue, latest=True))
+            self._replace(
+                run, kind, clear_kept_results(run.messages, excess, run.env.counter, self.residue, latest=True)
+            )
 
     @staticmethod
-    def _replace(run: CompactionRun, kind: EventKind, outcome: tuple[list[Message], list[ToolResultBlock]] | None) -> None:
+    def _replace(
+        run: CompactionRun, kind: EventKind, outcome: tuple[list[Message], list[ToolResultBlock]] | None
+    ) -> None:
         if outcome is not None:
             run.store(outcome[1])
             run.apply(kind, outcome[0], results_cleared=len(outcome[1]))

@@ -30,7 +30,7 @@ from agents.compaction.clearing import clear_old_tool_results
 from agents.compaction.protocol import CompactionResult, check_setting_parameters
 from agents.compaction.run import BudgetGated, CompactionRun
 from agents.compaction.summary import SummaryFailed, summarize_older, summarized_conversation
-from agents.config import MIN_SUMMARY_TOKENS
+from agents.settings import MIN_SUMMARY_TOKENS
 
 __all__ = ["ClearThenSummarize"]
 

@@ -101,10 +101,10 @@ class ObservationMasking:
             return run.drop_to_fit(first=1)
         if request.trigger == "manual" and not masked:
             if self.unit == "events":
-                return run.fail(f"nothing to mask: no result older than the last {self.keep} events is unmasked", "clear")
-            return run.fail(
-                f"nothing to mask: at most {self.keep} tool results are not masked yet", "clear"
-            )
+                return run.fail(
+                    f"nothing to mask: no result older than the last {self.keep} events is unmasked", "clear"
+                )
+            return run.fail(f"nothing to mask: at most {self.keep} tool results are not masked yet", "clear")
         return run.done()
 
 
@@ -188,9 +188,7 @@ class ClearToolUses:
         if request.trigger == "prompt_too_long":
             return run.drop_to_fit(first=1)
         if not cleared:
-            return run.fail(
-                f"nothing to clear that frees at least {self.clear_at_least} tokens", "clear"
-            )
+            return run.fail(f"nothing to clear that frees at least {self.clear_at_least} tokens", "clear")
         return run.done()
 
     def _clear(self, run: CompactionRun) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agents.config import CompactSettings
+from agents.settings import CompactSettings
 from benchmarks.replay import MAX_OUTPUT_TOKENS
 
 __all__ = [
@@ -76,9 +76,11 @@ class RunFacts:
 
     def caption(self) -> str:
         data = " · SYNTHETIC data" if self.synthetic else ""
-        return (f"window {self.window:,} tokens · tokenizer: {self.tokenizer} · pricing: {self.pricing_model}, "
-                f"cache TTL {self.cache_ttl_s:,.0f} s · {self.traces} traces in {self.clusters} {self.cluster} "
-                f"clusters{data}")
+        return (
+            f"window {self.window:,} tokens · tokenizer: {self.tokenizer} · pricing: {self.pricing_model}, "
+            f"cache TTL {self.cache_ttl_s:,.0f} s · {self.traces} traces in {self.clusters} {self.cluster} "
+            f"clusters{data}"
+        )
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,16 @@ def run_facts(doc: dict[str, Any]) -> RunFacts:
     key = {"instance": "task_id", "framework": "source"}.get(cluster)
     clusters = len({t[key] for t in doc["traces"]}) if key else len(doc["traces"])
     return RunFacts(
-        window=window, limit=limit, budget=int(limit * CompactSettings().ratio), tokenizer=settings["tokenizer"],
-        pricing_model=settings.get("pricing") or settings["pricing_model"], cache_ttl_s=settings["cache"]["ttl_s"], traces=len(doc["traces"]),
-        clusters=clusters, cluster="task" if cluster == "instance" else cluster, resamples=settings["resamples"],
+        window=window,
+        limit=limit,
+        budget=int(limit * CompactSettings().ratio),
+        tokenizer=settings["tokenizer"],
+        pricing_model=settings.get("pricing") or settings["pricing_model"],
+        cache_ttl_s=settings["cache"]["ttl_s"],
+        traces=len(doc["traces"]),
+        clusters=clusters,
+        cluster="task" if cluster == "instance" else cluster,
+        resamples=settings["resamples"],
         synthetic=bool(doc["synthetic"]),
     )
 
@@ -128,7 +137,9 @@ def pareto_points(doc: dict[str, Any], cost: CostKind) -> list[StrategyPoint]:
         recall = s["tool_evidence_recall"]
         if ratio is None or recall is None:
             continue
-        out.append(StrategyPoint(number, s["strategy"], Estimate.of(ratio), Estimate.of(recall), bool(s["exceeds_window"])))
+        out.append(
+            StrategyPoint(number, s["strategy"], Estimate.of(ratio), Estimate.of(recall), bool(s["exceeds_window"]))
+        )
     return out
 
 
@@ -154,6 +165,8 @@ def token_series(doc: dict[str, Any]) -> TokenSeries:
             continue
         mean, reached = _mean_per_call([r["tokens_per_call"] for r in mine])
         own = next((r["tokens_per_call"] for r in mine if r["trace"] == longest), None)
-        out.append(StrategyTokens(number, s["strategy"], mean, reached, own, s["infeasible_calls"], s["traces_infeasible"]))
+        out.append(
+            StrategyTokens(number, s["strategy"], mean, reached, own, s["infeasible_calls"], s["traces_infeasible"])
+        )
     calls = max((r["calls"] for r in runs), default=0)
     return TokenSeries(longest, calls, out)

@@ -37,7 +37,7 @@ def _wrap(name: str, indent: str) -> str:
     and a piece that alone is too long anywhere."""
     pieces: list[str] = []
     for piece in re.findall(r"[^:,]+[:,]?|[:,]", name):
-        pieces += [piece[i:i + KEY_CHARS] for i in range(0, len(piece), KEY_CHARS)]
+        pieces += [piece[i : i + KEY_CHARS] for i in range(0, len(piece), KEY_CHARS)]
     lines = [""]
     for piece in pieces:
         if lines[-1] and len(lines[-1]) + len(piece) > KEY_CHARS:
@@ -52,5 +52,15 @@ def add_key(where: Axes | SubFigure, key: Sequence[KeyEntry]) -> None:
     blank = Line2D([], [], linestyle="none")
     labels = [f"{e.number:>2}  {'⚠ ' if e.infeasible else ''}{_wrap(e.strategy, '      ')}" for e in key]
     place = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0)} if isinstance(where, Axes) else {"loc": "upper left"}
-    where.legend([blank] * len(key), labels, title="strategies", alignment="left", handlelength=0, handletextpad=0,
-                 fontsize=7, title_fontsize=7.5, frameon=False, **place).set_gid("key")
+    where.legend(
+        [blank] * len(key),
+        labels,
+        title="strategies",
+        alignment="left",
+        handlelength=0,
+        handletextpad=0,
+        fontsize=7,
+        title_fontsize=7.5,
+        frameon=False,
+        **place,
+    ).set_gid("key")

@@ -92,8 +92,9 @@ def place_labels(
     return [placed[i] for i in range(len(anchors))]
 
 
-def _cost(box: Box, anchor: tuple[float, float], area: Box, blocked: Sequence[Box],
-          others: Sequence[tuple[float, float]]) -> tuple[float, int]:
+def _cost(
+    box: Box, anchor: tuple[float, float], area: Box, blocked: Sequence[Box], others: Sequence[tuple[float, float]]
+) -> tuple[float, int]:
     """(area covered or out of bounds, points nearer than its own): (0, 0) breaks no rule;
     covering something is worse than sitting nearer another point."""
     own = box.distance(anchor)

@@ -52,8 +52,7 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, floa
     """(name, cost, recall) points not dominated by another (lower-or-equal cost and
     higher-or-equal recall, one strictly), sorted by cost."""
     front = [
-        p for p in points
-        if not any(q[1] <= p[1] and q[2] >= p[2] and (q[1] < p[1] or q[2] > p[2]) for q in points)
+        p for p in points if not any(q[1] <= p[1] and q[2] >= p[2] and (q[1] < p[1] or q[2] > p[2]) for q in points)
     ]
     return sorted(front, key=lambda p: p[1])
 
@@ -86,31 +85,58 @@ def _limits(ax: Axes, points: Sequence[StrategyPoint]) -> None:
 
 def _bars(ax: Axes, points: Sequence[StrategyPoint], facts: RunFacts) -> None:
     """The benchmark's 95% intervals, one neutral colour (the marks carry the coding)."""
+
     def err(estimates):
         if any(e.lo is None for e in estimates):
             return None
         return [[max(e.value - e.lo, 0) for e in estimates], [max(e.hi - e.value, 0) for e in estimates]]
 
     costs, recalls = [p.cost for p in points], [p.recall for p in points]
-    ax.errorbar([c.value for c in costs], [r.value for r in recalls], xerr=err(costs), yerr=err(recalls), fmt="none",
-                ecolor=INK["grey"], elinewidth=0.7, capsize=1.8, capthick=0.7, zorder=2,
-                label=f"95% interval: percentile bootstrap, {facts.resamples:,} resamples of {facts.cluster} clusters")
+    ax.errorbar(
+        [c.value for c in costs],
+        [r.value for r in recalls],
+        xerr=err(costs),
+        yerr=err(recalls),
+        fmt="none",
+        ecolor=INK["grey"],
+        elinewidth=0.7,
+        capsize=1.8,
+        capthick=0.7,
+        zorder=2,
+        label=f"95% interval: percentile bootstrap, {facts.resamples:,} resamples of {facts.cluster} clusters",
+    )
 
 
 def _marks(ax: Axes, points: Sequence[StrategyPoint], front: set[int]) -> None:
     # The front is drawn last: a dominated mark at nearly the same place must not hide it.
     styles = (
-        (DOMINATED, [p for p in points if not p.infeasible and p.number not in front],
-         {"marker": "s", "color": INK["sky"], "mfc": INK["sky"], "mec": INK["blue"]}),
-        (FRONT, [p for p in points if not p.infeasible and p.number in front],
-         {"marker": "o", "color": INK["blue"], "mfc": INK["blue"]}),
-        (OVER, [p for p in points if p.infeasible],
-         {"marker": "^", "color": INK["vermillion"], "mfc": "white", "mew": 1.2}),
+        (
+            DOMINATED,
+            [p for p in points if not p.infeasible and p.number not in front],
+            {"marker": "s", "color": INK["sky"], "mfc": INK["sky"], "mec": INK["blue"]},
+        ),
+        (
+            FRONT,
+            [p for p in points if not p.infeasible and p.number in front],
+            {"marker": "o", "color": INK["blue"], "mfc": INK["blue"]},
+        ),
+        (
+            OVER,
+            [p for p in points if p.infeasible],
+            {"marker": "^", "color": INK["vermillion"], "mfc": "white", "mew": 1.2},
+        ),
     )
     for label, mine, style in styles:
         if mine:
-            ax.plot([p.cost.value for p in mine], [p.recall.value for p in mine], linestyle="none", ms=MARKER_PT,
-                    zorder=4, label=label, **style)
+            ax.plot(
+                [p.cost.value for p in mine],
+                [p.recall.value for p in mine],
+                linestyle="none",
+                ms=MARKER_PT,
+                zorder=4,
+                label=label,
+                **style,
+            )
 
 
 def _panel(ax: Axes, points: Sequence[StrategyPoint], kind: CostKind, facts: RunFacts) -> None:
@@ -122,8 +148,15 @@ def _panel(ax: Axes, points: Sequence[StrategyPoint], kind: CostKind, facts: Run
         _marks(ax, points, {int(name) for name, _, _ in front})
         _limits(ax, points)
     if len({(p[1], p[2]) for p in front}) > 1:  # one point is no line; its mark says it is the front
-        ax.plot([p[1] for p in front], [p[2] for p in front], linestyle="--", color=INK["blue"], linewidth=0.9,
-                zorder=3, label=FRONT_LINE)
+        ax.plot(
+            [p[1] for p in front],
+            [p[2] for p in front],
+            linestyle="--",
+            color=INK["blue"],
+            linewidth=0.9,
+            zorder=3,
+            label=FRONT_LINE,
+        )
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_xlabel(_X_TITLE[kind])
     ax.set_ylabel(Y_TITLE)
@@ -136,8 +169,9 @@ def _explain(fig: Figure, axes: Sequence[Axes]) -> None:
     fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False).set_gid("marks")
 
 
-def pareto_figure(median: Sequence[StrategyPoint], pooled: Sequence[StrategyPoint], key: Sequence[KeyEntry],
-                  facts: RunFacts) -> Figure:
+def pareto_figure(
+    median: Sequence[StrategyPoint], pooled: Sequence[StrategyPoint], key: Sequence[KeyEntry], facts: RunFacts
+) -> Figure:
     """Call inside `style.figure_style()`."""
     fig = new_figure(11.0, 6.2)
     left, right = fig.subplots(1, 2, sharey=True)

@@ -85,15 +85,26 @@ def label_points(ax: Axes, points: Sequence[tuple[float, float, int]], marker_pt
     groups = _groups(points, to_px, marker_px / 2)
     sizes = _sizes(ax, groups, renderer, pad)
     anchors = [(float(px), float(py)) for px, py in (to_px((x, y)) for x, y, _ in groups)]
-    marks = [Box.around(float(mx), float(my), marker_px + pad, marker_px + pad)
-             for mx, my in (to_px((x, y)) for x, y, _ in points)]
+    marks = [
+        Box.around(float(mx), float(my), marker_px + pad, marker_px + pad)
+        for mx, my in (to_px((x, y)) for x, y, _ in points)
+    ]
     area = Box(frame.x0 + pad, frame.y0 + pad, frame.x1 - pad, frame.y1 - pad)
     boxes = place_labels(anchors, sizes, area, marks, step=0.45 * min(h for _, h in sizes))
     leader = {"arrowstyle": "-", "color": INK["black"], "linewidth": 0.5, "shrinkA": 0, "shrinkB": marker_pt / 2}
     for (x, y, numbers), anchor, box in zip(groups, anchors, boxes, strict=True):
         dx, dy = box.center[0] - anchor[0], box.center[1] - anchor[1]
         far = abs(dx) > (box.x1 - box.x0) / 2 + marker_px or abs(dy) > (box.y1 - box.y0) / 2 + marker_px
-        ax.annotate(number_ranges(numbers), (x, y), xytext=(dx / px_per_pt, dy / px_per_pt), textcoords="offset points",
-                    ha="center", va="center", fontsize=LABEL_PT, zorder=6, gid="point-label",
-                    arrowprops=leader if far else None,
-                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
+        ax.annotate(
+            number_ranges(numbers),
+            (x, y),
+            xytext=(dx / px_per_pt, dy / px_per_pt),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            fontsize=LABEL_PT,
+            zorder=6,
+            gid="point-label",
+            arrowprops=leader if far else None,
+            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
+        )

@@ -42,8 +42,17 @@ def _errorbar(ax, point: dict[str, Any], **style) -> None:
 
 
 def _ring(ax, point: dict[str, Any], size: float) -> None:
-    ax.plot([point["cost"]], [point["recall"]], linestyle="none", marker="o", markersize=size, markerfacecolor="none",
-            markeredgecolor=INK["vermillion"], markeredgewidth=0.8, label=OVER)
+    ax.plot(
+        [point["cost"]],
+        [point["recall"]],
+        linestyle="none",
+        marker="o",
+        markersize=size,
+        markerfacecolor="none",
+        markeredgecolor=INK["vermillion"],
+        markeredgewidth=0.8,
+        label=OVER,
+    )
 
 
 def _panel(ax, families: Sequence[dict[str, Any]], default: str) -> None:
@@ -54,14 +63,28 @@ def _panel(ax, families: Sequence[dict[str, Any]], default: str) -> None:
         points = [p for p in family["points"][1:] if p["recall"] is not None]
         curve = sorted((p for p in points if p["feasible"] or not default_fits), key=lambda p: p["cost"])
         if curve:
-            ax.plot([p["cost"] for p in curve], [p["recall"] for p in curve], color=colour, linewidth=0.9,
-                    marker=marker, markersize=4, label=family["family"])
+            ax.plot(
+                [p["cost"] for p in curve],
+                [p["recall"] for p in curve],
+                color=colour,
+                linewidth=0.9,
+                marker=marker,
+                markersize=4,
+                label=family["family"],
+            )
             for p in curve:
                 _errorbar(ax, p, fmt="none", ecolor=colour)
         for p in points:
             if p not in curve:
-                ax.plot([p["cost"]], [p["recall"]], linestyle="none", marker=marker, markersize=4,
-                        markerfacecolor="none", markeredgecolor=colour)
+                ax.plot(
+                    [p["cost"]],
+                    [p["recall"]],
+                    linestyle="none",
+                    marker=marker,
+                    markersize=4,
+                    markerfacecolor="none",
+                    markeredgecolor=colour,
+                )
             if not p["feasible"]:
                 _ring(ax, p, 8)
     if first is not None and first["recall"] is not None:

@@ -60,10 +60,14 @@ def _names(group: Sequence[StrategyTokens]) -> tuple[str, bool]:
 def _title(ax: Axes, group: Sequence[StrategyTokens]) -> None:
     first = group[0]
     over = first.infeasible_calls > 0
-    status = (f"⚠ {first.infeasible_calls:,} calls over the window in {first.traces_infeasible} traces" if over
-              else "no call over the window")
-    ax.set_title(f"{_names(group)[0]}\n{status}", loc="left", fontsize=7,
-                 color=INK["vermillion"] if over else INK["black"])
+    status = (
+        f"⚠ {first.infeasible_calls:,} calls over the window in {first.traces_infeasible} traces"
+        if over
+        else "no call over the window"
+    )
+    ax.set_title(
+        f"{_names(group)[0]}\n{status}", loc="left", fontsize=7, color=INK["vermillion"] if over else INK["black"]
+    )
 
 
 def _strategy_panel(ax: Axes, group: Sequence[StrategyTokens], facts: RunFacts, longest: str) -> None:
@@ -72,10 +76,20 @@ def _strategy_panel(ax: Axes, group: Sequence[StrategyTokens], facts: RunFacts, 
     if s.longest:
         ax.plot(range(1, len(s.longest) + 1), s.longest, color=INK["orange"], linewidth=0.8, label=longest)
     ax.plot(calls, s.mean, color=INK["blue"], linewidth=1.3, label=MEAN)
-    ax.axhline(facts.limit, color=INK["vermillion"], linestyle="-.", linewidth=1.1,
-               label=f"window − output reserve: {facts.limit:,} tokens (a call above cannot be answered)")
-    ax.axhline(facts.budget, color=INK["black"], linestyle="--", linewidth=0.8,
-               label=f"compact budget: {facts.budget:,} tokens (the harness compacts to stay under it)")
+    ax.axhline(
+        facts.limit,
+        color=INK["vermillion"],
+        linestyle="-.",
+        linewidth=1.1,
+        label=f"window − output reserve: {facts.limit:,} tokens (a call above cannot be answered)",
+    )
+    ax.axhline(
+        facts.budget,
+        color=INK["black"],
+        linestyle="--",
+        linewidth=0.8,
+        label=f"compact budget: {facts.budget:,} tokens (the harness compacts to stay under it)",
+    )
     top = max([facts.limit, *s.mean, *(s.longest or [])])
     ax.set_ylim(0, top * HEADROOM)
     ax.yaxis.set_major_formatter(_THOUSANDS)
@@ -94,8 +108,15 @@ def _mark_counts(ax: Axes, reached: Sequence[int]) -> None:
     for call, n in sorted(marks.items()):
         text = f"{n} trace{'s' if n != 1 else ''}" + (f" from call {call}" if call > 1 else "")
         right = call > len(reached) / 2  # written leftwards there, so it stays inside the axes
-        ax.annotate(text, (call, n), xytext=(-2 if right else 2, 3), textcoords="offset points",
-                    ha="right" if right else "left", fontsize=6.5, gid="count-label")
+        ax.annotate(
+            text,
+            (call, n),
+            xytext=(-2 if right else 2, 3),
+            textcoords="offset points",
+            ha="right" if right else "left",
+            fontsize=6.5,
+            gid="count-label",
+        )
 
 
 def _counts_strip(ax: Axes, series: Sequence[StrategyTokens]) -> None:
@@ -106,8 +127,15 @@ def _counts_strip(ax: Axes, series: Sequence[StrategyTokens]) -> None:
         groups.setdefault(tuple(s.reached), []).append(s.number)
     for (reached, numbers), style in zip(groups.items(), itertools.cycle(("-", "--", ":", "-.")), strict=False):
         label = "all strategies" if len(groups) == 1 else f"strategies {number_ranges(numbers)}"
-        ax.step(range(1, len(reached) + 1), reached, where="mid", color=INK["black"], linestyle=style, linewidth=1,
-                label=label)
+        ax.step(
+            range(1, len(reached) + 1),
+            reached,
+            where="mid",
+            color=INK["black"],
+            linestyle=style,
+            linewidth=1,
+            label=label,
+        )
     _mark_counts(ax, max(groups, key=lambda r: (len(r), r)))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
     ax.set_ylim(0, max(max(r) for r in groups) * 1.25)

@@ -30,11 +30,12 @@ from cluster.eval.base_repo import Base, clone_at
 from cluster.eval.environments.project_source import SCRIPT
 from cluster.eval.environments.recipe import Recipe
 from cluster.eval.grading import CommandResult, SandboxedShell
-from tools.remove_tree import remove_tree
+from tools.files import remove_tree
 
 __all__ = ["build_script", "make_environment"]
 
 _PIP_ENV = "export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off PIP_ROOT_USER_ACTION=ignore"
+
 
 def _egress_preamble(forwarder: Path, socket: Path) -> list[str]:
     proxy = "http://127.0.0.1:$WS_EGRESS_PORT"
@@ -73,12 +74,24 @@ def build_script(recipe: Recipe, *, egress: tuple[Path, Path] | None) -> str:
 
 
 def _make_venv(python: str, venv: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-I", "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, timeout=120)
+    return subprocess.run(
+        [python, "-I", "-m", "venv", "--without-pip", str(venv)],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        timeout=120,
+    )
 
 
-async def make_environment(recipe: Recipe, base: Base, entry: Path, shell: SandboxedShell, *,
-                           egress: tuple[Path, Path] | None, timeout_s: float) -> tuple[str, CommandResult]:
+async def make_environment(
+    recipe: Recipe,
+    base: Base,
+    entry: Path,
+    shell: SandboxedShell,
+    *,
+    egress: tuple[Path, Path] | None,
+    timeout_s: float,
+) -> tuple[str, CommandResult]:
     """Build into `entry` (made empty first) with `shell`, whose runner has `entry/venv`
     as its virtualenv (and the egress directory as a toolchain); returns (the script,
     its result). The caller removes `entry` when the result is not ok."""

@@ -33,7 +33,7 @@ from cluster.eval.environments.egress import DEFAULT_HOSTS, EgressProxy
 from cluster.eval.environments.recipe import Recipe
 from cluster.eval.errors import TaskEnded
 from cluster.eval.grading import CommandResult, SandboxedShell, write_log
-from tools.remove_tree import remove_tree
+from tools.files import remove_tree
 
 __all__ = ["EnvironmentCache", "TaskEnvironment"]
 
@@ -50,8 +50,13 @@ class TaskEnvironment:
 class EnvironmentCache:
     """`shell_for(venv, extra_toolchains)` gives the sandboxed shell a build runs in."""
 
-    def __init__(self, root: Path, shell_for: Callable[[Path, tuple[Path, ...]], SandboxedShell], *,
-                 egress_hosts: tuple[str, ...] = DEFAULT_HOSTS):
+    def __init__(
+        self,
+        root: Path,
+        shell_for: Callable[[Path, tuple[Path, ...]], SandboxedShell],
+        *,
+        egress_hosts: tuple[str, ...] = DEFAULT_HOSTS,
+    ):
         self.root = root
         self.shell_for = shell_for
         self.egress_hosts = egress_hosts
@@ -66,9 +71,18 @@ class EnvironmentCache:
     def ready(self, key: str) -> bool:
         return self.marker(key).is_file() and (self.entry(key) / "venv" / "pyvenv.cfg").is_file()
 
-    async def ensure(self, recipe: Recipe, base: Base, *, task_id: str, network: bool, timeout_s: float,
-                     log: Path, rel: Callable[[Path], str] = str,
-                     slots: asyncio.Semaphore | None = None) -> TaskEnvironment:
+    async def ensure(
+        self,
+        recipe: Recipe,
+        base: Base,
+        *,
+        task_id: str,
+        network: bool,
+        timeout_s: float,
+        log: Path,
+        rel: Callable[[Path], str] = str,
+        slots: asyncio.Semaphore | None = None,
+    ) -> TaskEnvironment:
         """The recipe's environment, built here unless the cache has it; raises TaskEnded
         (the build's log and, without the network, what to change) when it cannot be.
         `slots` bounds the builds with the batch's other commands (not the waits)."""
@@ -82,8 +96,16 @@ class EnvironmentCache:
             if not result.ok:
                 await asyncio.to_thread(remove_tree, self.entry(key), ignore_errors=True)
                 raise TaskEnded(_failure(result, network=network, timeout_s=timeout_s, log=rel(log)))
-            _write_marker(self.marker(key), {**recipe.describe(), "built_by": task_id, "built_at": time.time(),
-                                             "build_s": seconds, "network": network})
+            _write_marker(
+                self.marker(key),
+                {
+                    **recipe.describe(),
+                    "built_by": task_id,
+                    "built_at": time.time(),
+                    "build_s": seconds,
+                    "network": network,
+                },
+            )
         return TaskEnvironment(key, self.entry(key) / "venv", False)
 
     async def _build(self, recipe: Recipe, base: Base, *, network: bool, timeout_s: float, log: Path) -> CommandResult:
@@ -97,8 +119,9 @@ class EnvironmentCache:
         async with EgressProxy(self.egress_hosts) as proxy:
             assert proxy.dir is not None
             shell = self.shell_for(entry / "venv", (proxy.dir,))
-            script, result = await make_environment(recipe, base, entry, shell, egress=(proxy.forwarder, proxy.socket),
-                                                    timeout_s=timeout_s)
+            script, result = await make_environment(
+                recipe, base, entry, shell, egress=(proxy.forwarder, proxy.socket), timeout_s=timeout_s
+            )
         decisions = "\n".join(f"[egress] {d}" for d in proxy.decisions)
         write_log(log, script, CommandResult(result.exit_code, result.timed_out, f"{result.output}\n{decisions}"))
         return result
@@ -137,6 +160,8 @@ def _failure(result: CommandResult, *, network: bool, timeout_s: float, log: str
     said = [line for line in result.output.strip().splitlines() if line.startswith("ERROR:")][-2:] or [result.tail(2)]
     text = f"building the environment {how}: {' '.join(said)} (log: {log})"
     if not network:
-        text += ("; the build had no network: let it reach the package registries with environment.network = true "
-                 "in the task or --setup-network")
+        text += (
+            "; the build had no network: let it reach the package registries with environment.network = true "
+            "in the task or --setup-network"
+        )
     return text

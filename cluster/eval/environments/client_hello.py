@@ -67,7 +67,7 @@ class _Cursor:
         if count > len(self.data) - self.pos:
             raise _Malformed("a length runs past the end of its field")
         self.pos += count
-        return self.data[self.pos - count:self.pos]
+        return self.data[self.pos - count : self.pos]
 
     def number(self, size: int) -> int:
         return int.from_bytes(self.take(size), "big")
@@ -90,10 +90,13 @@ def read_client_hello(stream: bytes) -> Incomplete | ClientHello | Refused:
 def _read(stream: bytes) -> Incomplete | ClientHello | Refused:
     handshake, pos, records = b"", 0, 0
     while True:
-        header = stream[pos:pos + _RECORD_HEADER]
+        header = stream[pos : pos + _RECORD_HEADER]
         if header[:1] and header[0] != _HANDSHAKE:
-            return Refused("not TLS: the first bytes are not a handshake record" if records == 0
-                           else "a record that is not part of the handshake inside the ClientHello")
+            return Refused(
+                "not TLS: the first bytes are not a handshake record"
+                if records == 0
+                else "a record that is not part of the handshake inside the ClientHello"
+            )
         if header[1:2] and header[1] != 3:
             return Refused("not TLS: the record's version is not 3.x")
         if len(header) < _RECORD_HEADER:
@@ -104,7 +107,7 @@ def _read(stream: bytes) -> Incomplete | ClientHello | Refused:
         if not 0 < length <= _MAX_RECORD:
             return Refused(f"a record of {length} bytes (TLS allows 1 to {_MAX_RECORD})")
         end = pos + _RECORD_HEADER + length
-        handshake += stream[pos + _RECORD_HEADER:end]
+        handshake += stream[pos + _RECORD_HEADER : end]
         refused = _header_refusal(handshake)  # before waiting for the rest of a record
         if refused is not None:
             return refused

@@ -39,7 +39,7 @@ from cluster.eval.environments.client_hello import (
     Refused,
     read_client_hello,
 )
-from tools.remove_tree import remove_tree
+from tools.files import remove_tree
 
 __all__ = ["DEFAULT_HOSTS", "FORWARDER", "EgressProxy", "registry_host"]
 
@@ -50,7 +50,7 @@ _HELLO_TIMEOUT_S = 30.0
 
 # Runs inside the sandbox (python -I -S): listen on 127.0.0.1, print the port, relay
 # every connection to the proxy's socket. Ends with the sandbox.
-FORWARDER = '''
+FORWARDER = """
 import asyncio, os, sys
 
 async def pipe(reader, writer):
@@ -82,7 +82,7 @@ async def main():
         await server.serve_forever()
 
 asyncio.run(main())
-'''
+"""
 
 
 def registry_host(text: str) -> str:
@@ -94,8 +94,10 @@ def registry_host(text: str) -> str:
     except ValueError:
         pass
     else:
-        raise ValueError(f"{text!r} is an IP address; TLS names no IP address as its server, so the proxy could "
-                         "never check it: give the registry's host name")
+        raise ValueError(
+            f"{text!r} is an IP address; TLS names no IP address as its server, so the proxy could "
+            "never check it: give the registry's host name"
+        )
     if not name or any(c in name for c in " /:@"):
         raise ValueError(f"{text!r} is not a host name (e.g. pypi.example.org)")
     return name

@@ -71,8 +71,9 @@ def installed_versions() -> list[str]:
     """The Python 3 versions `find_python` can find, for an error message."""
     found = {f"{sys.version_info.major}.{sys.version_info.minor}"}
     for place in _version_places():
-        found.update(p.name.removeprefix("python") for p in place.glob("python3.*")
-                     if p.name.removeprefix("python3.").isdigit())
+        found.update(
+            p.name.removeprefix("python") for p in place.glob("python3.*") if p.name.removeprefix("python3.").isdigit()
+        )
     return sorted(found, key=lambda v: int(v.split(".")[1]))
 
 
@@ -81,10 +82,12 @@ def _interpreter(spec: Environment) -> Path:
         return base_interpreter(spec.python)
     found = find_python(spec.python_version)
     if found is None:
-        raise TaskEnded(f"this task needs Python {spec.python_version} (environment.python_version), which this host "
-                        f"does not have (it has {', '.join(installed_versions())}): install python"
-                        f"{spec.python_version} (pyenv install {spec.python_version}, or the distribution's package), "
-                        "or name an interpreter with environment.python")
+        raise TaskEnded(
+            f"this task needs Python {spec.python_version} (environment.python_version), which this host "
+            f"does not have (it has {', '.join(installed_versions())}): install python"
+            f"{spec.python_version} (pyenv install {spec.python_version}, or the distribution's package), "
+            "or name an interpreter with environment.python"
+        )
     return found
 
 
@@ -116,7 +119,9 @@ async def _commit_at(base: Base, ref: str | None, repo: str) -> str:
     if ref is None:
         return base.commit
     try:
-        return (await git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", git_dir=base.git_dir)).decode().strip()
+        return (
+            (await git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", git_dir=base.git_dir)).decode().strip()
+        )
     except GitError:
         raise TaskEnded(f"environment.ref {ref!r} is not a commit of {repo}") from None
 
@@ -146,20 +151,36 @@ async def resolve_recipe(task: Task, base: Base) -> Recipe:
         requirements = tuple(sorted(n for n in names if n.startswith("requirements") and n.endswith(".txt")))
     else:
         requirements = tuple(spec.requirements)
-        missing = [r for r in requirements
-                   if not (await git("ls-tree", "--name-only", commit, "--", r, git_dir=base.git_dir)).strip()]
+        missing = [
+            r
+            for r in requirements
+            if not (await git("ls-tree", "--name-only", commit, "--", r, git_dir=base.git_dir)).strip()
+        ]
         if missing:
             raise TaskEnded(f"environment.requirements: {', '.join(missing)} not in {task.repo} at {commit[:12]}")
-    project = spec.project if spec.project is not None else (spec.install is not None
-                                                              or await _wants_project(base, commit, names))
+    project = (
+        spec.project
+        if spec.project is not None
+        else (spec.install is not None or await _wants_project(base, commit, names))
+    )
     python = _interpreter(spec)
     try:
         st = python.stat()
     except OSError as exc:
-        raise TaskEnded(f"environment.python {python} cannot be used ({exc.strerror}); give an installed interpreter") from None
+        raise TaskEnded(
+            f"environment.python {python} cannot be used ({exc.strerror}); give an installed interpreter"
+        ) from None
     return Recipe(
-        repo=task.repo, commit=commit, tree=tree, requirements=requirements, project=project,
-        packages=tuple(spec.packages), commands=tuple(spec.commands), install=spec.install,
-        pre_install=tuple(spec.pre_install), label=spec.label,
-        python=str(python), python_stamp=f"{st.st_size}:{st.st_mtime_ns}",
+        repo=task.repo,
+        commit=commit,
+        tree=tree,
+        requirements=requirements,
+        project=project,
+        packages=tuple(spec.packages),
+        commands=tuple(spec.commands),
+        install=spec.install,
+        pre_install=tuple(spec.pre_install),
+        label=spec.label,
+        python=str(python),
+        python_stamp=f"{st.st_size}:{st.st_mtime_ns}",
     )

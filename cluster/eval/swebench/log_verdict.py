@@ -10,13 +10,18 @@ and it is what the SWE-bench harness itself checks for these repositories.
 from __future__ import annotations
 
 from cluster.eval.swebench.specs import swebench_modules
-from cluster.eval.verdicts.outcomes import Outcome, PytestRun
+from cluster.eval.verdicts import Outcome, PytestRun
 
 __all__ = ["parsed_run"]
 
 # swebench's TestStatus values -> outcomes (PASSED and XFAIL count as passing there too)
-_OUTCOMES: dict[str, Outcome] = {"PASSED": "passed", "FAILED": "failed", "SKIPPED": "skipped", "ERROR": "error",
-                                 "XFAIL": "xfailed"}
+_OUTCOMES: dict[str, Outcome] = {
+    "PASSED": "passed",
+    "FAILED": "failed",
+    "SKIPPED": "skipped",
+    "ERROR": "error",
+    "XFAIL": "xfailed",
+}
 
 
 def parsed_run(repo: str, log: str) -> PytestRun | None:

@@ -36,8 +36,10 @@ def _objects(path: Path, text: str) -> list[tuple[str, object]]:
         try:
             items = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); predictions are SWE-bench's "
-                              "format: a JSON list or JSON Lines of {instance_id, model_patch, model_name_or_path}") from None
+            raise ConfigError(
+                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); predictions are SWE-bench's "
+                "format: a JSON list or JSON Lines of {instance_id, model_patch, model_name_or_path}"
+            ) from None
         return [(f"{path} item {n}", item) for n, item in enumerate(items, 1)]
     found = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -67,5 +69,7 @@ def load_predictions(path: Path) -> tuple[dict[str, Prediction], str]:
         instance_id = str(values["instance_id"])
         if instance_id in predictions:
             raise ConfigError(f"{where}: a second prediction for {instance_id!r}; keep one per instance")
-        predictions[instance_id] = Prediction(instance_id, str(values["model_name_or_path"]), str(values["model_patch"]))
+        predictions[instance_id] = Prediction(
+            instance_id, str(values["model_name_or_path"]), str(values["model_patch"])
+        )
     return predictions, hashlib.sha256(data).hexdigest()

@@ -90,7 +90,10 @@ def swebench_task(row: dict[str, Any], *, repos_dir: Path, runner: str = DEFAULT
     repo = _text(row, "repo")
     base_commit = _text(row, "base_commit")
     problem = _text(row, "problem_statement")
-    fail_to_pass, pass_to_pass = test_ids(row, "FAIL_TO_PASS", required=True), test_ids(row, "PASS_TO_PASS", required=False)
+    fail_to_pass, pass_to_pass = (
+        test_ids(row, "FAIL_TO_PASS", required=True),
+        test_ids(row, "PASS_TO_PASS", required=False),
+    )
     tests = list(dict.fromkeys(fail_to_pass + pass_to_pass))
     if not tests:
         raise RowError("FAIL_TO_PASS", "names no test; the grader would have nothing to run")
@@ -112,8 +115,12 @@ def swebench_task(row: dict[str, Any], *, repos_dir: Path, runner: str = DEFAULT
     fields.update({k: row[k] for k in _OVERRIDES if k in row})
     given = fields.get("grading")
     own: dict[str, Any] = given if isinstance(given, dict) else {}
-    fields["grading"] = {"tests": tests, "test_groups": {"FAIL_TO_PASS": fail_to_pass, "PASS_TO_PASS": pass_to_pass},
-                         **({"log_parser": spec.log_parser} if spec and spec.log_parser else {}), **own}
+    fields["grading"] = {
+        "tests": tests,
+        "test_groups": {"FAIL_TO_PASS": fail_to_pass, "PASS_TO_PASS": pass_to_pass},
+        **({"log_parser": spec.log_parser} if spec and spec.log_parser else {}),
+        **own,
+    }
     fields["environment"] = _environment(row, spec.environment if spec else None)
     return Task.model_validate(fields)
 

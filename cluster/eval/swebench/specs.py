@@ -38,7 +38,7 @@ from types import ModuleType
 from typing import Any
 
 from cluster.eval.tasks import RowError
-from cluster.eval.verdicts.command import PytestCommand
+from cluster.eval.verdicts import PytestCommand
 from tools.host_git import git_command, git_environment
 
 __all__ = ["SweSpec", "spec_for", "swebench_modules"]
@@ -67,8 +67,12 @@ class SweSpec:
 
 
 def _exists(repo_dir: Path, commit: str, path: str) -> bool:
-    done = subprocess.run(git_command("-C", str(repo_dir), "cat-file", "-e", f"{commit}:{path}"),
-                          env=git_environment(), capture_output=True, timeout=60)
+    done = subprocess.run(
+        git_command("-C", str(repo_dir), "cat-file", "-e", f"{commit}:{path}"),
+        env=git_environment(),
+        capture_output=True,
+        timeout=60,
+    )
     return done.returncode == 0
 
 
@@ -78,8 +82,11 @@ def _requirements(repo: str, repo_dir: Path, commit: str, constants: ModuleType)
         return None  # every top-level requirements*.txt
     found = [p for p in candidates if _exists(repo_dir, commit, p)][:1]
     if not found:
-        raise RowError("environment_setup_commit", f"none of SWE-bench's requirement files for {repo} "
-                       f"({', '.join(candidates)}) is in the repository at {commit[:12]}")
+        raise RowError(
+            "environment_setup_commit",
+            f"none of SWE-bench's requirement files for {repo} "
+            f"({', '.join(candidates)}) is in the repository at {commit[:12]}",
+        )
     return found
 
 
@@ -108,8 +115,11 @@ def spec_for(row: dict[str, Any], repo_dir: Path | None) -> SweSpec | None:
         return None
     packages = spec.get("packages", "")
     if packages == "environment.yml":
-        raise RowError("version", f"SWE-bench's spec for {row['repo']} {version} builds a conda environment "
-                       "(environment.yml), which Workingset does not make; give the row its own `environment`")
+        raise RowError(
+            "version",
+            f"SWE-bench's spec for {row['repo']} {version} builds a conda environment "
+            "(environment.yml), which Workingset does not make; give the row its own `environment`",
+        )
     commit = str(row.get("environment_setup_commit") or row["base_commit"])
     test_cmd = spec["test_cmd"] if isinstance(spec["test_cmd"], str) else " && ".join(spec["test_cmd"])
     directives = test_spec_python.get_test_directives({"repo": row["repo"], "test_patch": row.get("test_patch") or ""})
@@ -119,9 +129,14 @@ def spec_for(row: dict[str, Any], repo_dir: Path | None) -> SweSpec | None:
     environment: dict[str, Any] = {
         "python_version": str(spec["python"]) if spec.get("python") else None,
         # the grader needs pytest in the environment; SWE-bench's images have it whatever the spec says
-        "packages": [*([] if packages in ("", "requirements.txt") else packages.split()), *spec.get("pip_packages", []),
-                     *(["pytest"] if pytest else [])],
-        "pre_install": list(spec.get("pre_install", [])), "install": spec.get("install")}
+        "packages": [
+            *([] if packages in ("", "requirements.txt") else packages.split()),
+            *spec.get("pip_packages", []),
+            *(["pytest"] if pytest else []),
+        ],
+        "pre_install": list(spec.get("pre_install", [])),
+        "install": spec.get("install"),
+    }
     if packages == "requirements.txt" and repo_dir is not None:
         environment["requirements"] = _requirements(row["repo"], repo_dir, commit, constants)
     notes = [f"SWE-bench spec: {row['repo']} {version}"]

@@ -36,12 +36,29 @@ class BaseTests:
         self._commands = commands
 
     def _cache(self, task: Task, ws: Workspace, shell: SandboxedShell, config: PytestConfig) -> Path:
-        key = json.dumps([ws.base_commit, task.test_command, task.test_patch or "", task.setup_command or "",
-                          str(shell.settings.sandbox.virtualenv or ""), config.path, config.data.hex()])
+        key = json.dumps(
+            [
+                ws.base_commit,
+                task.test_command,
+                task.test_patch or "",
+                task.setup_command or "",
+                str(shell.settings.sandbox.virtualenv or ""),
+                config.path,
+                config.data.hex(),
+            ]
+        )
         return self.out.state / "base-tests" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
-    async def collected(self, task: Task, ws: Workspace, shell: SandboxedShell, command: PytestCommand,
-                        config: PytestConfig, hidden: list[HiddenFile], name: str) -> list[str]:
+    async def collected(
+        self,
+        task: Task,
+        ws: Workspace,
+        shell: SandboxedShell,
+        command: PytestCommand,
+        config: PytestConfig,
+        hidden: list[HiddenFile],
+        name: str,
+    ) -> list[str]:
         cache = self._cache(task, ws, shell, config)
         if cache.is_file():
             return list(json.loads(cache.read_text(encoding="utf-8")))
@@ -57,22 +74,33 @@ class BaseTests:
                     result = await shell.run(task.setup_command, copy, task.timeouts.setup_s)
                 write_log(self.out.logs / name / "grade-base-setup.log", task.setup_command, result)
                 if not result.ok:
-                    raise TaskEnded(f"the setup command failed in a copy of the base (exit code {result.exit_code}), "
-                                    "so the base's tests (what this task requires) cannot be collected")
+                    raise TaskEnded(
+                        f"the setup command failed in a copy of the base (exit code {result.exit_code}), "
+                        "so the base's tests (what this task requires) cannot be collected"
+                    )
             try:
                 await asyncio.to_thread(place_hidden, copy, [*hidden, HiddenFile(config.path, 0o100644, config.data)])
             except WorkspaceError as exc:
                 raise TaskEnded(str(exc)) from None
             async with self._commands:
-                done = await run_pytest(shell, command, copy, config=config.path, timeout_s=task.timeouts.test_s,
-                                        log=log, extra=("--collect-only", "-q"),
-                                        original=task.test_command)
+                done = await run_pytest(
+                    shell,
+                    command,
+                    copy,
+                    config=config.path,
+                    timeout_s=task.timeouts.test_s,
+                    log=log,
+                    extra=("--collect-only", "-q"),
+                    original=task.test_command,
+                )
         finally:
             await self.workspaces.remove(copy)
         run = done.run
         if not run.finished or run.collect_errors:
             errors = f"; collection errors in {', '.join(sorted(run.collect_errors)[:5])}" if run.collect_errors else ""
-            raise TaskEnded(f"the base's tests (what this task requires, as it names no tests) could not be "
-                            f"collected{errors} {where}")
+            raise TaskEnded(
+                f"the base's tests (what this task requires, as it names no tests) could not be "
+                f"collected{errors} {where}"
+            )
         write_atomic(cache, json.dumps(run.collected))
         return run.collected

@@ -18,7 +18,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from agents.permissions.shell_line import CommandWord, simple_command
+from agents.permissions import CommandWord, simple_command
 
 __all__ = ["PytestCommand"]
 
@@ -73,7 +73,7 @@ class PytestCommand:
             i += 1
         if i + 1 >= len(rest) or rest[i + 1].value != "pytest":
             return None
-        return cls(assignments, pythonpath, first.text, tuple(options), True, rest[i + 2:])
+        return cls(assignments, pythonpath, first.text, tuple(options), True, rest[i + 2 :])
 
     def config_source(self) -> str | None:
         """The configuration file the task's own arguments name (`-c FILE`), if literal."""
@@ -86,17 +86,36 @@ class PytestCommand:
                 found = word.partition("=")[2]
         return found
 
-    def line(self, *, bootstrap: str, report: str, config: str, root: str, plugins: tuple[str, ...] = (),
-             extra: tuple[str, ...] = ()) -> str:
+    def line(
+        self,
+        *,
+        bootstrap: str,
+        report: str,
+        config: str,
+        root: str,
+        plugins: tuple[str, ...] = (),
+        extra: tuple[str, ...] = (),
+    ) -> str:
         """The shell line that runs this command under the grader (see the module docstring)."""
-        env = [f"_WORKINGSET_GRADER_REPORT={shlex.quote(report)}",
-               f"_WORKINGSET_GRADER_CWD={'1' if self.module_form else '0'}"]
+        env = [
+            f"_WORKINGSET_GRADER_REPORT={shlex.quote(report)}",
+            f"_WORKINGSET_GRADER_CWD={'1' if self.module_form else '0'}",
+        ]
         if self.pythonpath is not None:
             env.append(f"_WORKINGSET_GRADER_PYTHONPATH={self.pythonpath}")
         env += [f"{name}={value}" for name, value in self.assignments]
         ours = ["-c", config, f"--rootdir={root}", f"--confcutdir={root}"]
         for plugin in plugins:
             ours += ["-p", plugin]
-        words = [*env, self.interpreter, "-I", "-S", *self.interpreter_options, "-c", shlex.quote(bootstrap),
-                 *(w.text for w in self.args), *(shlex.quote(w) for w in (*ours, *extra))]
+        words = [
+            *env,
+            self.interpreter,
+            "-I",
+            "-S",
+            *self.interpreter_options,
+            "-c",
+            shlex.quote(bootstrap),
+            *(w.text for w in self.args),
+            *(shlex.quote(w) for w in (*ours, *extra)),
+        ]
         return " ".join(words)

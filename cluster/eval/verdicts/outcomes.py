@@ -126,8 +126,11 @@ def reasons_for(run: PytestRun, required: list[str]) -> list[str]:
     """Why the required tests do not pass (empty: they do)."""
     reasons = []
     if not run.finished:
-        reasons.append("pytest did not finish its session (no end-of-session record)"
-                       if run.started else "pytest stopped before its session started")
+        reasons.append(
+            "pytest did not finish its session (no end-of-session record)"
+            if run.started
+            else "pytest stopped before its session started"
+        )
     if not required:
         reasons.append("no required test: the task names none and none was found to require")
     by_outcome: dict[str, list[str]] = {}

@@ -50,15 +50,30 @@ def _read_report(root: Path, name: str) -> bytes:
         os.close(fd)
 
 
-async def run_pytest(shell: SandboxedShell, command: PytestCommand, copy: Path, *, config: str, timeout_s: float,
-                     log: Path, plugins: tuple[str, ...] = (), extra: tuple[str, ...] = (),
-                     original: str = "") -> PytestRunResult:
+async def run_pytest(
+    shell: SandboxedShell,
+    command: PytestCommand,
+    copy: Path,
+    *,
+    config: str,
+    timeout_s: float,
+    log: Path,
+    plugins: tuple[str, ...] = (),
+    extra: tuple[str, ...] = (),
+    original: str = "",
+) -> PytestRunResult:
     """Run `command` in `copy` with the grader's machinery; its output goes to `log`
     (headed by `original`, the command as the task wrote it)."""
     files = GraderFiles.here()
     report = f".workingset-grade-{secrets.token_hex(8)}.jsonl"
-    line = command.line(bootstrap=files.bootstrap, report=str(copy / report), config=config, root=str(copy),
-                        plugins=plugins, extra=extra)
+    line = command.line(
+        bootstrap=files.bootstrap,
+        report=str(copy / report),
+        config=config,
+        root=str(copy),
+        plugins=plugins,
+        extra=extra,
+    )
     result = await shell.seeing(files.directory).run(line, copy, timeout_s)
     write_log(log, line, result, note=f"the test command {original!r}, graded per test, ran as:" if original else "")
     return PytestRunResult(read_run(_read_report(copy, report)), result, line)

@@ -68,8 +68,15 @@ def main():
     here = sys.path.pop(0)  # this directory: searched again only for the reporter below
     report = Report(os.environ.pop("_WORKINGSET_GRADER_REPORT"))
     _site()
-    report.write({"event": "boot", "python": sys.version.split()[0], "executable": sys.executable,
-                  "isolated": bool(sys.flags.isolated), "no_site": bool(sys.flags.no_site)})
+    report.write(
+        {
+            "event": "boot",
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "isolated": bool(sys.flags.isolated),
+            "no_site": bool(sys.flags.no_site),
+        }
+    )
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     paths = _workspace_paths()
     try:

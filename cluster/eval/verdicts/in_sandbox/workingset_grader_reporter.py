@@ -63,8 +63,15 @@ def pytest_configure(config):
     inifile = getattr(config, "inipath", None) or getattr(config, "inifile", None)
     rootdir = getattr(config, "rootpath", None) or getattr(config, "rootdir", None)
     plugins = sorted(str(name) for name, plugin in config.pluginmanager.list_name_plugin() if plugin is not None)
-    _report.write({"event": "start", "pytest": pytest.__version__, "inifile": str(inifile or ""),
-                   "rootdir": str(rootdir or ""), "plugins": plugins})
+    _report.write(
+        {
+            "event": "start",
+            "pytest": pytest.__version__,
+            "inifile": str(inifile or ""),
+            "rootdir": str(rootdir or ""),
+            "plugins": plugins,
+        }
+    )
 
 
 def pytest_collectreport(report):
@@ -93,9 +100,14 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_logreport(report):
-    record = {"event": "test", "id": report.nodeid, "when": report.when, "outcome": report.outcome,
-              "xfail": hasattr(report, "wasxfail"),
-              "raised": _raised.pop((report.nodeid, report.when), False)}
+    record = {
+        "event": "test",
+        "id": report.nodeid,
+        "when": report.when,
+        "outcome": report.outcome,
+        "xfail": hasattr(report, "wasxfail"),
+        "raised": _raised.pop((report.nodeid, report.when), False),
+    }
     _report.write(record)
 
 
